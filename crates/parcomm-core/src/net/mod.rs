@@ -1,0 +1,10 @@
+//! Network elements: packets, finite queues, point-to-point ports, shared
+//! buses (CSMA/CD segments) and routers. Each element owns its state and
+//! returns what should happen next; `crate::sim` schedules the events.
+
+pub mod bus;
+pub mod packet;
+pub mod port;
+pub mod queue;
+pub mod router;
+pub mod routing;

@@ -1,0 +1,43 @@
+//! What travels through the simulated network: IP packets carrying either a
+//! data segment or a pure ACK of one transport stream. No payload bytes exist.
+
+use crate::transport::{Ack, Segment};
+
+/// TCP/IP header bytes (20 IP + 20 TCP, no options).
+pub const HEADER_BYTES: u64 = 40;
+
+#[derive(Clone, Copy, Debug)]
+pub enum Payload {
+    Data(Segment),
+    Ack(Ack),
+}
+
+#[derive(Clone, Copy, Debug)]
+pub struct Packet {
+    /// Host indices.
+    pub src: u32,
+    pub dst: u32,
+    /// Transport stream the packet belongs to (data goes src->dst on it, ACKs dst->src).
+    pub stream: u32,
+    pub payload: Payload,
+    /// IP packet size (header + segment bytes).
+    pub ip_bytes: u64,
+    /// ATM: cells of this packet still alive (fewer than needed means it is lost).
+    pub cells: u64,
+    /// ATM: a cell was dropped on the way; the receiver's AAL5 check will discard it.
+    pub corrupt: bool,
+}
+
+impl Packet {
+    pub fn data(src: u32, dst: u32, stream: u32, seg: Segment) -> Packet {
+        Packet::new(src, dst, stream, Payload::Data(seg), HEADER_BYTES + seg.len)
+    }
+
+    pub fn ack(src: u32, dst: u32, stream: u32, ack: Ack) -> Packet {
+        Packet::new(src, dst, stream, Payload::Ack(ack), HEADER_BYTES)
+    }
+
+    fn new(src: u32, dst: u32, stream: u32, payload: Payload, ip_bytes: u64) -> Packet {
+        Packet { src, dst, stream, payload, ip_bytes, cells: crate::spec::atm_cells(ip_bytes), corrupt: false }
+    }
+}

@@ -1,0 +1,189 @@
+//! A finite drop-tail packet buffer measured in bytes, packets or ATM cells,
+//! with time-weighted occupancy statistics. Used by switch ports, host NICs,
+//! router interfaces and bus stations.
+
+use super::packet::Packet;
+use crate::spec::BufferUnit;
+use crate::time::Time;
+use std::collections::VecDeque;
+
+#[derive(Clone, Debug, Default)]
+pub struct QueueStats {
+    pub enqueued: u64,
+    pub drops: u64,
+    /// ATM: cells refused (a packet with any refused cell is lost).
+    pub cell_drops: u64,
+    pub max_occupancy: u64,
+    /// Integral of occupancy over time (unit·ns), for the time-weighted mean.
+    pub occupancy_integral: f64,
+    pub last_change: Time,
+}
+
+pub struct PacketQueue {
+    pub capacity: u64,
+    pub unit: BufferUnit,
+    /// ATM early packet discard threshold (cells), if enabled.
+    pub epd_threshold: Option<u64>,
+    pub packets: VecDeque<Packet>,
+    pub occupancy: u64,
+    pub stats: QueueStats,
+}
+
+pub enum Admission {
+    Accepted,
+    /// Accepted but with cells missing: the packet will fail AAL5 reassembly.
+    Truncated,
+    Dropped,
+}
+
+impl PacketQueue {
+    pub fn new(capacity: u64, unit: BufferUnit, epd_threshold: Option<u64>) -> PacketQueue {
+        PacketQueue { capacity, unit, epd_threshold, packets: VecDeque::new(), occupancy: 0, stats: QueueStats::default() }
+    }
+
+    fn size_of(&self, p: &Packet) -> u64 {
+        match self.unit {
+            BufferUnit::Bytes => p.ip_bytes,
+            BufferUnit::Packets => 1,
+            BufferUnit::Cells => p.cells,
+        }
+    }
+
+    pub fn has_room_for(&self, p: &Packet) -> bool {
+        self.occupancy + self.size_of(p) <= self.capacity
+    }
+
+    fn account(&mut self, now: Time) {
+        let dt = now.saturating_sub(self.stats.last_change) as f64;
+        self.stats.occupancy_integral += dt * self.occupancy as f64;
+        self.stats.last_change = now;
+    }
+
+    fn grow(&mut self, now: Time, amount: u64) {
+        self.account(now);
+        self.occupancy += amount;
+        self.stats.max_occupancy = self.stats.max_occupancy.max(self.occupancy);
+    }
+
+    /// Drop-tail admission. In cell mode cells are admitted while they fit, so
+    /// a packet can enter with some cells missing (it is then carried, wasting
+    /// bandwidth, and discarded by the receiver), unless early packet discard
+    /// refuses it whole.
+    pub fn offer(&mut self, now: Time, mut p: Packet) -> Admission {
+        if self.unit == BufferUnit::Cells {
+            if let Some(th) = self.epd_threshold {
+                if self.occupancy > th {
+                    self.stats.drops += 1;
+                    self.stats.cell_drops += p.cells;
+                    return Admission::Dropped;
+                }
+            }
+            let free = self.capacity - self.occupancy;
+            let admitted = p.cells.min(free);
+            if admitted == 0 {
+                self.stats.drops += 1;
+                self.stats.cell_drops += p.cells;
+                return Admission::Dropped;
+            }
+            let truncated = admitted < p.cells;
+            if truncated {
+                self.stats.drops += 1;
+                self.stats.cell_drops += p.cells - admitted;
+                p.cells = admitted;
+                p.corrupt = true;
+            }
+            self.grow(now, admitted);
+            self.packets.push_back(p);
+            self.stats.enqueued += 1;
+            return if truncated { Admission::Truncated } else { Admission::Accepted };
+        }
+        if !self.has_room_for(&p) {
+            self.stats.drops += 1;
+            return Admission::Dropped;
+        }
+        let size = self.size_of(&p);
+        self.grow(now, size);
+        self.packets.push_back(p);
+        self.stats.enqueued += 1;
+        Admission::Accepted
+    }
+
+    /// Append without a capacity check (used for flow-controlled admission,
+    /// where the caller has already waited for room).
+    pub fn push_unchecked(&mut self, now: Time, p: Packet) {
+        let size = self.size_of(&p);
+        self.grow(now, size);
+        self.packets.push_back(p);
+        self.stats.enqueued += 1;
+    }
+
+    pub fn front(&self) -> Option<&Packet> {
+        self.packets.front()
+    }
+
+    pub fn pop(&mut self, now: Time) -> Option<Packet> {
+        let p = self.packets.pop_front()?;
+        self.account(now);
+        self.occupancy -= self.size_of(&p);
+        Some(p)
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.packets.is_empty()
+    }
+
+    pub fn len(&self) -> usize {
+        self.packets.len()
+    }
+
+    pub fn mean_occupancy(&self, now: Time) -> f64 {
+        let tail = now.saturating_sub(self.stats.last_change) as f64 * self.occupancy as f64;
+        if now == 0 {
+            0.0
+        } else {
+            (self.stats.occupancy_integral + tail) / now as f64
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::transport::Segment;
+
+    fn pkt(len: u64) -> Packet {
+        Packet::data(0, 1, 0, Segment { seq: 0, len, retransmission: false })
+    }
+
+    #[test]
+    fn bytes_drop_tail() {
+        let mut q = PacketQueue::new(3000, BufferUnit::Bytes, None);
+        assert!(matches!(q.offer(0, pkt(1460)), Admission::Accepted));
+        assert!(matches!(q.offer(0, pkt(1460)), Admission::Accepted));
+        assert!(matches!(q.offer(0, pkt(1460)), Admission::Dropped));
+        assert_eq!(q.stats.drops, 1);
+        q.pop(10);
+        assert!(matches!(q.offer(10, pkt(1460)), Admission::Accepted));
+    }
+
+    #[test]
+    fn a_dropped_cell_loses_the_whole_packet() {
+        // 9180-byte IP packet = 192 cells; room for 100 leaves the packet corrupt.
+        let mut q = PacketQueue::new(100, BufferUnit::Cells, None);
+        let p = pkt(9140);
+        assert_eq!(p.cells, 192);
+        assert!(matches!(q.offer(0, p), Admission::Truncated));
+        let out = q.pop(1).unwrap();
+        assert!(out.corrupt);
+        assert_eq!(out.cells, 100);
+        assert_eq!(q.stats.cell_drops, 92);
+    }
+
+    #[test]
+    fn early_packet_discard_refuses_whole_packets() {
+        let mut q = PacketQueue::new(400, BufferUnit::Cells, Some(150));
+        assert!(matches!(q.offer(0, pkt(9140)), Admission::Accepted));
+        assert!(matches!(q.offer(0, pkt(9140)), Admission::Dropped));
+        assert_eq!(q.occupancy, 192);
+    }
+}

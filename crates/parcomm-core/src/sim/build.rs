@@ -1,0 +1,183 @@
+//! Turning a validated `PlatformSpec` into a `Simulation`.
+
+use super::{Host, NodeKind, Simulation};
+use crate::engine::EventQueue;
+use crate::net::bus::Bus;
+use crate::net::port::Port;
+use crate::net::queue::PacketQueue;
+use crate::net::router::Router;
+use crate::net::routing::{Iface, Routes};
+use crate::rng::Rng;
+use crate::spec::{atm_cells, BufferSpec, BufferUnit, PlatformSpec, SpecError};
+use crate::time::from_secs;
+use crate::transport::TcpConfig;
+use std::collections::{HashMap, VecDeque};
+
+fn tcp_config(h: &crate::spec::HostSpec) -> TcpConfig {
+    let t = &h.tcp;
+    TcpConfig {
+        mss: h.mtu - crate::net::packet::HEADER_BYTES,
+        rto_min: from_secs(t.rto_min_s),
+        rto_max: from_secs(t.rto_max_s),
+        rto_initial: from_secs(t.rto_initial_s),
+        clock_granularity: from_secs(t.clock_granularity_s),
+        initial_cwnd_segments: t.initial_cwnd_segments,
+        sndbuf: t.sndbuf_bytes,
+        rcvbuf: t.rcvbuf_bytes,
+        delayed_ack: t.delayed_ack,
+        delayed_ack_timeout: from_secs(t.delayed_ack_timeout_s),
+        dupack_threshold: t.dupack_threshold,
+    }
+}
+
+pub(super) fn build(spec: &PlatformSpec, seed: u64) -> Result<Simulation, SpecError> {
+    let n_hosts = spec.hosts.len();
+    let mut names: Vec<String> = Vec::new();
+    let mut nodes = Vec::new();
+    for (i, h) in spec.hosts.iter().enumerate() {
+        names.push(h.name.clone());
+        nodes.push(NodeKind::Host(i as u32));
+    }
+    let mut switch_of = HashMap::new();
+    for s in &spec.switches {
+        switch_of.insert(s.name.clone(), s);
+        names.push(s.name.clone());
+        nodes.push(NodeKind::Switch { latency: from_secs(s.latency_s) });
+    }
+    let mut router_of = HashMap::new();
+    let mut routers = Vec::new();
+    for (i, r) in spec.routers.iter().enumerate() {
+        router_of.insert(r.name.clone(), (i, r));
+        let node = names.len() as u32;
+        names.push(r.name.clone());
+        nodes.push(NodeKind::Router(i as u32));
+        routers.push(Router {
+            node,
+            forward_pps: r.forward_pps,
+            backplane_bps: r.backplane_bps,
+            input: PacketQueue::new(r.buffer.size, r.buffer.unit, None),
+            busy: false,
+            forwarded: 0,
+        });
+    }
+    let index: HashMap<&str, u32> = names.iter().enumerate().map(|(i, n)| (n.as_str(), i as u32)).collect();
+    let max_mtu = spec.hosts.iter().map(|h| h.mtu).max().unwrap_or(1500);
+
+    // The output queue a node keeps towards one of its interfaces.
+    let queue_for = |node: &str| -> (PacketQueue, bool) {
+        if let Some(s) = switch_of.get(node) {
+            let epd = if s.early_packet_discard {
+                Some(s.epd_threshold_cells.unwrap_or(s.buffer.size.saturating_sub(atm_cells(max_mtu))))
+            } else {
+                None
+            };
+            return (PacketQueue::new(s.buffer.size, s.buffer.unit, epd), s.flow_control);
+        }
+        if let Some((_, r)) = router_of.get(node) {
+            return (PacketQueue::new(r.buffer.size, r.buffer.unit, None), false);
+        }
+        let h = spec.hosts.iter().find(|h| h.name == node).expect("validated node");
+        let nic = BufferSpec { size: h.nic_queue_packets, unit: BufferUnit::Packets };
+        (PacketQueue::new(nic.size, nic.unit, None), false)
+    };
+
+    let mut adjacent: Vec<Vec<(u32, Iface)>> = vec![Vec::new(); names.len()];
+    let mut ports = Vec::new();
+    for l in &spec.links {
+        for (from, to) in [(&l.a, &l.b), (&l.b, &l.a)] {
+            let (queue, flow_control) = queue_for(from);
+            let pid = ports.len() as u32;
+            ports.push(Port {
+                owner: index[from.as_str()],
+                peer: index[to.as_str()],
+                rate_bps: l.rate_bps,
+                propagation: from_secs(l.propagation_s),
+                loss: l.loss,
+                framing: l.framing,
+                queue,
+                flow_control,
+                held: VecDeque::new(),
+                busy: false,
+                paused_by: 0,
+                rng: Rng::new(seed, &format!("port:{from}->{to}")),
+                tx_packets: 0,
+                tx_wire_bytes: 0,
+                wire_losses: 0,
+            });
+            adjacent[index[from.as_str()] as usize].push((index[to.as_str()], Iface::Port(pid)));
+        }
+    }
+    let mut buses = Vec::new();
+    let mut bus_names = Vec::new();
+    for s in &spec.segments {
+        let b = buses.len() as u32;
+        let members: Vec<u32> = s.members.iter().map(|m| index[m.as_str()]).collect();
+        let stations = s.members.iter().zip(&members).map(|(m, &node)| Bus::station(node, queue_for(m).0)).collect();
+        for (i, &u) in members.iter().enumerate() {
+            for (j, &v) in members.iter().enumerate() {
+                if i != j {
+                    adjacent[u as usize].push((v, Iface::Bus { bus: b, station: i as u32, to: j as u32 }));
+                }
+            }
+        }
+        buses.push(Bus::new(s.rate_bps, from_secs(s.propagation_s), s.collisions, stations, Rng::new(seed, &format!("bus:{}", s.name))));
+        bus_names.push(s.name.clone());
+    }
+
+    let mut hosts = Vec::new();
+    for (i, h) in spec.hosts.iter().enumerate() {
+        let mut ifaces: Vec<Iface> = Vec::new();
+        for &(_, iface) in &adjacent[i] {
+            let same = ifaces.iter().any(|&k| match (k, iface) {
+                (Iface::Bus { bus: a, .. }, Iface::Bus { bus: b, .. }) => a == b,
+                (a, b) => a == b,
+            });
+            if !same {
+                ifaces.push(iface);
+            }
+        }
+        if ifaces.len() > 1 {
+            return Err(format!("hosts.{}: a host has one network interface, this one has {}", h.name, ifaces.len()));
+        }
+        if ifaces.is_empty() && n_hosts > 1 {
+            return Err(format!("hosts.{}: not connected to any link or segment", h.name));
+        }
+        hosts.push(Host {
+            name: h.name.clone(),
+            tcp: tcp_config(h),
+            send_overhead: h.send_overhead,
+            recv_overhead: h.recv_overhead,
+            nic: ifaces.first().copied().unwrap_or(Iface::None),
+            cpu_free: 0,
+            cpu_busy: 0,
+            ready: VecDeque::new(),
+            corrupt_discards: 0,
+        });
+    }
+
+    let routes = Routes::compute(&adjacent, n_hosts);
+    for s in 0..n_hosts as u32 {
+        for d in 0..n_hosts as u32 {
+            if s != d && routes.next(s, d) == Iface::None {
+                return Err(format!("no route from host '{}' to host '{}'", names[s as usize], names[d as usize]));
+            }
+        }
+    }
+
+    Ok(Simulation {
+        q: EventQueue::default(),
+        nodes,
+        node_names: names,
+        hosts,
+        ports,
+        buses,
+        bus_names,
+        routers,
+        routes,
+        streams: Vec::new(),
+        stream_of: HashMap::new(),
+        next_op: 0,
+        completions: Vec::new(),
+        bus_actions: Vec::new(),
+    })
+}

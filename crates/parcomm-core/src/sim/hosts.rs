@@ -1,0 +1,260 @@
+//! Hosts: the CPU (busy while computing or paying per-message overheads),
+//! one transport stream per ordered host pair, and the NIC they share.
+
+use super::{Completion, CompletionKind, CpuThen, Event, OpId, Simulation, Stream};
+use crate::net::packet::{Packet, Payload};
+use crate::net::routing::Iface;
+use crate::spec::Overhead;
+use crate::time::{from_secs, Time};
+use crate::transport::{Receiver, Sender};
+
+fn overhead(o: &Overhead, bytes: u64) -> Time {
+    from_secs(o.fixed_s + o.per_byte_s * bytes as f64)
+}
+
+impl Simulation {
+    fn complete(&mut self, op: OpId, kind: CompletionKind, host: u32) {
+        self.completions.push(Completion { op, kind, host, time: self.q.now() });
+    }
+
+    /// Queue a job on the host's CPU (FIFO), then do `then`.
+    pub(crate) fn cpu_run(&mut self, host: u32, duration: Time, then: CpuThen) {
+        let now = self.q.now();
+        let h = &mut self.hosts[host as usize];
+        let start = h.cpu_free.max(now);
+        h.cpu_free = start + duration;
+        h.cpu_busy += duration;
+        self.q.schedule(h.cpu_free, Event::CpuDone { host, then });
+    }
+
+    pub(crate) fn cpu_done(&mut self, host: u32, then: CpuThen) {
+        match then {
+            CpuThen::Complete(op, kind) => self.complete(op, kind, host),
+            CpuThen::Write { stream, op, bytes } => self.stream_write(stream, op, bytes),
+        }
+    }
+
+    pub(crate) fn start_send(&mut self, op: OpId, src: u32, dst: u32, bytes: u64) -> Result<(), String> {
+        let cost = overhead(&self.hosts[src as usize].send_overhead, bytes);
+        if src == dst {
+            // A message to oneself is a memory copy: no network, only the overheads.
+            self.cpu_run(src, cost, CpuThen::Complete(op, CompletionKind::Sent));
+            let recv = overhead(&self.hosts[dst as usize].recv_overhead, bytes);
+            self.cpu_run(dst, recv, CpuThen::Complete(op, CompletionKind::Arrived));
+            return Ok(());
+        }
+        let stream = self.stream(src, dst);
+        self.cpu_run(src, cost, CpuThen::Write { stream, op, bytes });
+        Ok(())
+    }
+
+    fn stream(&mut self, src: u32, dst: u32) -> u32 {
+        if let Some(&s) = self.stream_of.get(&(src, dst)) {
+            return s;
+        }
+        let mut cfg = self.hosts[src as usize].tcp.clone();
+        let rcfg = self.hosts[dst as usize].tcp.clone();
+        // The sender's first window is the receiver's buffer.
+        cfg.rcvbuf = rcfg.rcvbuf;
+        let id = self.streams.len() as u32;
+        self.streams.push(Stream {
+            src,
+            dst,
+            sender: Sender::new(&cfg),
+            receiver: Receiver::new(&rcfg),
+            pending: Default::default(),
+            deliveries: Default::default(),
+            enqueued: 0,
+            in_ready: false,
+            sender_timer: None,
+            receiver_timer: None,
+        });
+        self.stream_of.insert((src, dst), id);
+        id
+    }
+
+    fn stream_write(&mut self, s: u32, op: OpId, bytes: u64) {
+        let st = &mut self.streams[s as usize];
+        st.enqueued += bytes;
+        st.deliveries.push_back((st.enqueued, op, bytes));
+        st.pending.push_back((op, bytes));
+        self.fill_socket_buffer(s);
+    }
+
+    /// Move pending message bytes into the socket buffer as room allows;
+    /// a message is `Sent` once its last byte is in.
+    fn fill_socket_buffer(&mut self, s: u32) {
+        let mut done = Vec::new();
+        let st = &mut self.streams[s as usize];
+        while let Some((op, left)) = st.pending.front_mut() {
+            let n = (*left).min(st.sender.buffer_space());
+            if n == 0 {
+                break;
+            }
+            st.sender.write(n);
+            *left -= n;
+            if *left == 0 {
+                done.push(*op);
+                st.pending.pop_front();
+            }
+        }
+        let src = st.src;
+        for op in done {
+            self.complete(op, CompletionKind::Sent, src);
+        }
+        self.make_ready(s);
+    }
+
+    fn make_ready(&mut self, s: u32) {
+        let st = &mut self.streams[s as usize];
+        if !st.in_ready {
+            st.in_ready = true;
+            let src = st.src;
+            self.hosts[src as usize].ready.push_back(s);
+            self.pump(src);
+        }
+    }
+
+    fn nic_has_room(&self, host: u32) -> bool {
+        match self.hosts[host as usize].nic {
+            Iface::Port(p) => {
+                let q = &self.ports[p as usize].queue;
+                q.occupancy < q.capacity
+            }
+            Iface::Bus { bus, station, .. } => {
+                let q = &self.buses[bus as usize].stations[station as usize].queue;
+                q.occupancy < q.capacity
+            }
+            Iface::None => false,
+        }
+    }
+
+    /// Let ready streams hand segments to the NIC, one each in turn, while it has room.
+    pub(crate) fn pump(&mut self, host: u32) {
+        while self.nic_has_room(host) {
+            let Some(s) = self.hosts[host as usize].ready.pop_front() else { break };
+            let now = self.q.now();
+            let st = &mut self.streams[s as usize];
+            match st.sender.poll_transmit(now) {
+                Some(seg) => {
+                    let pkt = Packet::data(st.src, st.dst, s, seg);
+                    self.hosts[host as usize].ready.push_back(s);
+                    let iface = self.routes.next(host, pkt.dst);
+                    self.enqueue(iface, pkt, super::NO_PORT);
+                }
+                None => st.in_ready = false,
+            }
+            self.arm_sender_timer(s);
+        }
+    }
+
+    fn arm_sender_timer(&mut self, s: u32) {
+        let st = &mut self.streams[s as usize];
+        if let Some(d) = st.sender.poll_timeout() {
+            if st.sender_timer.map_or(true, |armed| d < armed) {
+                st.sender_timer = Some(d);
+                self.q.schedule(d, Event::SenderTimer(s));
+            }
+        }
+    }
+
+    fn arm_receiver_timer(&mut self, s: u32) {
+        let st = &mut self.streams[s as usize];
+        if let Some(d) = st.receiver.poll_timeout() {
+            if st.receiver_timer.map_or(true, |armed| d < armed) {
+                st.receiver_timer = Some(d);
+                self.q.schedule(d, Event::ReceiverTimer(s));
+            }
+        }
+    }
+
+    pub(crate) fn sender_timer(&mut self, s: u32) {
+        let now = self.q.now();
+        let st = &mut self.streams[s as usize];
+        if st.sender_timer != Some(now) {
+            return; // superseded by an earlier-armed timer event
+        }
+        st.sender_timer = None;
+        match st.sender.poll_timeout() {
+            Some(d) if d <= now => {
+                st.sender.on_timeout(now);
+                let src = st.src;
+                self.make_ready(s);
+                self.pump(src);
+            }
+            _ => {}
+        }
+        self.arm_sender_timer(s);
+    }
+
+    pub(crate) fn receiver_timer(&mut self, s: u32) {
+        let now = self.q.now();
+        let st = &mut self.streams[s as usize];
+        if st.receiver_timer != Some(now) {
+            return;
+        }
+        st.receiver_timer = None;
+        if matches!(st.receiver.poll_timeout(), Some(d) if d <= now) {
+            st.receiver.on_timeout(now);
+            self.send_acks(s);
+        }
+        self.arm_receiver_timer(s);
+    }
+
+    fn send_acks(&mut self, s: u32) {
+        let now = self.q.now();
+        while let Some(ack) = self.streams[s as usize].receiver.poll_ack(now) {
+            let st = &self.streams[s as usize];
+            let pkt = Packet::ack(st.dst, st.src, s, ack);
+            let iface = self.routes.next(st.dst, st.src);
+            self.enqueue(iface, pkt, super::NO_PORT);
+        }
+    }
+
+    pub(crate) fn host_receive(&mut self, h: u32, pkt: Packet) {
+        if pkt.corrupt {
+            // AAL5 reassembly fails: the packet is lost.
+            self.hosts[h as usize].corrupt_discards += 1;
+            return;
+        }
+        let now = self.q.now();
+        let s = pkt.stream;
+        match pkt.payload {
+            Payload::Data(seg) => {
+                self.streams[s as usize].receiver.on_segment(now, seg);
+                self.send_acks(s);
+                self.arm_receiver_timer(s);
+                self.deliver(s);
+            }
+            Payload::Ack(ack) => {
+                self.streams[s as usize].sender.on_ack(now, ack);
+                self.fill_socket_buffer(s);
+                let st = &mut self.streams[s as usize];
+                if !st.in_ready {
+                    st.in_ready = true;
+                    self.hosts[st.src as usize].ready.push_back(s);
+                }
+                let src = self.streams[s as usize].src;
+                self.pump(src);
+                self.arm_sender_timer(s);
+            }
+        }
+    }
+
+    /// Messages whose last byte has arrived in order: pay the receive overhead, then `Arrived`.
+    fn deliver(&mut self, s: u32) {
+        loop {
+            let st = &mut self.streams[s as usize];
+            let delivered = st.receiver.delivered();
+            match st.deliveries.front() {
+                Some(&(end, op, bytes)) if end <= delivered => {
+                    st.deliveries.pop_front();
+                    let dst = st.dst;
+                    let cost = overhead(&self.hosts[dst as usize].recv_overhead, bytes);
+                    self.cpu_run(dst, cost, CpuThen::Complete(op, CompletionKind::Arrived));
+                }
+                _ => break,
+            }
+        }
+    }
+}

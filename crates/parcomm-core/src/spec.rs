@@ -1,0 +1,369 @@
+//! The platform description the core accepts: plain data, usually produced by
+//! `parcomm.platform` in Python and passed across as JSON.
+//!
+//! Every quantity is in SI units (seconds, bits per second, bytes). Validation
+//! returns an error naming the offending field; nothing here panics.
+
+use serde::Deserialize;
+use std::collections::HashSet;
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct PlatformSpec {
+    #[serde(default)]
+    pub name: String,
+    pub hosts: Vec<HostSpec>,
+    #[serde(default)]
+    pub switches: Vec<SwitchSpec>,
+    #[serde(default)]
+    pub links: Vec<LinkSpec>,
+    #[serde(default)]
+    pub segments: Vec<SegmentSpec>,
+    #[serde(default)]
+    pub routers: Vec<RouterSpec>,
+}
+
+/// Per-message software cost: fixed + per_byte * size, in seconds.
+#[derive(Debug, Clone, Copy, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Overhead {
+    #[serde(default)]
+    pub fixed_s: f64,
+    #[serde(default)]
+    pub per_byte_s: f64,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct HostSpec {
+    pub name: String,
+    /// Largest IP packet the host sends (bytes); MSS = mtu - 40.
+    #[serde(default = "default_mtu")]
+    pub mtu: u64,
+    /// NIC transmit queue (packets), like Linux txqueuelen.
+    #[serde(default = "default_nic_queue")]
+    pub nic_queue_packets: u64,
+    #[serde(default)]
+    pub send_overhead: Overhead,
+    #[serde(default)]
+    pub recv_overhead: Overhead,
+    #[serde(default)]
+    pub tcp: TcpSpec,
+}
+
+fn default_mtu() -> u64 {
+    1500
+}
+fn default_nic_queue() -> u64 {
+    1000
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct TcpSpec {
+    pub rto_min_s: f64,
+    pub rto_max_s: f64,
+    pub rto_initial_s: f64,
+    /// Timer granularity G of RFC 6298 (RTO >= SRTT + max(G, 4 RTTVAR)).
+    pub clock_granularity_s: f64,
+    pub initial_cwnd_segments: u64,
+    pub sndbuf_bytes: u64,
+    pub rcvbuf_bytes: u64,
+    pub delayed_ack: bool,
+    pub delayed_ack_timeout_s: f64,
+    /// Duplicate ACKs that trigger fast retransmit.
+    pub dupack_threshold: u64,
+}
+
+impl Default for TcpSpec {
+    /// Linux-like defaults: RTO min 200 ms (TCP_RTO_MIN), max 120 s (TCP_RTO_MAX),
+    /// initial 1 s (RFC 6298), IW10 (RFC 6928), 1 ms timer granularity.
+    fn default() -> Self {
+        TcpSpec {
+            rto_min_s: 0.2,
+            rto_max_s: 120.0,
+            rto_initial_s: 1.0,
+            clock_granularity_s: 0.001,
+            initial_cwnd_segments: 10,
+            sndbuf_bytes: 256 * 1024,
+            rcvbuf_bytes: 256 * 1024,
+            delayed_ack: false,
+            delayed_ack_timeout_s: 0.04,
+            dupack_threshold: 3,
+        }
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum BufferUnit {
+    Bytes,
+    Packets,
+    Cells,
+}
+
+#[derive(Debug, Clone, Copy, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct BufferSpec {
+    pub size: u64,
+    pub unit: BufferUnit,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SwitchSpec {
+    pub name: String,
+    /// Per output port.
+    pub buffer: BufferSpec,
+    /// IEEE 802.3x-style backpressure: a full port pauses its senders instead of dropping.
+    #[serde(default)]
+    pub flow_control: bool,
+    /// ATM early packet discard: refuse a whole packet whose first cell finds
+    /// the port fuller than `epd_threshold_cells`.
+    #[serde(default)]
+    pub early_packet_discard: bool,
+    #[serde(default)]
+    pub epd_threshold_cells: Option<u64>,
+    /// Fixed switching latency per packet (s).
+    #[serde(default)]
+    pub latency_s: f64,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Framing {
+    /// Ethernet II: 14 header + 4 FCS + 8 preamble + 12 inter-frame gap, 64-byte minimum frame.
+    Ethernet,
+    /// IP over ATM, AAL5 with LLC/SNAP (RFC 2684): 8 + 8 trailer, padded to 48-byte cell payloads, 53-byte cells.
+    Atm,
+    /// Bytes on the wire equal IP bytes (for closed-form tests).
+    Raw,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct LinkSpec {
+    pub a: String,
+    pub b: String,
+    pub rate_bps: f64,
+    #[serde(default)]
+    pub propagation_s: f64,
+    #[serde(default)]
+    pub loss: f64,
+    #[serde(default = "default_framing")]
+    pub framing: Framing,
+}
+
+fn default_framing() -> Framing {
+    Framing::Ethernet
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SegmentSpec {
+    pub name: String,
+    pub rate_bps: f64,
+    /// Hosts and routers attached to this shared medium.
+    pub members: Vec<String>,
+    #[serde(default)]
+    pub propagation_s: f64,
+    /// Model CSMA/CD collisions and binary exponential backoff; false gives an
+    /// ideal FIFO medium.
+    #[serde(default = "yes")]
+    pub collisions: bool,
+}
+
+fn yes() -> bool {
+    true
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RouterSpec {
+    pub name: String,
+    pub forward_pps: f64,
+    pub backplane_bps: f64,
+    /// Buffer of each output interface.
+    pub buffer: BufferSpec,
+}
+
+pub type SpecError = String;
+
+fn positive(v: f64, field: &str) -> Result<(), SpecError> {
+    if v.is_finite() && v > 0.0 {
+        Ok(())
+    } else {
+        Err(format!("{field} must be a positive number, got {v}"))
+    }
+}
+
+fn non_negative(v: f64, field: &str) -> Result<(), SpecError> {
+    if v.is_finite() && v >= 0.0 {
+        Ok(())
+    } else {
+        Err(format!("{field} must be a non-negative number, got {v}"))
+    }
+}
+
+/// Bytes one IP packet of `ip_bytes` occupies on a link with this framing.
+pub fn wire_bytes(framing: Framing, ip_bytes: u64) -> u64 {
+    match framing {
+        Framing::Raw => ip_bytes,
+        Framing::Ethernet => (ip_bytes + 18).max(64) + 20,
+        Framing::Atm => atm_cells(ip_bytes) * 53,
+    }
+}
+
+/// ATM cells carrying one IP packet in AAL5 with LLC/SNAP encapsulation.
+pub fn atm_cells(ip_bytes: u64) -> u64 {
+    (ip_bytes + 8 + 8).div_ceil(48)
+}
+
+impl PlatformSpec {
+    pub fn from_json(text: &str) -> Result<PlatformSpec, SpecError> {
+        let spec: PlatformSpec =
+            serde_json::from_str(text).map_err(|e| format!("platform: {e}"))?;
+        spec.validate()?;
+        Ok(spec)
+    }
+
+    pub fn validate(&self) -> Result<(), SpecError> {
+        if self.hosts.is_empty() {
+            return Err("hosts: a platform needs at least one host".into());
+        }
+        let mut names = HashSet::new();
+        let all_names = self
+            .hosts
+            .iter()
+            .map(|h| ("hosts", &h.name))
+            .chain(self.switches.iter().map(|s| ("switches", &s.name)))
+            .chain(self.segments.iter().map(|s| ("segments", &s.name)))
+            .chain(self.routers.iter().map(|r| ("routers", &r.name)));
+        for (kind, name) in all_names {
+            if name.is_empty() {
+                return Err(format!("{kind}: empty name"));
+            }
+            if !names.insert(name.clone()) {
+                return Err(format!("{kind}.{name}: duplicate name '{name}'"));
+            }
+        }
+        for h in &self.hosts {
+            let f = |x: &str| format!("hosts.{}.{}", h.name, x);
+            if h.mtu < 128 {
+                return Err(format!("{} must be at least 128 bytes, got {}", f("mtu"), h.mtu));
+            }
+            if h.nic_queue_packets == 0 {
+                return Err(format!("{} must be at least 1", f("nic_queue_packets")));
+            }
+            for (o, n) in [(&h.send_overhead, "send_overhead"), (&h.recv_overhead, "recv_overhead")] {
+                non_negative(o.fixed_s, &f(&format!("{n}.fixed_s")))?;
+                non_negative(o.per_byte_s, &f(&format!("{n}.per_byte_s")))?;
+            }
+            let t = &h.tcp;
+            positive(t.rto_min_s, &f("tcp.rto_min_s"))?;
+            positive(t.rto_max_s, &f("tcp.rto_max_s"))?;
+            positive(t.rto_initial_s, &f("tcp.rto_initial_s"))?;
+            non_negative(t.clock_granularity_s, &f("tcp.clock_granularity_s"))?;
+            non_negative(t.delayed_ack_timeout_s, &f("tcp.delayed_ack_timeout_s"))?;
+            if t.rto_max_s < t.rto_min_s {
+                return Err(format!(
+                    "{} ({}) must not be below tcp.rto_min_s ({})",
+                    f("tcp.rto_max_s"),
+                    t.rto_max_s,
+                    t.rto_min_s
+                ));
+            }
+            if t.initial_cwnd_segments == 0 {
+                return Err(format!("{} must be at least 1", f("tcp.initial_cwnd_segments")));
+            }
+            if t.dupack_threshold == 0 {
+                return Err(format!("{} must be at least 1", f("tcp.dupack_threshold")));
+            }
+            let mss = h.mtu - 40;
+            if t.sndbuf_bytes < mss || t.rcvbuf_bytes < mss {
+                return Err(format!(
+                    "{}: sndbuf_bytes and rcvbuf_bytes must hold at least one segment ({mss} bytes)",
+                    f("tcp")
+                ));
+            }
+        }
+        let max_mtu = self.hosts.iter().map(|h| h.mtu).max().unwrap_or(1500);
+        for s in &self.switches {
+            let f = |x: &str| format!("switches.{}.{}", s.name, x);
+            let one_packet = match s.buffer.unit {
+                BufferUnit::Bytes => max_mtu,
+                BufferUnit::Packets => 1,
+                BufferUnit::Cells => atm_cells(max_mtu),
+            };
+            if s.buffer.size < one_packet {
+                return Err(format!(
+                    "{} ({} {:?}) is smaller than one MTU-sized packet ({} {:?})",
+                    f("buffer.size"),
+                    s.buffer.size,
+                    s.buffer.unit,
+                    one_packet,
+                    s.buffer.unit
+                )
+                .to_lowercase());
+            }
+            non_negative(s.latency_s, &f("latency_s"))?;
+            if s.early_packet_discard && s.buffer.unit != BufferUnit::Cells {
+                return Err(format!("{} needs buffer.unit = \"cells\"", f("early_packet_discard")));
+            }
+        }
+        for r in &self.routers {
+            let f = |x: &str| format!("routers.{}.{}", r.name, x);
+            positive(r.forward_pps, &f("forward_pps"))?;
+            positive(r.backplane_bps, &f("backplane_bps"))?;
+            let one_packet = if r.buffer.unit == BufferUnit::Bytes { max_mtu } else { 1 };
+            if r.buffer.unit == BufferUnit::Cells {
+                return Err(format!("{}: routers buffer bytes or packets, not cells", f("buffer.unit")));
+            }
+            if r.buffer.size < one_packet {
+                return Err(format!("{} is smaller than one MTU-sized packet", f("buffer.size")));
+            }
+        }
+        let is_node = |n: &str| names.contains(n);
+        let segment_names: HashSet<&String> = self.segments.iter().map(|s| &s.name).collect();
+        for (i, l) in self.links.iter().enumerate() {
+            let f = |x: &str| format!("links[{i}].{x}");
+            for (end, n) in [("a", &l.a), ("b", &l.b)] {
+                if !is_node(n) {
+                    return Err(format!("{}: unknown node '{n}'", f(end)));
+                }
+                if segment_names.contains(n) {
+                    return Err(format!("{}: '{n}' is a segment; list members in segments instead", f(end)));
+                }
+            }
+            if l.a == l.b {
+                return Err(format!("{}: a link joins two different nodes, got '{}' twice", f("b"), l.a));
+            }
+            positive(l.rate_bps, &f("rate_bps"))?;
+            non_negative(l.propagation_s, &f("propagation_s"))?;
+            if !(0.0..1.0).contains(&l.loss) {
+                return Err(format!("{} must be in [0, 1), got {}", f("loss"), l.loss));
+            }
+        }
+        for s in &self.segments {
+            let f = |x: &str| format!("segments.{}.{}", s.name, x);
+            positive(s.rate_bps, &f("rate_bps"))?;
+            non_negative(s.propagation_s, &f("propagation_s"))?;
+            if s.members.len() < 2 {
+                return Err(format!("{} needs at least two members", f("members")));
+            }
+            let mut seen = HashSet::new();
+            for m in &s.members {
+                if !is_node(m) || segment_names.contains(m) {
+                    return Err(format!("{}: unknown host or router '{m}'", f("members")));
+                }
+                if self.switches.iter().any(|sw| &sw.name == m) {
+                    return Err(format!("{}: '{m}' is a switch; only hosts and routers attach to a segment", f("members")));
+                }
+                if !seen.insert(m) {
+                    return Err(format!("{}: '{m}' listed twice", f("members")));
+                }
+            }
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,96 @@
+//! One direction of a TCP-like reliable byte stream, as sans-IO state machines.
+//!
+//! A [`Sender`] lives at one host and a [`Receiver`] at the other. Neither does
+//! any I/O or reads a clock: the driver passes `now` in, hands over arriving
+//! segments/ACKs, and asks what to transmit and when to wake up next.
+//! Sequence numbers are byte offsets from 0; segments carry no payload bytes,
+//! only `(seq, len)`.
+//!
+//! Driver contract (both sides):
+//! * after any input (`write`, `on_ack`, `on_segment`, `on_timeout`) drain the
+//!   outputs: call `Sender::poll_transmit` / `Receiver::poll_ack` until `None`;
+//! * call `on_timeout(now)` once `now >= poll_timeout()`; re-read
+//!   `poll_timeout()` after every call, as deadlines move. A spurious
+//!   `on_timeout` (early or disarmed) is a no-op.
+
+pub mod newreno;
+pub mod receiver;
+pub mod rto;
+pub mod sender;
+#[cfg(test)]
+mod testnet;
+
+pub use newreno::{CongestionControl, NewReno};
+pub use receiver::Receiver;
+pub use rto::{Rfc6298Rto, RtoEstimator};
+pub use sender::Sender;
+
+use crate::time::{Time, MS, SEC};
+
+#[derive(Clone, Debug)]
+pub struct TcpConfig {
+    /// Payload bytes per segment.
+    pub mss: u64,
+    pub rto_min: Time,
+    pub rto_max: Time,
+    pub rto_initial: Time,
+    /// G in RFC 6298: lower bound of the variance term of the RTO.
+    pub clock_granularity: Time,
+    pub initial_cwnd_segments: u64,
+    /// Bytes the application may have written but not yet had acknowledged.
+    pub sndbuf: u64,
+    /// Receiver buffer: advertised window = rcvbuf - bytes held out of order.
+    pub rcvbuf: u64,
+    pub delayed_ack: bool,
+    pub delayed_ack_timeout: Time,
+    /// Duplicate ACKs that trigger fast retransmit (3 normally).
+    pub dupack_threshold: u64,
+}
+
+impl Default for TcpConfig {
+    /// Linux-like values: RFC 6928 initial window, 200 ms minimum RTO,
+    /// 1 s initial RTO (RFC 6298), 40 ms delayed ACK.
+    fn default() -> Self {
+        TcpConfig {
+            mss: 1460,
+            rto_min: 200 * MS,
+            rto_max: 60 * SEC,
+            rto_initial: SEC,
+            clock_granularity: MS,
+            initial_cwnd_segments: 10,
+            sndbuf: 4 << 20,
+            rcvbuf: 4 << 20,
+            delayed_ack: true,
+            delayed_ack_timeout: 40 * MS,
+            dupack_threshold: 3,
+        }
+    }
+}
+
+/// A data segment: bytes `[seq, seq + len)`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Segment {
+    pub seq: u64,
+    pub len: u64,
+    /// Set when any byte of the segment was sent before.
+    pub retransmission: bool,
+}
+
+/// A cumulative acknowledgement: `ack` is the next byte expected; `window` is
+/// the receive window counted from `ack`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Ack {
+    pub ack: u64,
+    pub window: u64,
+}
+
+/// Counters of a [`Sender`]; `*_sent` include retransmissions.
+#[derive(Clone, Debug, Default)]
+pub struct SenderStats {
+    pub bytes_sent: u64,
+    pub bytes_retransmitted: u64,
+    pub segments_sent: u64,
+    pub segments_retransmitted: u64,
+    pub timeouts: u64,
+    pub fast_retransmits: u64,
+}

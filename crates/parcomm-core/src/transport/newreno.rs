@@ -1,0 +1,161 @@
+//! Congestion control: the window side of loss recovery.
+//!
+//! The sender decides *when* something happened (new ACK, third dupack,
+//! partial/full ACK, timeout) and does the retransmitting; a
+//! [`CongestionControl`] only decides what that does to the window.
+
+use std::fmt::Debug;
+
+/// Strategy interface for congestion control. All amounts are in bytes.
+pub trait CongestionControl: Debug + Send + Sync {
+    fn cwnd(&self) -> u64;
+    fn ssthresh(&self) -> u64;
+    /// An ACK of `acked` new bytes outside fast recovery.
+    fn on_ack(&mut self, acked: u64);
+    /// Fast retransmit: entering fast recovery with `flight` bytes outstanding.
+    fn on_enter_recovery(&mut self, flight: u64);
+    /// A further duplicate ACK while in fast recovery.
+    fn on_recovery_dupack(&mut self);
+    /// An ACK of `acked` new bytes that does not yet cover `recover`.
+    fn on_partial_ack(&mut self, acked: u64);
+    /// An ACK covering `recover`: fast recovery is over.
+    fn on_exit_recovery(&mut self);
+    /// Retransmission timeout with `flight` bytes outstanding. `repeated` is
+    /// true when the previous timeout's retransmission was not acked yet.
+    fn on_timeout(&mut self, flight: u64, repeated: bool);
+}
+
+/// NewReno: RFC 5681 slow start / congestion avoidance / fast recovery with
+/// the RFC 6582 partial-ACK rules.
+#[derive(Clone, Debug)]
+pub struct NewReno {
+    mss: u64,
+    cwnd: u64,
+    ssthresh: u64,
+}
+
+impl NewReno {
+    pub fn new(mss: u64, initial_cwnd_segments: u64) -> Self {
+        let mss = mss.max(1);
+        NewReno {
+            mss,
+            cwnd: mss.saturating_mul(initial_cwnd_segments.max(1)),
+            ssthresh: u64::MAX, // "arbitrarily high" (RFC 5681 §3.1)
+        }
+    }
+
+    /// RFC 5681 eq. (4).
+    fn halve(&mut self, flight: u64) {
+        self.ssthresh = (flight / 2).max(2 * self.mss);
+    }
+}
+
+impl CongestionControl for NewReno {
+    fn cwnd(&self) -> u64 {
+        self.cwnd
+    }
+
+    fn ssthresh(&self) -> u64 {
+        self.ssthresh
+    }
+
+    fn on_ack(&mut self, acked: u64) {
+        let inc = if self.cwnd < self.ssthresh {
+            // Slow start with byte counting, L = 2*SMSS (RFC 3465) so that
+            // a delayed ACK still grows the window by two segments while a
+            // huge cumulative jump (after go-back-N) cannot cause a burst.
+            acked.min(2 * self.mss)
+        } else {
+            // Congestion avoidance: about one MSS per window of ACKs.
+            (self.mss * self.mss / self.cwnd).max(1)
+        };
+        self.cwnd = self.cwnd.saturating_add(inc);
+    }
+
+    fn on_enter_recovery(&mut self, flight: u64) {
+        self.halve(flight);
+        // Inflate by the three segments that left the network (the dupacks).
+        self.cwnd = self.ssthresh + 3 * self.mss;
+    }
+
+    fn on_recovery_dupack(&mut self) {
+        self.cwnd = self.cwnd.saturating_add(self.mss);
+    }
+
+    fn on_partial_ack(&mut self, acked: u64) {
+        // RFC 6582 §3.2 step 3: deflate by the newly acked amount, add back
+        // one MSS if at least one MSS was acked.
+        self.cwnd = self.cwnd.saturating_sub(acked);
+        if acked >= self.mss {
+            self.cwnd += self.mss;
+        }
+        self.cwnd = self.cwnd.max(self.mss);
+    }
+
+    fn on_exit_recovery(&mut self) {
+        self.cwnd = self.ssthresh;
+    }
+
+    fn on_timeout(&mut self, flight: u64, repeated: bool) {
+        // RFC 5681 §3.1: ssthresh is held constant when the retransmission
+        // itself timed out again.
+        if !repeated {
+            self.halve(flight);
+        }
+        self.cwnd = self.mss; // loss window
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn slow_start_then_avoidance() {
+        let mut cc = NewReno::new(1000, 2);
+        assert_eq!(cc.cwnd(), 2000);
+        cc.on_ack(1000);
+        assert_eq!(cc.cwnd(), 3000);
+        cc.on_ack(5000); // byte counting capped at 2 MSS
+        assert_eq!(cc.cwnd(), 5000);
+        cc.on_timeout(20_000, false);
+        assert_eq!((cc.cwnd(), cc.ssthresh()), (1000, 10_000));
+        cc.on_timeout(1000, true); // repeated: ssthresh held
+        assert_eq!((cc.cwnd(), cc.ssthresh()), (1000, 10_000));
+        while cc.cwnd() < cc.ssthresh() {
+            cc.on_ack(1000);
+        }
+        assert_eq!(cc.cwnd(), 10_000);
+        cc.on_ack(1000); // CA: mss*mss/cwnd = 100
+        assert_eq!(cc.cwnd(), 10_100);
+    }
+
+    #[test]
+    fn avoidance_increment_is_at_least_one_byte() {
+        let mut cc = NewReno::new(10, 1);
+        cc.on_timeout(20, false); // ssthresh = 2*mss = 20
+        cc.cwnd = 1000;
+        cc.on_ack(10);
+        assert_eq!(cc.cwnd(), 1001);
+    }
+
+    #[test]
+    fn fast_recovery_cycle() {
+        let mut cc = NewReno::new(1000, 10);
+        cc.on_enter_recovery(40_000);
+        assert_eq!((cc.cwnd(), cc.ssthresh()), (23_000, 20_000));
+        cc.on_recovery_dupack();
+        assert_eq!(cc.cwnd(), 24_000);
+        cc.on_partial_ack(5000); // 24000 - 5000 + 1000
+        assert_eq!(cc.cwnd(), 20_000);
+        cc.on_partial_ack(500); // no add-back below one MSS
+        assert_eq!(cc.cwnd(), 19_500);
+        cc.on_exit_recovery();
+        assert_eq!(cc.cwnd(), 20_000);
+        // Small flight: ssthresh floor of 2 MSS.
+        cc.on_enter_recovery(1000);
+        assert_eq!(cc.ssthresh(), 2000);
+        cc.on_partial_ack(1_000_000);
+        assert_eq!(cc.cwnd(), 1000);
+    }
+}

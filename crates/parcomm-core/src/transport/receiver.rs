@@ -1,0 +1,254 @@
+//! The receiving end: reassembly, cumulative ACKs, delayed ACK.
+
+use super::{Ack, Segment, TcpConfig};
+use crate::time::Time;
+use std::collections::{BTreeMap, VecDeque};
+
+#[derive(Clone, Debug)]
+pub struct Receiver {
+    mss: u64,
+    rcvbuf: u64,
+    delayed_ack: bool,
+    delayed_ack_timeout: Time,
+    /// Next byte expected; everything below was delivered to the application.
+    rcv_nxt: u64,
+    /// Out-of-order data: disjoint, non-adjacent ranges start -> end, all above rcv_nxt.
+    ooo: BTreeMap<u64, u64>,
+    ooo_bytes: u64,
+    /// In-order bytes received since the last ACK (delayed ACK).
+    unacked_bytes: u64,
+    delack_deadline: Option<Time>,
+    /// ACKs generated but not yet polled, each with the state at its creation.
+    pending: VecDeque<Ack>,
+    acks_sent: u64,
+}
+
+impl Receiver {
+    pub fn new(cfg: &TcpConfig) -> Receiver {
+        Receiver {
+            mss: cfg.mss.max(1),
+            rcvbuf: cfg.rcvbuf,
+            delayed_ack: cfg.delayed_ack,
+            delayed_ack_timeout: cfg.delayed_ack_timeout,
+            rcv_nxt: 0,
+            ooo: BTreeMap::new(),
+            ooo_bytes: 0,
+            unacked_bytes: 0,
+            delack_deadline: None,
+            pending: VecDeque::new(),
+            acks_sent: 0,
+        }
+    }
+
+    pub fn on_segment(&mut self, now: Time, seg: Segment) {
+        // Keep only the part that is new and fits the buffer, which spans
+        // [rcv_nxt, rcv_nxt + rcvbuf): out-of-order bytes then never exceed rcvbuf.
+        let start = seg.seq.max(self.rcv_nxt);
+        let end = seg
+            .seq
+            .saturating_add(seg.len)
+            .min(self.rcv_nxt.saturating_add(self.rcvbuf));
+        if start >= end {
+            // Duplicate, empty or beyond the window: an immediate ACK tells
+            // the sender where we are (RFC 793 / RFC 5681 §4.2).
+            return self.ack_now();
+        }
+        if start > self.rcv_nxt {
+            // Out of order: buffer it and send a duplicate ACK at once.
+            self.insert_ooo(start, end);
+            return self.ack_now();
+        }
+        let filled_hole = !self.ooo.is_empty();
+        self.rcv_nxt = end;
+        self.pull_in_order();
+        if filled_hole || !self.delayed_ack {
+            return self.ack_now();
+        }
+        // Delayed ACK (RFC 1122 §4.2.3.2, RFC 5681 §4.2): at least every
+        // second full-sized segment, else when the timer fires.
+        self.unacked_bytes += end - start;
+        if self.unacked_bytes >= 2 * self.mss {
+            self.ack_now();
+        } else if self.delack_deadline.is_none() {
+            self.delack_deadline = Some(now.saturating_add(self.delayed_ack_timeout));
+        }
+    }
+
+    /// Bytes delivered in order to the application (rcv_nxt).
+    pub fn delivered(&self) -> u64 {
+        self.rcv_nxt
+    }
+
+    /// Advertised window: the buffer minus what out-of-order data occupies
+    /// (the application reads in-order data instantly).
+    pub fn window(&self) -> u64 {
+        self.rcvbuf.saturating_sub(self.ooo_bytes)
+    }
+
+    pub fn ooo_bytes(&self) -> u64 {
+        self.ooo_bytes
+    }
+
+    pub fn acks_sent(&self) -> u64 {
+        self.acks_sent
+    }
+
+    /// The next ACK to send; call until `None` after each input.
+    pub fn poll_ack(&mut self, _now: Time) -> Option<Ack> {
+        let a = self.pending.pop_front()?;
+        self.acks_sent += 1;
+        Some(a)
+    }
+
+    /// Delayed-ACK timer deadline.
+    pub fn poll_timeout(&self) -> Option<Time> {
+        self.delack_deadline
+    }
+
+    /// Must be called when `now >= poll_timeout()`; otherwise a no-op.
+    pub fn on_timeout(&mut self, now: Time) {
+        if matches!(self.delack_deadline, Some(d) if now >= d) {
+            self.ack_now();
+        }
+    }
+
+    /// Queue a cumulative ACK; it covers everything, so the delayed-ACK
+    /// state is cleared.
+    fn ack_now(&mut self) {
+        self.pending.push_back(Ack {
+            ack: self.rcv_nxt,
+            window: self.window(),
+        });
+        self.unacked_bytes = 0;
+        self.delack_deadline = None;
+    }
+
+    /// Adds [start, end) to the out-of-order set, merging overlapping and
+    /// adjacent ranges.
+    fn insert_ooo(&mut self, mut start: u64, mut end: u64) {
+        if let Some((&s, &e)) = self.ooo.range(..=start).next_back() {
+            if e >= start {
+                if e >= end {
+                    return; // already held
+                }
+                start = s;
+                end = end.max(e);
+                self.ooo.remove(&s);
+                self.ooo_bytes -= e - s;
+            }
+        }
+        while let Some((&s, &e)) = self.ooo.range(start..).next() {
+            if s > end {
+                break;
+            }
+            end = end.max(e);
+            self.ooo.remove(&s);
+            self.ooo_bytes -= e - s;
+        }
+        self.ooo.insert(start, end);
+        self.ooo_bytes += end - start;
+    }
+
+    /// Moves buffered ranges that became contiguous to the application.
+    fn pull_in_order(&mut self) {
+        while let Some((&s, &e)) = self.ooo.iter().next() {
+            if s > self.rcv_nxt {
+                break;
+            }
+            self.ooo.remove(&s);
+            self.ooo_bytes -= e - s;
+            self.rcv_nxt = self.rcv_nxt.max(e);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::time::MS;
+
+    fn cfg(delayed_ack: bool) -> TcpConfig {
+        TcpConfig {
+            mss: 100,
+            rcvbuf: 1000,
+            delayed_ack,
+            delayed_ack_timeout: 40 * MS,
+            ..Default::default()
+        }
+    }
+
+    fn seg(seq: u64, len: u64) -> Segment {
+        Segment {
+            seq,
+            len,
+            retransmission: false,
+        }
+    }
+
+    fn acks(r: &mut Receiver) -> Vec<(u64, u64)> {
+        std::iter::from_fn(|| r.poll_ack(0))
+            .map(|a| (a.ack, a.window))
+            .collect()
+    }
+
+    #[test]
+    fn reassembly_and_window() {
+        let mut r = Receiver::new(&cfg(false));
+        r.on_segment(0, seg(0, 100));
+        r.on_segment(0, seg(200, 100));
+        r.on_segment(0, seg(400, 100));
+        r.on_segment(0, seg(250, 100)); // overlaps and extends [200,300)
+        r.on_segment(0, seg(200, 50)); // already held
+        assert_eq!(
+            acks(&mut r),
+            vec![(100, 1000), (100, 900), (100, 800), (100, 750), (100, 750)]
+        );
+        assert_eq!(r.ooo_bytes(), 250);
+        r.on_segment(0, seg(100, 100)); // fills the hole up to 350
+        assert_eq!(acks(&mut r), vec![(350, 900)]);
+        r.on_segment(0, seg(350, 50)); // adjacent to [400,500)
+        assert_eq!(acks(&mut r), vec![(500, 1000)]);
+        r.on_segment(0, seg(0, 500)); // pure duplicate
+        assert_eq!(acks(&mut r), vec![(500, 1000)]);
+        assert_eq!(r.delivered(), 500);
+    }
+
+    #[test]
+    fn data_beyond_buffer_is_trimmed_or_dropped() {
+        let mut r = Receiver::new(&cfg(false));
+        r.on_segment(0, seg(1500, 100)); // entirely beyond rcv_nxt + rcvbuf
+        r.on_segment(0, seg(950, 100)); // half fits
+        assert_eq!(acks(&mut r), vec![(0, 1000), (0, 950)]);
+        r.on_segment(0, seg(0, 950));
+        assert_eq!(r.delivered(), 1000);
+        r.on_segment(0, seg(1000, 100)); // the trimmed half, resent
+        assert_eq!(r.delivered(), 1100);
+        r.on_segment(0, seg(u64::MAX - 5, 100)); // no overflow
+        r.on_segment(0, seg(0, 0));
+        assert_eq!(r.delivered(), 1100);
+    }
+
+    #[test]
+    fn delayed_ack_every_second_segment_and_timer() {
+        let mut r = Receiver::new(&cfg(true));
+        r.on_segment(0, seg(0, 100));
+        assert_eq!(acks(&mut r), vec![]);
+        assert_eq!(r.poll_timeout(), Some(40 * MS));
+        r.on_segment(MS, seg(100, 100));
+        assert_eq!(acks(&mut r), vec![(200, 1000)]);
+        assert_eq!(r.poll_timeout(), None);
+        // A lone segment is acked by the timer, and not before.
+        r.on_segment(10 * MS, seg(200, 100));
+        r.on_timeout(49 * MS);
+        assert_eq!(acks(&mut r), vec![]);
+        r.on_timeout(50 * MS);
+        assert_eq!(acks(&mut r), vec![(300, 1000)]);
+        assert_eq!(r.poll_timeout(), None);
+        // Out-of-order, hole-filling and duplicate segments are acked at once.
+        r.on_segment(60 * MS, seg(400, 100));
+        r.on_segment(60 * MS, seg(300, 100));
+        r.on_segment(60 * MS, seg(0, 100));
+        assert_eq!(acks(&mut r), vec![(300, 900), (500, 1000), (500, 1000)]);
+        assert_eq!(r.acks_sent(), 5);
+    }
+}

@@ -1,0 +1,578 @@
+//! The sending end: segmentation, flight limits, retransmission timer,
+//! RTT sampling, fast retransmit / NewReno fast recovery.
+
+use super::newreno::{CongestionControl, NewReno};
+use super::rto::{Rfc6298Rto, RtoEstimator};
+use super::{Ack, Segment, SenderStats, TcpConfig};
+use crate::time::Time;
+
+/// Invariant: `snd_una <= snd_nxt <= snd_max <= written`. `snd_nxt < snd_max`
+/// only after a timeout, while go-back-N resends what was declared lost.
+#[derive(Debug)]
+pub struct Sender {
+    mss: u64,
+    sndbuf: u64,
+    dupack_threshold: u64,
+    written: u64,
+    snd_una: u64,
+    snd_nxt: u64,
+    snd_max: u64,
+    /// Window from the latest acceptable ACK, counted from `snd_una`.
+    peer_wnd: u64,
+    cc: Box<dyn CongestionControl>,
+    rto: Box<dyn RtoEstimator>,
+    rto_deadline: Option<Time>,
+    /// The one segment being timed: (end seq, send time). BSD style.
+    rtt_probe: Option<(u64, Time)>,
+    dupacks: u64,
+    in_recovery: bool,
+    /// RFC 6582 `recover`, as an exclusive bound (snd_max at the event).
+    recover: Option<u64>,
+    /// Segment start to retransmit next, outside the cwnd (fast recovery).
+    rtx_pending: Option<u64>,
+    /// A timeout happened and no new data was acked since (RFC 5681 §3.1).
+    timed_out_unrepaired: bool,
+    stats: SenderStats,
+}
+
+impl Sender {
+    pub fn new(cfg: &TcpConfig) -> Sender {
+        let cc = NewReno::new(cfg.mss, cfg.initial_cwnd_segments);
+        let rto = Rfc6298Rto::new(
+            cfg.rto_min,
+            cfg.rto_max,
+            cfg.rto_initial,
+            cfg.clock_granularity,
+        );
+        Sender::with_strategies(cfg, Box::new(cc), Box::new(rto))
+    }
+
+    /// A sender with another congestion control or RTO estimator.
+    pub fn with_strategies(
+        cfg: &TcpConfig,
+        cc: Box<dyn CongestionControl>,
+        rto: Box<dyn RtoEstimator>,
+    ) -> Sender {
+        Sender {
+            mss: cfg.mss.max(1),
+            sndbuf: cfg.sndbuf,
+            dupack_threshold: cfg.dupack_threshold.max(1),
+            written: 0,
+            snd_una: 0,
+            snd_nxt: 0,
+            snd_max: 0,
+            peer_wnd: cfg.rcvbuf, // both ends share the config
+            cc,
+            rto,
+            rto_deadline: None,
+            rtt_probe: None,
+            dupacks: 0,
+            in_recovery: false,
+            recover: None,
+            rtx_pending: None,
+            timed_out_unrepaired: false,
+            stats: SenderStats::default(),
+        }
+    }
+
+    pub fn buffer_space(&self) -> u64 {
+        self.sndbuf.saturating_sub(self.written - self.snd_una)
+    }
+
+    /// Appends `bytes` from the application, clamped to `buffer_space()`.
+    pub fn write(&mut self, bytes: u64) {
+        self.written += bytes.min(self.buffer_space());
+    }
+
+    pub fn written(&self) -> u64 {
+        self.written
+    }
+
+    pub fn acked(&self) -> u64 {
+        self.snd_una
+    }
+
+    pub fn on_ack(&mut self, now: Time, ack: Ack) {
+        // Old (reordered) ACKs and ACKs of data never sent carry nothing we
+        // can trust, not even their window.
+        if ack.ack < self.snd_una || ack.ack > self.snd_max {
+            return;
+        }
+        self.peer_wnd = ack.window;
+        if ack.ack == self.snd_una {
+            self.on_duplicate_ack();
+            return;
+        }
+
+        let acked = ack.ack - self.snd_una;
+        self.snd_una = ack.ack;
+        self.snd_nxt = self.snd_nxt.max(self.snd_una); // the receiver acked ahead of go-back-N
+        self.dupacks = 0;
+        self.timed_out_unrepaired = false;
+
+        if let Some((end, sent)) = self.rtt_probe {
+            if ack.ack >= end {
+                self.rto.on_rtt_sample(now.saturating_sub(sent));
+                self.rtt_probe = None;
+            }
+        }
+
+        if self.in_recovery {
+            if self.recover.is_none_or(|r| ack.ack >= r) {
+                self.in_recovery = false;
+                self.rtx_pending = None;
+                self.cc.on_exit_recovery();
+            } else {
+                // Partial ACK: the next hole is lost too; resend it now.
+                self.cc.on_partial_ack(acked);
+                self.rtx_pending = Some(self.snd_una);
+            }
+        } else {
+            self.cc.on_ack(acked);
+        }
+
+        // RFC 6298 (5.2)/(5.3).
+        self.rto_deadline = if self.snd_una == self.snd_max {
+            None
+        } else {
+            Some(now.saturating_add(self.rto.rto()))
+        };
+    }
+
+    fn on_duplicate_ack(&mut self) {
+        if self.snd_una == self.snd_max {
+            return; // nothing outstanding: a pure window update
+        }
+        self.dupacks += 1;
+        if self.in_recovery {
+            self.cc.on_recovery_dupack();
+            return;
+        }
+        // RFC 6582 §3.2 step 1: only if the ACK covers more than `recover`,
+        // so that dupacks caused by go-back-N after a timeout, or by the
+        // previous recovery, do not halve the window again.
+        let ack = self.snd_una;
+        if self.dupacks == self.dupack_threshold && self.recover.is_none_or(|r| ack > r) {
+            self.stats.fast_retransmits += 1;
+            self.in_recovery = true;
+            self.recover = Some(self.snd_max);
+            self.cc.on_enter_recovery(self.snd_nxt - self.snd_una);
+            self.rtx_pending = Some(self.snd_una);
+        }
+    }
+
+    /// Must be called when `now >= poll_timeout()`; otherwise a no-op.
+    pub fn on_timeout(&mut self, now: Time) {
+        match self.rto_deadline {
+            Some(d) if now >= d => {}
+            _ => return,
+        }
+        if self.snd_una == self.snd_max {
+            self.rto_deadline = None;
+            return;
+        }
+        self.stats.timeouts += 1;
+        self.cc
+            .on_timeout(self.snd_nxt - self.snd_una, self.timed_out_unrepaired);
+        self.rto.on_timeout_backoff();
+        self.timed_out_unrepaired = true;
+        // Everything outstanding is presumed lost (like Linux's loss state):
+        // restart from snd_una; the receiver acks past what it already holds.
+        self.in_recovery = false;
+        self.rtx_pending = None;
+        self.dupacks = 0;
+        self.recover = Some(self.snd_max);
+        self.snd_nxt = self.snd_una;
+        self.rtt_probe = None; // Karn: the timed segment will be resent
+        self.rto_deadline = Some(now.saturating_add(self.rto.rto())); // (5.6)
+    }
+
+    /// The next segment to put on the wire now, if any.
+    pub fn poll_transmit(&mut self, now: Time) -> Option<Segment> {
+        // Fast-recovery retransmissions are not limited by cwnd (RFC 5681 §3.2).
+        if let Some(seq) = self.rtx_pending.take() {
+            if seq >= self.snd_una && seq < self.snd_max {
+                let len = self.mss.min(self.snd_max - seq);
+                return Some(self.emit(now, seq, len, true));
+            }
+        }
+
+        let seq = self.snd_nxt;
+        let resend = seq < self.snd_max; // go-back-N after a timeout
+        let mut len = self.mss.min(self.written - seq);
+        if resend {
+            len = len.min(self.snd_max - seq); // keep resends apart from new data
+        }
+        if len == 0 {
+            return None;
+        }
+        // Only whole segments fit the window (sender-side SWS avoidance), but
+        // with nothing in flight one segment may always go: this also serves
+        // as a probe when the window is smaller than a segment.
+        let in_flight = seq - self.snd_una;
+        let allowed = self.cc.cwnd().min(self.peer_wnd);
+        if in_flight > 0 && in_flight + len > allowed {
+            return None;
+        }
+        self.snd_nxt += len;
+        self.snd_max = self.snd_max.max(self.snd_nxt);
+        Some(self.emit(now, seq, len, resend))
+    }
+
+    /// Bookkeeping common to every transmission.
+    fn emit(&mut self, now: Time, seq: u64, len: u64, retransmission: bool) -> Segment {
+        self.stats.segments_sent += 1;
+        self.stats.bytes_sent += len;
+        if retransmission {
+            self.stats.segments_retransmitted += 1;
+            self.stats.bytes_retransmitted += len;
+            self.rtt_probe = None; // Karn: no samples while resending
+        } else if self.rtt_probe.is_none() {
+            self.rtt_probe = Some((seq + len, now));
+        }
+        if self.rto_deadline.is_none() {
+            self.rto_deadline = Some(now.saturating_add(self.rto.rto())); // (5.1)
+        }
+        Segment {
+            seq,
+            len,
+            retransmission,
+        }
+    }
+
+    /// Retransmission timer deadline; `None` when nothing is outstanding.
+    pub fn poll_timeout(&self) -> Option<Time> {
+        self.rto_deadline
+    }
+
+    pub fn stats(&self) -> &SenderStats {
+        &self.stats
+    }
+
+    /// Current RTO, including backoff.
+    pub fn rto(&self) -> Time {
+        self.rto.rto()
+    }
+
+    pub fn cwnd(&self) -> u64 {
+        self.cc.cwnd()
+    }
+
+    pub fn ssthresh(&self) -> u64 {
+        self.cc.ssthresh()
+    }
+
+    pub fn srtt(&self) -> Option<Time> {
+        self.rto.srtt()
+    }
+
+    /// Bytes sent in the current round and not acked (`snd_nxt - snd_una`).
+    pub fn in_flight(&self) -> u64 {
+        self.snd_nxt - self.snd_una
+    }
+
+    pub fn in_recovery(&self) -> bool {
+        self.in_recovery
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::testnet::Net;
+    use super::*;
+    use crate::time::{MS, SEC};
+
+    const RATE: u64 = 100_000_000;
+
+    /// RTT of about 2 ms, far below rto_min = 200 ms.
+    fn cfg() -> TcpConfig {
+        TcpConfig {
+            mss: 1000,
+            rto_min: 200 * MS,
+            rto_max: 2 * SEC,
+            delayed_ack: false,
+            sndbuf: 2 << 20,
+            rcvbuf: 2 << 20,
+            ..Default::default()
+        }
+    }
+
+    fn ack(ack: u64) -> Ack {
+        Ack {
+            ack,
+            window: 1 << 20,
+        }
+    }
+
+    fn drain(s: &mut Sender, now: Time) -> Vec<(u64, u64, bool)> {
+        std::iter::from_fn(|| s.poll_transmit(now))
+            .map(|g| (g.seq, g.len, g.retransmission))
+            .collect()
+    }
+
+    #[test]
+    fn segmentation_and_flight_limit() {
+        let mut s = Sender::new(&TcpConfig {
+            initial_cwnd_segments: 2,
+            ..cfg()
+        });
+        s.write(2500);
+        assert_eq!(
+            drain(&mut s, 0),
+            vec![(0, 1000, false), (1000, 1000, false)]
+        );
+        assert_eq!(s.poll_timeout(), Some(SEC)); // rto_initial, no sample yet
+        s.on_ack(MS, ack(1000)); // cwnd 3000: one short tail segment may go
+        assert_eq!(drain(&mut s, MS), vec![(2000, 500, false)]);
+        assert_eq!(s.rto(), 200 * MS);
+        assert_eq!(s.poll_timeout(), Some(201 * MS));
+        s.on_ack(2 * MS, ack(2500));
+        assert_eq!((s.acked(), s.poll_timeout()), (2500, None));
+        assert_eq!(s.buffer_space(), 2 << 20);
+    }
+
+    #[test]
+    fn peer_window_limits_flight() {
+        let mut s = Sender::new(&cfg());
+        s.write(20_000);
+        assert_eq!(drain(&mut s, 0).len(), 10);
+        s.on_ack(
+            MS,
+            Ack {
+                ack: 1000,
+                window: 2500,
+            },
+        );
+        assert_eq!(drain(&mut s, MS), vec![]); // 9000 in flight > 2500
+        s.on_ack(
+            MS,
+            Ack {
+                ack: 9000,
+                window: 2500,
+            },
+        );
+        assert_eq!(drain(&mut s, MS), vec![(10_000, 1000, false)]);
+        s.on_ack(
+            MS,
+            Ack {
+                ack: 10_000,
+                window: 500,
+            },
+        );
+        assert_eq!(drain(&mut s, MS), vec![]);
+        // Nothing in flight: one segment may go even though the window is smaller.
+        s.on_ack(
+            MS,
+            Ack {
+                ack: 11_000,
+                window: 500,
+            },
+        );
+        assert_eq!(drain(&mut s, MS), vec![(11_000, 1000, false)]);
+    }
+
+    #[test]
+    fn bogus_acks_are_ignored() {
+        let mut s = Sender::new(&cfg());
+        s.write(5000);
+        drain(&mut s, 0);
+        s.on_ack(MS, ack(7000)); // beyond snd_max
+        s.on_ack(MS, ack(3000));
+        s.on_ack(
+            MS,
+            Ack {
+                ack: 1000,
+                window: 0,
+            },
+        ); // old: must not shrink the window
+        assert_eq!(s.acked(), 3000);
+        s.write(10_000);
+        assert!(!drain(&mut s, MS).is_empty());
+        s.on_timeout(MS); // not due: no-op
+        assert_eq!(s.stats().timeouts, 0);
+    }
+
+    #[test]
+    fn no_fast_retransmit_below_recover_after_timeout() {
+        let mut s = Sender::new(&cfg());
+        s.write(10_000);
+        drain(&mut s, 0);
+        for _ in 0..3 {
+            s.on_ack(MS, ack(0));
+        }
+        assert_eq!(s.stats().fast_retransmits, 1);
+        assert_eq!(drain(&mut s, MS), vec![(0, 1000, true)]);
+        let t = s.poll_timeout().unwrap();
+        s.on_timeout(t);
+        assert_eq!(
+            (s.stats().timeouts, s.cwnd(), s.in_recovery()),
+            (1, 1000, false)
+        );
+        assert_eq!(drain(&mut s, t), vec![(0, 1000, true)]); // go-back-N, cwnd = 1 MSS
+        for _ in 0..5 {
+            s.on_ack(t, ack(0)); // ack <= recover: stale, not a new loss
+        }
+        assert_eq!(s.stats().fast_retransmits, 1);
+        // The receiver held the rest: the ACK jumps, new data goes out.
+        s.write(10_000);
+        s.on_ack(t, ack(10_000));
+        assert_eq!(drain(&mut s, t).len(), 3); // cwnd 1000 + 2000 (byte counting, L=2)
+        for _ in 0..3 {
+            s.on_ack(t, ack(10_000)); // == recover: still not "more than recover"
+        }
+        assert_eq!(s.stats().fast_retransmits, 1);
+        s.on_ack(t, ack(11_000));
+        for _ in 0..3 {
+            s.on_ack(t, ack(11_000)); // a loss above recover
+        }
+        assert_eq!(s.stats().fast_retransmits, 2);
+    }
+
+    #[test]
+    fn single_drop_repaired_by_fast_retransmit() {
+        let mut net = Net::new(&cfg(), RATE, MS);
+        net.drop_nth(300_000, 1);
+        net.write(1_000_000);
+        assert!(net.run(10 * SEC));
+        assert_eq!(net.rx.delivered(), 1_000_000);
+        let st = net.tx.stats();
+        assert_eq!(
+            (st.fast_retransmits, st.timeouts, st.segments_retransmitted),
+            (1, 0, 1)
+        );
+        assert_eq!(st.bytes_retransmitted, 1000);
+        assert_eq!(st.bytes_sent, 1_001_000);
+        assert_eq!(st.segments_sent, 1001);
+    }
+
+    #[test]
+    fn multiple_drops_in_one_window_use_partial_acks() {
+        let mut net = Net::new(&cfg(), RATE, MS);
+        for seq in [300_000, 305_000, 310_000] {
+            net.drop_nth(seq, 1);
+        }
+        net.write(2_000_000);
+        assert!(net.run(10 * SEC));
+        assert_eq!(net.rx.delivered(), 2_000_000);
+        let st = net.tx.stats();
+        assert_eq!(
+            (st.fast_retransmits, st.timeouts, st.segments_retransmitted),
+            (1, 0, 3)
+        );
+    }
+
+    #[test]
+    fn tail_drop_repaired_by_timeout_after_rto_min() {
+        let c = cfg();
+        let mut net = Net::new(&c, RATE, MS);
+        net.drop_nth(4000, 1);
+        net.write(5000);
+        assert!(net.run(10 * SEC));
+        let st = net.tx.stats();
+        assert_eq!(
+            (st.timeouts, st.fast_retransmits, st.segments_retransmitted),
+            (1, 0, 1)
+        );
+        let sends = net.sends_of(4000);
+        assert_eq!(sends.len(), 2);
+        let gap = sends[1] - sends[0];
+        assert!(gap >= c.rto_min && gap < c.rto_min + 5 * MS, "gap {gap}");
+    }
+
+    #[test]
+    fn repeated_timeouts_back_off_exponentially() {
+        let c = cfg();
+        let mut net = Net::new(&c, RATE, MS);
+        for n in 1..=7 {
+            net.drop_nth(4000, n);
+        }
+        net.write(5000);
+        assert!(net.run(60 * SEC));
+        assert_eq!(net.tx.stats().timeouts, 7);
+        let sends = net.sends_of(4000);
+        assert_eq!(sends.len(), 8);
+        assert!(sends[1] - sends[0] >= c.rto_min);
+        let gaps: Vec<Time> = sends.windows(2).skip(1).map(|w| w[1] - w[0]).collect();
+        let want: Vec<Time> = (1..7).map(|i| (c.rto_min << i).min(c.rto_max)).collect();
+        assert_eq!(gaps, want); // 400, 800, 1600, then capped at 2000 ms
+    }
+
+    #[test]
+    fn karn_ignores_ambiguous_sample() {
+        let c = cfg();
+        let mut net = Net::new(&c, RATE, MS);
+        net.drop_nth(4000, 1);
+        net.write(5000);
+        assert!(net.run(10 * SEC));
+        // The retransmission was acked ~2 ms after it was resent, ~202 ms
+        // after the original: neither may be used, so SRTT stays at the
+        // first samples and the backed-off RTO is kept.
+        let srtt = net.tx.srtt().unwrap();
+        assert!(srtt < 5 * MS, "srtt {srtt}");
+        assert_eq!(net.tx.rto(), 2 * c.rto_min);
+        // A fresh segment gives a valid sample, which ends the backoff.
+        net.write(1000);
+        assert!(net.run(20 * SEC));
+        assert!(net.tx.srtt().unwrap() < 5 * MS);
+        assert_eq!(net.tx.rto(), c.rto_min);
+    }
+
+    /// Random operations, including nonsense, must never panic and must
+    /// keep the sequence-space invariants.
+    #[test]
+    fn fuzz_never_panics() {
+        let mut x: u64 = 0x9E37_79B9_7F4A_7C15;
+        let mut rnd = |m: u64| {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            x % m.max(1)
+        };
+        for round in 0..200 {
+            let c = TcpConfig {
+                mss: 1 + rnd(3000),
+                rcvbuf: rnd(20_000),
+                sndbuf: rnd(50_000),
+                dupack_threshold: rnd(4),
+                delayed_ack: round % 2 == 0,
+                ..Default::default()
+            };
+            let mut s = Sender::new(&c);
+            let mut r = super::super::Receiver::new(&c);
+            let mut now = 0;
+            for _ in 0..300 {
+                now += rnd(300 * MS);
+                match rnd(6) {
+                    0 => s.write(rnd(100_000)),
+                    1 => s.on_ack(
+                        now,
+                        Ack {
+                            ack: rnd(s.written() + 10),
+                            window: rnd(30_000),
+                        },
+                    ),
+                    2 => s.on_timeout(now),
+                    3 => r.on_segment(
+                        now,
+                        Segment {
+                            seq: rnd(60_000),
+                            len: rnd(5000),
+                            retransmission: false,
+                        },
+                    ),
+                    4 => r.on_timeout(now),
+                    _ => {
+                        while let Some(g) = s.poll_transmit(now) {
+                            assert!(g.len > 0 && g.seq + g.len <= s.written());
+                            r.on_segment(now, g);
+                        }
+                        while let Some(a) = r.poll_ack(now) {
+                            s.on_ack(now, a);
+                        }
+                    }
+                }
+                assert!(s.acked() <= s.written() && s.in_flight() <= s.written() - s.acked());
+            }
+        }
+    }
+}

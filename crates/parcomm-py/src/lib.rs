@@ -1,0 +1,147 @@
+//! The thin Python binding of parcomm-core: coarse calls only. Platforms come
+//! in as JSON, operations go in by host index, completions and counters come
+//! back as plain Python data. Core errors become ValueError.
+
+use parcomm_core::sim::{BusCounters, HostCounters, PortCounters, RouterCounters};
+use parcomm_core::time::from_secs;
+use parcomm_core::{CompletionKind, Simulation as CoreSim};
+use pyo3::exceptions::PyValueError;
+use pyo3::prelude::*;
+use pyo3::types::PyDict;
+
+fn err(e: String) -> PyErr {
+    PyValueError::new_err(e)
+}
+
+fn limit_ns(limit_s: Option<f64>) -> PyResult<u64> {
+    match limit_s {
+        None => Ok(u64::MAX),
+        Some(s) if s.is_finite() && s >= 0.0 => Ok(from_secs(s)),
+        Some(s) => Err(err(format!("limit must be a non-negative number of seconds, got {s}"))),
+    }
+}
+
+#[pyclass(module = "parcomm._core")]
+struct Simulation {
+    inner: CoreSim,
+}
+
+type CompletionTuple = (u64, &'static str, u32, u64);
+
+fn completions(v: Vec<parcomm_core::Completion>) -> Vec<CompletionTuple> {
+    v.into_iter()
+        .map(|c| {
+            let kind = match c.kind {
+                CompletionKind::Sent => "sent",
+                CompletionKind::Arrived => "arrived",
+                CompletionKind::Computed => "computed",
+                CompletionKind::Timer => "timer",
+            };
+            (c.op, kind, c.host, c.time)
+        })
+        .collect()
+}
+
+macro_rules! columns {
+    ($py:expr, $rows:expr, $($field:ident),+) => {{
+        let d = PyDict::new($py);
+        $( d.set_item(stringify!($field), $rows.iter().map(|r| r.$field.clone()).collect::<Vec<_>>())?; )+
+        d
+    }};
+}
+
+#[pymethods]
+impl Simulation {
+    #[new]
+    #[pyo3(signature = (platform_json, seed=0))]
+    fn new(platform_json: &str, seed: u64) -> PyResult<Self> {
+        Ok(Simulation { inner: CoreSim::from_json(platform_json, seed).map_err(err)? })
+    }
+
+    /// Simulated time in nanoseconds.
+    #[getter]
+    fn now_ns(&self) -> u64 {
+        self.inner.now()
+    }
+
+    #[getter]
+    fn events_processed(&self) -> u64 {
+        self.inner.events_processed()
+    }
+
+    #[getter]
+    fn host_count(&self) -> usize {
+        self.inner.host_count()
+    }
+
+    #[getter]
+    fn is_idle(&self) -> bool {
+        self.inner.is_idle()
+    }
+
+    fn host_index(&self, name: &str) -> PyResult<u32> {
+        self.inner.host_index(name).ok_or_else(|| err(format!("no host named '{name}'")))
+    }
+
+    fn host_name(&self, host: u32) -> PyResult<String> {
+        if (host as usize) < self.inner.host_count() {
+            Ok(self.inner.host_name(host).to_string())
+        } else {
+            Err(err(format!("no host {host}")))
+        }
+    }
+
+    fn send(&mut self, src: u32, dst: u32, nbytes: u64) -> PyResult<u64> {
+        self.inner.send(src, dst, nbytes).map_err(err)
+    }
+
+    fn compute(&mut self, host: u32, seconds: f64) -> PyResult<u64> {
+        self.inner.compute(host, seconds).map_err(err)
+    }
+
+    fn sleep(&mut self, host: u32, seconds: f64) -> PyResult<u64> {
+        self.inner.sleep(host, seconds).map_err(err)
+    }
+
+    #[pyo3(signature = (limit_s=None))]
+    fn run_until_completion(&mut self, py: Python<'_>, limit_s: Option<f64>) -> PyResult<Vec<CompletionTuple>> {
+        let limit = limit_ns(limit_s)?;
+        let inner = &mut self.inner;
+        Ok(completions(py.allow_threads(|| inner.run_until_completion(limit))))
+    }
+
+    fn run_until(&mut self, py: Python<'_>, limit_s: f64) -> PyResult<Vec<CompletionTuple>> {
+        let limit = limit_ns(Some(limit_s))?;
+        let inner = &mut self.inner;
+        Ok(completions(py.allow_threads(|| inner.run_until(limit))))
+    }
+
+    fn counters<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
+        let c = self.inner.counters();
+        let out = PyDict::new(py);
+        out.set_item("time_s", c.time_s)?;
+        out.set_item("events", c.events)?;
+        let h: &Vec<HostCounters> = &c.hosts;
+        out.set_item(
+            "hosts",
+            columns!(py, h, name, bytes_sent, bytes_retransmitted, segments_sent, segments_retransmitted, timeouts, fast_retransmits, nic_drops, corrupt_discards, cpu_busy_s),
+        )?;
+        let p: &Vec<PortCounters> = &c.ports;
+        out.set_item(
+            "ports",
+            columns!(py, p, name, unit, capacity, tx_packets, drops, cell_drops, wire_losses, max_occupancy, mean_occupancy),
+        )?;
+        let b: &Vec<BusCounters> = &c.buses;
+        out.set_item("buses", columns!(py, b, name, frames, collisions, drops, utilization))?;
+        let r: &Vec<RouterCounters> = &c.routers;
+        out.set_item("routers", columns!(py, r, name, forwarded, drops, max_occupancy))?;
+        Ok(out)
+    }
+}
+
+#[pymodule]
+fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add("__version__", env!("CARGO_PKG_VERSION"))?;
+    m.add_class::<Simulation>()?;
+    Ok(())
+}

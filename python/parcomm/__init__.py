@@ -1,0 +1,25 @@
+"""parcomm: model, simulate, emulate and run communication in parallel systems.
+
+The layers, bottom up: ``parcomm._core`` (the Rust packet-level simulator),
+``parcomm.platform`` (topologies as data), ``parcomm.comm`` (one async
+Communicator API with a simulated backend), ``parcomm.collectives`` (rank
+programs written once), ``parcomm.studies`` (reproductions of the seed papers)
+and ``parcomm.cli``.
+"""
+
+__version__ = "0.1.0"
+
+
+def _check_core() -> None:
+    # A compiled module from another build silently gives wrong answers;
+    # refuse it (as polars does) with a message that says how to fix it.
+    from . import _core
+
+    if _core.__version__ != __version__:
+        raise ImportError(
+            f"parcomm {__version__} found its compiled core at version {_core.__version__}; "
+            "rebuild it with `pip install -e .`"
+        )
+
+
+_check_core()

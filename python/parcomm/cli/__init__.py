@@ -1,0 +1,53 @@
+"""The ``parcomm`` command line: one subcommand group per way of answering.
+
+User mistakes (bad sizes, unknown platforms, invalid platform files) end with
+a one-line error and exit status 2; they never show a traceback.
+"""
+
+from __future__ import annotations
+
+import sys
+
+import click
+
+from .common import UserError
+from .repro import repro
+from .sim import sim
+
+
+@click.group(context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})
+@click.version_option(package_name="parcomm")
+def cli() -> None:
+    """parcomm: model, simulate, emulate and run communication in parallel and
+    distributed systems, where packet loss, retransmission timeouts and
+    bottleneck links decide performance.
+
+    \b
+    sim     run collectives on a simulated platform (deterministic, packet level)
+    repro   reproduce the seed papers' tables and figures
+
+    Run `parcomm COMMAND --help` for each command's options.
+    """
+
+
+cli.add_command(sim)
+cli.add_command(repro)
+
+
+def main(argv: list[str] | None = None) -> int:
+    try:
+        cli.main(args=argv, prog_name="parcomm", standalone_mode=False)
+    except click.exceptions.Abort:
+        click.echo("aborted", err=True)
+        return 130
+    except click.ClickException as e:
+        e.show()
+        return e.exit_code
+    except UserError as e:
+        click.echo(f"error: {e}", err=True)
+        return 2
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

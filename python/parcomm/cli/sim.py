@@ -1,0 +1,160 @@
+"""``parcomm sim``: run a collective on a simulated platform."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import click
+
+from ..platform.units import parse_duration, parse_size
+from .common import UserError, emit_json, parse_with
+
+PLATFORM_HELP = (
+    "platform: a short form (star:64, star:64,rate=1G,buffer=64KiB,fc=off, atm:100, "
+    "opteron:64, segments:16x8) or a TOML platform file"
+)
+
+
+def _load_platform(spec: str, rto_min: str | None, rto_max: str | None, rto_scheme: str | None) -> dict:
+    from ..platform import apply_rto, as_platform, set_rto
+
+    try:
+        plat = as_platform(spec)
+        if rto_scheme:
+            if not rto_min:
+                raise ValueError("--rto-scheme needs --rto-min (the X of seed 000 §5.2)")
+            plat = apply_rto(plat, rto_scheme, parse_duration(rto_min, "--rto-min"), seed=0)
+        elif rto_min or rto_max:
+            plat = set_rto(
+                plat,
+                rto_min_s=parse_duration(rto_min, "--rto-min") if rto_min else None,
+                rto_max_s=parse_duration(rto_max, "--rto-max") if rto_max else None,
+            )
+    except (ValueError, OSError) as e:
+        raise UserError(str(e)) from None
+    return plat
+
+
+def _common(f):
+    opts = [
+        click.option("--platform", "platform_spec", default="star:64", show_default=True, help=PLATFORM_HELP),
+        click.option("--procs", "-n", type=int, default=None, help="number of ranks (default: one per host)"),
+        click.option("--rto-min", default=None, help="TCP RTO minimum for every host, e.g. 200ms"),
+        click.option("--rto-max", default=None, help="TCP RTO maximum for every host, e.g. 60s"),
+        click.option(
+            "--rto-scheme",
+            type=click.Choice(["fixed", "random_min", "random_both"]),
+            default=None,
+            help="per-host RTO of seed 000 §5.2 with X = --rto-min: fixed (MIN=MAX=X), "
+            "random_min (MIN in [X,X+100ms], MAX=MIN+100ms), random_both (MIN=MAX in [X,X+100ms])",
+        ),
+        click.option("--seed", type=int, default=1, show_default=True, help="random seed (same seed, same result)"),
+        click.option("--eager-limit", default="128KiB", show_default=True, help="larger messages use a rendezvous"),
+        click.option("--time-limit", default="600s", show_default=True, help="give up after this much simulated time"),
+        click.option("--json", "as_json", is_flag=True, help="print the full result as JSON"),
+    ]
+    for o in reversed(opts):
+        f = o(f)
+    return f
+
+
+def _run(program, kwargs: dict, platform_spec, procs, rto_min, rto_max, rto_scheme, seed, eager_limit, time_limit, as_json, what: dict) -> None:
+    from ..comm import CommError, run_sim
+
+    plat = _load_platform(platform_spec, rto_min, rto_max, rto_scheme)
+    eager = parse_with(lambda v: parse_size(v, "--eager-limit"), eager_limit, "--eager-limit")
+    limit = parse_with(lambda v: parse_duration(v, "--time-limit"), time_limit, "--time-limit")
+    try:
+        res = run_sim(program, plat, procs, seed=seed, kwargs=kwargs, eager_limit=eager, time_limit=limit)
+    except (CommError, ValueError) as e:
+        raise UserError(str(e)) from None
+    summary: dict[str, Any] = {
+        **what,
+        "platform": platform_spec,
+        "procs": len(res.finish_times),
+        "seed": seed,
+        "time_s": res.time,
+        "events": res.events,
+        "wall_s": round(res.wall_s, 3),
+        **res.host_totals(),
+        "port_drops": res.port_drops(),
+    }
+    if as_json:
+        emit_json({"summary": summary, "finish_times_s": res.finish_times, "counters": res.counters})
+        return
+    _print_tables(summary, res)
+
+
+def _print_tables(summary: dict, res) -> None:
+    from rich.console import Console
+    from rich.table import Table
+
+    con = Console()
+    t = Table(title="result", show_header=False)
+    for k, v in summary.items():
+        t.add_row(k, f"{v:.6f}" if isinstance(v, float) else str(v))
+    con.print(t)
+    h = res.counters["hosts"]
+    rows = [i for i in range(len(h["name"])) if h["segments_retransmitted"][i] or h["timeouts"][i]]
+    if rows:
+        ht = Table(title=f"hosts with retransmissions ({len(rows)} of {len(h['name'])}; --json for all)")
+        for col in ("host", "bytes sent", "retx bytes", "retx segs", "timeouts", "fast retx"):
+            ht.add_column(col, justify="right")
+        for i in rows[:20]:
+            ht.add_row(h["name"][i], str(h["bytes_sent"][i]), str(h["bytes_retransmitted"][i]),
+                       str(h["segments_retransmitted"][i]), str(h["timeouts"][i]), str(h["fast_retransmits"][i]))
+        con.print(ht)
+    p = res.counters["ports"]
+    prow = [i for i in range(len(p["name"])) if p["drops"][i]]
+    if prow:
+        pt = Table(title=f"ports with drops ({len(prow)} of {len(p['name'])})")
+        for col in ("port", "drops", "max queue", "capacity"):
+            pt.add_column(col, justify="right")
+        for i in prow[:20]:
+            pt.add_row(p["name"][i], str(p["drops"][i]), f"{p['max_occupancy'][i]} {p['unit'][i]}", str(p["capacity"][i]))
+        con.print(pt)
+
+
+@click.group()
+def sim() -> None:
+    """Run collectives on a simulated platform (packet-level, deterministic).
+
+    \b
+    Example:
+      parcomm sim alltoall --platform star:64 --algo A --size 64KiB --rto-min 200ms --rto-max 60s --seed 1
+    """
+
+
+@sim.command()
+@click.option("--algo", type=click.Choice(["A", "B"], case_sensitive=False), default="A", show_default=True,
+              help="seed 001 Fig. 6 (A: post all receives, send to each) or Fig. 7 (B: one partner per phase)")
+@click.option("--size", default="64KiB", show_default=True, help="bytes each rank sends to each other rank")
+@_common
+def alltoall(algo, size, **kw) -> None:
+    """Alltoall by algorithm A or B of seed 001 (power-of-two ranks)."""
+    from ..collectives import ALLTOALL_ALGORITHMS
+
+    nbytes = parse_with(lambda v: parse_size(v, "--size"), size, "--size")
+    _run(ALLTOALL_ALGORITHMS[algo.upper()], {"nbytes": nbytes}, what={"collective": "alltoall", "algo": algo.upper(), "size_bytes": nbytes}, **kw)
+
+
+@sim.command()
+@click.option("--algo", type=click.Choice(["binomial", "scatter_allgather"]), default="binomial", show_default=True)
+@click.option("--size", default="1MiB", show_default=True, help="bytes broadcast from the root")
+@click.option("--root", type=int, default=0, show_default=True)
+@_common
+def bcast(algo, size, root, **kw) -> None:
+    """Broadcast by binomial tree or scatter + allgather (van de Geijn)."""
+    from ..collectives import BCAST_ALGORITHMS
+
+    nbytes = parse_with(lambda v: parse_size(v, "--size"), size, "--size")
+    _run(BCAST_ALGORITHMS[algo], {"nbytes": nbytes, "root": root}, what={"collective": "bcast", "algo": algo, "size_bytes": nbytes}, **kw)
+
+
+@sim.command()
+@_common
+def barrier(**kw) -> None:
+    """Dissemination barrier."""
+    from ..collectives import barrier as barrier_program
+
+    _run(barrier_program, {}, what={"collective": "barrier"}, **kw)

@@ -1,0 +1,51 @@
+"""Names shared by every backend."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+ANY_SOURCE = -1
+ANY_TAG = -1
+
+# Tags at or above this value are reserved for collectives and the rendezvous protocol.
+RESERVED_TAG_BASE = 1 << 24
+
+
+class CommError(RuntimeError):
+    """A rank program misused the communicator (bad rank, bad tag, ...)."""
+
+
+class DeadlockError(CommError):
+    """Every remaining rank waits for something that can no longer happen."""
+
+
+@dataclass
+class Status:
+    """Filled by ``recv(..., status=st)`` as in mpi4py."""
+
+    source: int = ANY_SOURCE
+    tag: int = ANY_TAG
+    nbytes: int = 0
+
+    def Get_source(self) -> int:  # noqa: N802 - mpi4py's name
+        return self.source
+
+    def Get_tag(self) -> int:  # noqa: N802
+        return self.tag
+
+
+def payload_nbytes(obj: object) -> int:
+    """Simulated size of a payload when the caller gives none: its buffer
+    length for bytes-like objects and arrays, else its pickled length."""
+    if obj is None:
+        return 0
+    if isinstance(obj, (bytes, bytearray)):
+        return len(obj)
+    if isinstance(obj, memoryview):
+        return obj.nbytes
+    nbytes = getattr(obj, "nbytes", None)
+    if isinstance(nbytes, int):
+        return nbytes
+    import pickle
+
+    return len(pickle.dumps(obj, protocol=pickle.HIGHEST_PROTOCOL))

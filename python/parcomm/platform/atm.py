@@ -1,0 +1,161 @@
+"""``atm_cluster``: the 100-PC ATM cluster of seed 000 (Oguchi et al.).
+
+Seed 000: "ATM 結合 PC クラスタの TCP 再送機構の解析と並列データマイニングの性能向上"
+(/work/shared/seeds/000_49c869cdbedd6988.txt). Section numbers below refer
+to that paper.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from .schema import PlatformError, host, link, make_platform, switch, tcp_spec
+from .star import _host_count
+from .units import parse_buffer
+
+__all__ = [
+    "atm_cluster",
+    "ATM_OC3_LINE_BPS",
+    "ATM_OC3_PAYLOAD_BPS",
+    "AN1000_PORTS",
+    "AN1000_BUFFER_CELLS",
+    "IP_OVER_ATM_MTU",
+    "SOLARIS_2_5_1_TCP",
+    "PPRO200_SEND_OVERHEAD",
+    "PPRO200_RECV_OVERHEAD",
+]
+
+# --- link ----------------------------------------------------------------
+#: OC-3 / STS-3c line rate, 155.52 Mbit/s (ITU-T G.707, ANSI T1.105). §2 of the
+#: paper: "155Mbps ATM LAN", UTP-5 interfaces (ATM Forum af-phy-0015, which
+#: uses the same STS-3c framing on Category 5 copper).
+ATM_OC3_LINE_BPS = 155.52e6
+#: STS-3c payload capacity, 149.76 Mbit/s: 260 of the 270 columns of each
+#: 125 us frame carry ATM cells; the rest is SONET section/line/path overhead.
+#: The link rate we give the core is THIS one, because framing "atm" already
+#: counts every 53-byte cell (5-byte header included) as wire bytes: the cell
+#: stream runs at 149.76 Mbit/s, i.e. 353,207 cells/s. Using 155.52 Mbit/s
+#: would overstate the usable bandwidth by 3.8 %.
+ATM_OC3_PAYLOAD_BPS = 149.76e6
+
+# --- switch --------------------------------------------------------------
+#: Hitachi AN1000-20: 128 ports of 155 Mbit/s UTP-5 (§2).
+AN1000_PORTS = 128
+#: "各ポートあたりのバッファサイズは2kセル" (§2): 2k cells per port. Read as
+#: 2 x 1024 = 2048 cells, since buffer memories are sized in powers of two
+#: (note: ``units.parse_count("2k")`` is 2000 by the SI rule; "2Ki" is 2048).
+AN1000_BUFFER_CELLS = 2048
+#: Cell transit latency of the switch. NOT in the paper: an assumption of
+#: 10 us, the order of magnitude of store-and-forward ATM LAN switches of the
+#: mid-1990s; it is small next to the 2.8 us x cells serialization of a packet.
+AN1000_LATENCY_S = 10e-6
+
+# --- hosts ---------------------------------------------------------------
+#: IP over ATM default MTU, RFC 1626 (also RFC 1577 §5): 9180 bytes. The paper
+#: (§2) uses the RFC 1483 LLC/SNAP PVC driver, which is framing "atm" in spec.rs.
+IP_OVER_ATM_MTU = 9180
+
+#: TCP of Solaris 2.5.1 for x86 (Table 1), as ``ndd /dev/tcp`` defaults.
+SOLARIS_2_5_1_TCP = tcp_spec(
+    # §5: "デフォルトの設定は ... (Solaris2.5.1) においては MAX = 60000[msec],
+    # MIN = 200[msec]" -- tcp_rexmit_interval_min / _max.
+    rto_min_s=0.2,
+    rto_max_s=60.0,
+    # tcp_rexmit_interval_initial: 3000 ms, the value of RFC 1122 §4.2.3.1 and
+    # of the Solaris tunables manuals (Solaris 8/9: "Default 3 seconds").
+    # Assumption for 2.5.1: the unpatched 2.5 series used a shorter value
+    # that Sun's TCP patches (103581 for 2.5.1_x86) replaced (Solaris 2 FAQ
+    # Q5.52). It only matters before the first RTT sample.
+    rto_initial_s=3.0,
+    # Solaris 2.x kernel clock tick, hz = 100 -> 10 ms (assumption: TCP timers
+    # are driven from the 10 ms lbolt clock).
+    clock_granularity_s=0.01,
+    # tcp_slow_start_initial = 1 segment (RFC 2001 slow start; Solaris raised
+    # it to 4 only in Solaris 8). Assumption for 2.5.1.
+    initial_cwnd_segments=1,
+    # tcp_xmit_hiwat / tcp_recv_hiwat = 8192 bytes in Solaris 2.5.x
+    # (Solaris 8's manual lists 16384 after a raise). With MSS = 9180 - 40 =
+    # 9140 that is less than one segment; Solaris rounds the window up to a
+    # whole number of MSS (MSS_ROUNDUP in tcp.c), so the effective buffers
+    # are one segment, 9140 bytes -- which spec.rs also requires.
+    sndbuf_bytes=9140,
+    rcvbuf_bytes=9140,
+    # Solaris delays ACKs (tcp_deferred_ack_interval). 50 ms in the 2.5
+    # series (later releases document 100 ms) -- assumption.
+    delayed_ack=True,
+    delayed_ack_timeout_s=0.05,
+    # tcp_dupack_fast_retransmit = 3 (RFC 2001 fast retransmit).
+    dupack_threshold=3,
+)
+
+#: Per-message software overheads of a 200 MHz Pentium Pro running the
+#: Solaris 2.5.1 STREAMS TCP/IP stack (Table 1). NOT measured in the paper:
+#: an estimate. Fixed part 60 us per send and per receive (socket call,
+#: STREAMS put procedures, TCP/IP header processing and an interrupt on the
+#: receive side), the order of magnitude of kernel TCP on 200 MHz-class
+#: hosts of 1996-97 (one-way small-message latency ~100-200 us). Per byte:
+#: two passes over the data (user/kernel copy plus software checksum, the
+#: Interphase 5515 does no checksum offload) at ~100 MB/s memory bandwidth
+#: of the 440FX chipset -> 0.02 us/byte.
+PPRO200_SEND_OVERHEAD = {"fixed_s": 60e-6, "per_byte_s": 0.02e-6}
+PPRO200_RECV_OVERHEAD = {"fixed_s": 60e-6, "per_byte_s": 0.02e-6}
+
+#: One-way propagation of each host-switch cable: ~20 m of UTP-5 at ~0.65 c
+#: = 0.1 us. Assumption (machine-room cabling); negligible either way.
+CABLE_PROPAGATION_S = 1e-7
+
+
+def atm_cluster(
+    n: int = 100,
+    *,
+    rate_bps: Any = ATM_OC3_PAYLOAD_BPS,
+    buffer_cells: Any = AN1000_BUFFER_CELLS,
+    early_packet_discard: bool = False,
+    epd_threshold_cells: int | None = None,
+    switch_latency_s: Any = AN1000_LATENCY_S,
+    propagation_s: Any = CABLE_PROPAGATION_S,
+    mtu: Any = IP_OVER_ATM_MTU,
+    tcp: dict | None = None,
+    name: str | None = None,
+) -> dict:
+    """n Pentium Pro PCs (``h0``..) on one Hitachi AN1000-20 ATM switch ``sw0``.
+
+    Defaults reproduce seed 000 §2 and Table 1: 149.76 Mbit/s cell rate per
+    link (see ``ATM_OC3_PAYLOAD_BPS`` for why not 155.52), 2048 cells of
+    output buffer per port, UBR (no flow control; the switch drops cells when
+    a port buffer overflows), no early packet discard (the paper does not
+    say the switch had it; its TCP retransmissions come from plain cell loss),
+    AAL5 LLC/SNAP framing, MTU 9180 and Solaris 2.5.1 TCP
+    (RTO MIN 200 ms, MAX 60000 ms). ``tcp`` overrides fields of
+    ``SOLARIS_2_5_1_TCP``; to vary the RTO per node use ``rto.apply_rto``.
+
+    ``n`` must be 1..128: the AN1000-20 has 128 ports. Use
+    ``star(n, framing="atm", ...)`` for a hypothetical larger switch.
+    """
+    n = _host_count(n, "atm")
+    if n > AN1000_PORTS:
+        raise PlatformError(
+            f"atm: host count {n} exceeds the {AN1000_PORTS} ports of the AN1000-20 switch;"
+            " use star(n, framing='atm', ...) for a larger hypothetical switch"
+        )
+    host_tcp = tcp_spec(SOLARIS_2_5_1_TCP, **(tcp or {}))
+    hosts = [
+        host(
+            f"h{i}",
+            mtu=mtu,
+            send_overhead=PPRO200_SEND_OVERHEAD,
+            recv_overhead=PPRO200_RECV_OVERHEAD,
+            tcp=host_tcp,
+        )
+        for i in range(n)
+    ]
+    sw = switch(
+        "sw0",
+        parse_buffer(buffer_cells, "cells", "atm: buffer"),
+        flow_control=False,  # UBR: no ABR/credit flow control (§2, §4.1)
+        early_packet_discard=early_packet_discard,
+        epd_threshold_cells=epd_threshold_cells,
+        latency_s=switch_latency_s,
+    )
+    links = [link(h["name"], "sw0", rate_bps, propagation_s=propagation_s, framing="atm") for h in hosts]
+    return make_platform(name or f"atm-{n}", hosts, [sw], links)

@@ -1,0 +1,134 @@
+"""``opteron_cluster``: the 64-node Opteron / Gigabit Ethernet cluster of seed 001.
+
+Seed 001: Nomura and Ishikawa, "再送制御を考慮した通信モデルの設計"
+(/work/shared/seeds/001_ac23822a879d7729.txt). Table 1 gives the cluster;
+§3.1 explains why the switch's lack of flow control matters (RTO penalties
+when a port queue of q bytes overflows).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from .schema import host, link, make_platform, switch, tcp_spec
+from .star import _host_count
+from .units import parse_buffer
+
+__all__ = [
+    "opteron_cluster",
+    "GBE_BPS",
+    "GBE_SWITCH_BUFFER",
+    "LINUX_2_6_11_TCP",
+    "OPTERON_SEND_OVERHEAD",
+    "OPTERON_RECV_OVERHEAD",
+]
+
+#: Table 1: Broadcom Tigon3 1 Gbps adapters; 1000BASE-T data rate is
+#: 1,000,000,000 bit/s (IEEE 802.3ab). Ethernet framing overhead (preamble,
+#: header, FCS, inter-frame gap) is added by framing "ethernet".
+GBE_BPS = 1e9
+
+#: Switch output buffer per port: 128 KiB. ASSUMPTION -- the paper estimates
+#: the queue length q from the delay difference between an idle and a full
+#: port times the link rate (§3.1) but prints no value. Commodity GbE
+#: switches of the period share a packet memory of ~1-4 MB among 24-48
+#: ports (e.g. 2 MB per switch ASIC in the Cisco Catalyst 2960-S, see
+#: people.ucsc.edu/~warner/Bufs/), i.e. 40-170 KB per port when shared
+#: evenly, and a single congested port may borrow more; 128 KiB sits in the
+#: middle. With E_q(m, n) = 1 iff q < (n-1) m (eq. 1) and n = P-1 phases for
+#: Alltoall algorithm A (eq. 6), this puts the onset of RTO penalties at
+#: m > q/62 ~ 2.1 KiB for P = 64 and m > q/6 ~ 21 KiB for P = 8. Pass
+#: ``buffer=`` to fit a measured q.
+GBE_SWITCH_BUFFER = 128 * 1024
+
+#: Store-and-forward latency of the switch (lookup and forwarding, beyond the
+#: frame serialization the core already models): ASSUMPTION of 3 us, the
+#: typical datasheet figure for 64-byte frames on GbE access switches of 2005.
+GBE_SWITCH_LATENCY_S = 3e-6
+
+#: TCP of Linux 2.6.11 SMP (Table 1), kernel defaults.
+LINUX_2_6_11_TCP = tcp_spec(
+    # TCP_RTO_MIN = HZ/5 = 200 ms, TCP_RTO_MAX = 120*HZ = 120 s
+    # (include/net/tcp.h of 2.6.11).
+    rto_min_s=0.2,
+    rto_max_s=120.0,
+    # TCP_TIMEOUT_INIT = 3*HZ = 3 s (RFC 2988 era; 1 s only from Linux 3.1).
+    rto_initial_s=3.0,
+    # HZ = 1000 on x86-64 in 2.6.11 (configurable HZ came with 2.6.13) -> 1 ms.
+    clock_granularity_s=0.001,
+    # tcp_init_cwnd(): RFC 3390, 3 segments for MSS 1460 (IW10 only from 2.6.39).
+    initial_cwnd_segments=3,
+    # net.ipv4.tcp_wmem = 4096 16384 131072 and tcp_rmem = 4096 87380 174760
+    # (sysctl_tcp_wmem/rmem in net/ipv4/tcp.c of 2.6.x). Buffers autotune from
+    # the middle value up to the last one on bulk transfers (send side since
+    # 2.4, receive side "DRS" since 2.6.7); a static spec takes the ceiling.
+    # (Linux advertises 3/4 of rcvbuf as window with tcp_adv_win_scale = 2.)
+    sndbuf_bytes=131072,
+    rcvbuf_bytes=174760,
+    # Linux delays ACKs; TCP_DELACK_MIN = HZ/25 = 40 ms.
+    delayed_ack=True,
+    delayed_ack_timeout_s=0.04,
+    # net.ipv4.tcp_reordering = 3 duplicate ACKs.
+    dupack_threshold=3,
+)
+
+#: Per-message software overheads of a 2 GHz Opteron with Linux 2.6 TCP and
+#: YAMPII (Table 1). NOT given numerically in the paper (its PlogP parameters
+#: appear only in Fig. 8): an ESTIMATE. One-way 0-byte TCP latency on GbE
+#: of that period was typically ~25-35 us; after ~1.4 us of wire/switch
+#: serialization and the 3 us switch latency above, ~25 us remain for the
+#: hosts: 5 us on the send side (syscall, TCP/IP output, doorbell), 20 us on
+#: the receive side (interrupt, tg3 receive interrupt coalescing, TCP/IP
+#: input, wake-up). Per byte: one copy each side (checksums are offloaded by
+#: the Tigon3) at ~2 GB/s memcpy bandwidth -> 0.5 ns/byte.
+OPTERON_SEND_OVERHEAD = {"fixed_s": 5e-6, "per_byte_s": 0.5e-9}
+OPTERON_RECV_OVERHEAD = {"fixed_s": 20e-6, "per_byte_s": 0.5e-9}
+
+#: One-way cable propagation, ~20 m of Cat 5e at ~0.65 c. Assumption.
+CABLE_PROPAGATION_S = 1e-7
+
+
+def opteron_cluster(
+    n: int = 64,
+    *,
+    rate_bps: Any = GBE_BPS,
+    buffer: Any = GBE_SWITCH_BUFFER,
+    flow_control: bool = False,
+    switch_latency_s: Any = GBE_SWITCH_LATENCY_S,
+    propagation_s: Any = CABLE_PROPAGATION_S,
+    mtu: Any = 1500,
+    tcp: dict | None = None,
+    name: str | None = None,
+) -> dict:
+    """n dual-Opteron nodes (``h0``..) on one Gigabit Ethernet switch ``sw0``.
+
+    Defaults follow seed 001 Table 1 and §3.1: 64 nodes, 1 Gbit/s links,
+    standard 1500-byte MTU (no jumbo frames are mentioned), a switch WITHOUT
+    flow control (so overflowing output queues drop packets and TCP waits
+    for RTO), Linux 2.6.11 TCP (RTO min 200 ms, max 120 s). ``buffer`` is the
+    per-port queue q in bytes (default 128 KiB, an assumption; see
+    ``GBE_SWITCH_BUFFER``). ``tcp`` overrides fields of ``LINUX_2_6_11_TCP``.
+    NIC transmit queue: ``txqueuelen`` 1000, the Linux Ethernet default
+    (ether_setup), which is also the spec default.
+    """
+    n = _host_count(n, "opteron")
+    host_tcp = tcp_spec(LINUX_2_6_11_TCP, **(tcp or {}))
+    hosts = [
+        host(
+            f"h{i}",
+            mtu=mtu,
+            nic_queue_packets=1000,
+            send_overhead=OPTERON_SEND_OVERHEAD,
+            recv_overhead=OPTERON_RECV_OVERHEAD,
+            tcp=host_tcp,
+        )
+        for i in range(n)
+    ]
+    sw = switch(
+        "sw0",
+        parse_buffer(buffer, "bytes", "opteron: buffer"),
+        flow_control=flow_control,
+        latency_s=switch_latency_s,
+    )
+    links = [link(h["name"], "sw0", rate_bps, propagation_s=propagation_s, framing="ethernet") for h in hosts]
+    return make_platform(name or f"opteron-{n}", hosts, [sw], links)

@@ -1,0 +1,285 @@
+"""Parse human-written quantities into the SI units the core uses.
+
+Every parser accepts either a number (already in the target unit, returned
+as-is after range checks) or a string. Errors are ``ValueError`` and name the
+offending value, prefixed with ``what`` when the caller passes one.
+
+Conventions (chosen once here; other modules import these functions):
+
+* **Sizes** (``parse_size``) are integer **bytes**. Decimal (SI) prefixes are
+  powers of 1000 and binary (IEC) prefixes powers of 1024, whatever the case
+  of the letter: ``"64kB" == "64KB" == "64k" == 64_000`` and
+  ``"64KiB" == "64Ki" == 65_536``. A bare number is bytes (``"1500"``), and
+  ``B`` may be written or not (``"9180B"``). So ``"2k"`` is **2000**; write
+  ``"2Ki"`` for 2048. A lowercase ``b`` means bits and is refused, because a
+  size in bits is almost always a typo here. Fractions are allowed when the
+  result is a whole number of bytes (``"1.5KiB" == 1536``).
+* **Counts** (``parse_count``) follow the same prefix rules without a unit:
+  ``"2k" == 2000``, ``"2Ki" == 2048``.
+* **Rates** (``parse_rate``) are **bits per second** (float). Prefixes are
+  decimal only (k, M, G, T, any case: there is no milli-bit/s in this domain).
+  Accepted suffixes: none, ``bps``, ``b/s``, ``bit/s``, ``bits/s``, and for
+  bytes per second ``Bps``/``B/s`` (multiplied by 8). ``"1G"``, ``"155M"``,
+  ``"10Mbps"``, ``"1Gbit/s"`` and ``"149.76 Mbit/s"`` all work. A rate must be
+  positive.
+* **Durations** (``parse_duration``) are **seconds** (float). Suffixes are
+  case-sensitive: ``ns``, ``us``/``µs``, ``ms``, ``s``/``sec``, ``min``,
+  ``h``; a bare number is seconds (``"0.2"``). A duration must be
+  non-negative.
+* **Buffers** (``parse_buffer``) return a spec.rs ``BufferSpec`` dict
+  ``{"size": int, "unit": "bytes" | "packets" | "cells"}``: ``"64KiB"`` →
+  bytes, ``"100 packets"``/``"100pkt"`` → packets, ``"2048 cells"``/``"2Ki
+  cells"`` → cells; a bare count takes ``default_unit``.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from fractions import Fraction
+from typing import Any
+
+__all__ = [
+    "parse_size",
+    "parse_count",
+    "parse_rate",
+    "parse_duration",
+    "parse_buffer",
+    "parse_bool",
+    "BUFFER_UNITS",
+]
+
+#: Buffer units the core understands (spec.rs ``BufferUnit``).
+BUFFER_UNITS = ("bytes", "packets", "cells")
+
+_NUMBER = r"[+-]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][+-]?\d+)?"
+_QUANTITY = re.compile(rf"^\s*({_NUMBER})\s*(.*?)\s*$")
+
+_DECIMAL = {"": 1, "k": 10**3, "m": 10**6, "g": 10**9, "t": 10**12}
+_BINARY = {"ki": 2**10, "mi": 2**20, "gi": 2**30, "ti": 2**40}
+
+_DURATION_UNITS = {
+    "": 1.0,
+    "s": 1.0,
+    "sec": 1.0,
+    "ns": 1e-9,
+    "us": 1e-6,
+    "\u00b5s": 1e-6,  # micro sign
+    "\u03bcs": 1e-6,  # Greek mu
+    "ms": 1e-3,
+    "min": 60.0,
+    "h": 3600.0,
+}
+
+_PACKET_WORDS = {"packets", "packet", "pkts", "pkt", "p"}
+_CELL_WORDS = {"cells", "cell", "c"}
+_BYTE_WORDS = {"bytes", "byte"}
+
+# An optional metric prefix (k, M, G, T, optionally followed by i for the
+# binary variant) and the unit word after it, e.g. "KiB" -> ("Ki", "B").
+_PREFIX_WORD = re.compile(r"^((?:[kKmMgGtT][iI]?)?)\s*([A-Za-z]*)$")
+
+
+def _ctx(what: str | None) -> str:
+    return f"{what}: " if what else ""
+
+
+def _multiplier(prefix: str) -> int:
+    p = prefix.lower()
+    return _DECIMAL[p] if p in _DECIMAL else _BINARY[p]
+
+
+def _split(text: str, kind: str, what: str | None) -> tuple[Fraction, str]:
+    """Split ``"64 KiB"`` into ``(Fraction(64), "KiB")``."""
+    m = _QUANTITY.match(text)
+    if not m:
+        raise ValueError(f"{_ctx(what)}{kind} '{text}' is not a number with an optional unit")
+    return Fraction(m.group(1)), m.group(2)
+
+
+def _prefixed(text: str, kind: str, what: str | None) -> tuple[Fraction, str, str]:
+    """``(number, prefix, word)`` of a quantity such as ``"2Ki cells"``."""
+    number, unit = _split(text, kind, what)
+    m = _PREFIX_WORD.match(unit)
+    if not m:
+        raise ValueError(f"{_ctx(what)}{kind} '{text}' has unknown unit '{unit}'")
+    return number, m.group(1), m.group(2)
+
+
+def _is_real(value: Any) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
+
+
+def _whole(amount: Fraction, text: Any, kind: str, what: str | None) -> int:
+    if amount < 0:
+        raise ValueError(f"{_ctx(what)}{kind} '{text}' must not be negative")
+    if amount.denominator != 1:
+        raise ValueError(f"{_ctx(what)}{kind} '{text}' is not a whole number ({float(amount):g})")
+    return int(amount)
+
+
+def _number_whole(value: Any, kind: str, what: str | None) -> int:
+    if isinstance(value, float) and not math.isfinite(value):
+        raise ValueError(f"{_ctx(what)}{kind} {value!r} is not a finite number")
+    return _whole(Fraction(value), value, kind, what)
+
+
+def parse_size(value: Any, what: str | None = None) -> int:
+    """Bytes from ``1500``, ``"1500"``, ``"9180B"``, ``"64KiB"``, ``"1MiB"``, ``"64kB"``.
+
+    See the module docstring for the prefix rules (``"2k"`` is 2000).
+    """
+    if _is_real(value):
+        return _number_whole(value, "size", what)
+    if not isinstance(value, str):
+        raise ValueError(f"{_ctx(what)}size {value!r} is neither a number nor a string")
+    number, prefix, word = _prefixed(value, "size", what)
+    if word == "b":
+        raise ValueError(
+            f"{_ctx(what)}size '{value}': lowercase 'b' means bits; sizes are bytes, write 'B'"
+        )
+    if word not in ("", "B") and word.lower() not in _BYTE_WORDS:
+        raise ValueError(
+            f"{_ctx(what)}size '{value}' has unknown unit '{prefix}{word}'"
+            " (expected B, kB, KiB, MB, MiB, GB, GiB or a bare number of bytes)"
+        )
+    return _whole(number * _multiplier(prefix), value, "size", what)
+
+
+def parse_count(value: Any, what: str | None = None) -> int:
+    """A non-negative whole count: ``100``, ``"2k"`` (2000), ``"2Ki"`` (2048)."""
+    if _is_real(value):
+        return _number_whole(value, "count", what)
+    if not isinstance(value, str):
+        raise ValueError(f"{_ctx(what)}count {value!r} is neither a number nor a string")
+    number, prefix, word = _prefixed(value, "count", what)
+    if word:
+        raise ValueError(
+            f"{_ctx(what)}count '{value}' has unknown unit '{prefix}{word}'"
+            " (a count takes only a prefix k, M, G, Ki, Mi, Gi)"
+        )
+    return _whole(number * _multiplier(prefix), value, "count", what)
+
+
+_RATE_SUFFIX = re.compile(r"^([A-Za-z]*?)\s*(bps|b/s|bit/s|bits/s|Bps|B/s)?$")
+
+
+def parse_rate(value: Any, what: str | None = None) -> float:
+    """Bits per second from ``1e9``, ``"1G"``, ``"155M"``, ``"10Mbps"``, ``"1Gbit/s"``."""
+    if _is_real(value):
+        rate = float(value)
+        if not math.isfinite(rate) or rate <= 0:
+            raise ValueError(f"{_ctx(what)}rate {value!r} must be a positive number of bits/s")
+        return rate
+    if not isinstance(value, str):
+        raise ValueError(f"{_ctx(what)}rate {value!r} is neither a number nor a string")
+    number, unit = _split(value, "rate", what)
+    m = _RATE_SUFFIX.match(unit)
+    prefix = m.group(1) if m else unit
+    if m is None or prefix.lower() not in _DECIMAL:
+        if prefix.lower() in _BINARY:
+            raise ValueError(
+                f"{_ctx(what)}rate '{value}': binary prefix '{prefix}' is not used for rates;"
+                " write k, M, G or T (powers of 1000)"
+            )
+        raise ValueError(
+            f"{_ctx(what)}rate '{value}' has unknown unit '{unit}'"
+            " (expected e.g. 10Mbps, 1G, 1Gbit/s, 125MB/s)"
+        )
+    bits = 8 if m.group(2) in ("Bps", "B/s") else 1
+    rate = float(number * _DECIMAL[prefix.lower()] * bits)
+    if not math.isfinite(rate) or rate <= 0:
+        raise ValueError(f"{_ctx(what)}rate '{value}' must be positive")
+    return rate
+
+
+def parse_duration(value: Any, what: str | None = None) -> float:
+    """Seconds from ``0.2``, ``"0.2"``, ``"200ms"``, ``"60s"``, ``"1us"``, ``"10 ns"``."""
+    if _is_real(value):
+        seconds = float(value)
+        if not math.isfinite(seconds) or seconds < 0:
+            raise ValueError(
+                f"{_ctx(what)}duration {value!r} must be a non-negative number of seconds"
+            )
+        return seconds
+    if not isinstance(value, str):
+        raise ValueError(f"{_ctx(what)}duration {value!r} is neither a number nor a string")
+    number, unit = _split(value, "duration", what)
+    if unit not in _DURATION_UNITS:
+        raise ValueError(
+            f"{_ctx(what)}duration '{value}' has unknown unit '{unit}'"
+            " (expected ns, us, ms, s, min or h; a bare number is seconds)"
+        )
+    if number < 0:
+        raise ValueError(f"{_ctx(what)}duration '{value}' must not be negative")
+    return float(number) * _DURATION_UNITS[unit]
+
+
+def parse_buffer(value: Any, default_unit: str = "bytes", what: str | None = None) -> dict:
+    """A ``BufferSpec`` dict from ``65536``, ``"64KiB"``, ``"100 packets"``, ``"2Ki cells"``.
+
+    ``value`` may also be a dict ``{"size": ..., "unit": ...}`` (``size`` may
+    itself be a string; ``unit`` defaults to ``default_unit``) or a
+    ``(size, unit)`` pair. A bare number or prefixed count (``"2Ki"``) takes
+    ``default_unit``.
+    """
+    units = ", ".join(BUFFER_UNITS)
+    if default_unit not in BUFFER_UNITS:
+        raise ValueError(f"{_ctx(what)}buffer unit '{default_unit}' is not one of {units}")
+    if isinstance(value, (tuple, list)) and len(value) == 2:
+        value = {"size": value[0], "unit": value[1]}
+    if isinstance(value, dict):
+        extra = set(value) - {"size", "unit"}
+        if extra:
+            raise ValueError(f"{_ctx(what)}buffer has unknown field(s) {', '.join(sorted(extra))}")
+        if "size" not in value:
+            raise ValueError(f"{_ctx(what)}buffer needs a 'size'")
+        unit = value.get("unit", default_unit)
+        if unit not in BUFFER_UNITS:
+            raise ValueError(f"{_ctx(what)}buffer unit {unit!r} is not one of {units}")
+        parse = parse_size if unit == "bytes" else parse_count
+        return {"size": parse(value["size"], what), "unit": unit}
+    if _is_real(value):
+        return {"size": _number_whole(value, "buffer", what), "unit": default_unit}
+    if not isinstance(value, str):
+        raise ValueError(f"{_ctx(what)}buffer {value!r} is neither a number, a string nor a dict")
+    number, prefix, word = _prefixed(value, "buffer", what)
+    low = word.lower()
+    if word == "":
+        unit = default_unit
+    elif word == "B" or low in _BYTE_WORDS:
+        unit = "bytes"
+    elif low in _PACKET_WORDS:
+        unit = "packets"
+    elif low in _CELL_WORDS:
+        unit = "cells"
+    elif word == "b":
+        raise ValueError(
+            f"{_ctx(what)}buffer '{value}': lowercase 'b' means bits; write 'B' for bytes"
+        )
+    else:
+        raise ValueError(
+            f"{_ctx(what)}buffer '{value}' has unknown unit '{prefix}{word}'"
+            " (expected bytes such as 64KiB, a packet count such as '100 packets'"
+            " or a cell count such as '2048 cells')"
+        )
+    return {"size": _whole(number * _multiplier(prefix), value, "buffer", what), "unit": unit}
+
+
+_TRUE = {"1", "true", "yes", "on", "y"}
+_FALSE = {"0", "false", "no", "off", "n"}
+
+
+def parse_bool(value: Any, what: str | None = None) -> bool:
+    """``True``/``False`` from a bool or one of on/off, yes/no, true/false, 1/0."""
+    if isinstance(value, bool):
+        return value
+    if isinstance(value, int) and value in (0, 1):
+        return bool(value)
+    if isinstance(value, str):
+        low = value.strip().lower()
+        if low in _TRUE:
+            return True
+        if low in _FALSE:
+            return False
+    raise ValueError(f"{_ctx(what)}'{value}' is not a boolean (use on/off, yes/no, true/false or 1/0)")
