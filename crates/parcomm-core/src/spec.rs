@@ -152,6 +152,9 @@ pub struct LinkSpec {
     pub loss: f64,
     #[serde(default = "default_framing")]
     pub framing: Framing,
+    /// Fault injection: lose the n-th packets (1-based) sent from `a` to `b`.
+    #[serde(default)]
+    pub drop_nth: Vec<u64>,
 }
 
 fn default_framing() -> Framing {
@@ -340,6 +343,9 @@ impl PlatformSpec {
             }
             positive(l.rate_bps, &f("rate_bps"))?;
             non_negative(l.propagation_s, &f("propagation_s"))?;
+            if l.drop_nth.contains(&0) {
+                return Err(format!("{} counts packets from 1, got 0", f("drop_nth")));
+            }
             if !(0.0..1.0).contains(&l.loss) {
                 return Err(format!("{} must be in [0, 1), got {}", f("loss"), l.loss));
             }

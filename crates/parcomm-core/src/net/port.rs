@@ -28,6 +28,8 @@ pub struct Port {
     pub tx_packets: u64,
     pub tx_wire_bytes: u64,
     pub wire_losses: u64,
+    /// Fault injection: transmission counts (1-based) whose packet is lost, ascending.
+    pub drop_nth: Vec<u64>,
 }
 
 pub enum Offer {
@@ -92,7 +94,8 @@ impl Port {
             self.queue.push_unchecked(now, h);
             resumed.push(from);
         }
-        if self.rng.bernoulli(self.loss) {
+        let injected = self.drop_nth.binary_search(&self.tx_packets).is_ok();
+        if injected || self.rng.bernoulli(self.loss) {
             self.wire_losses += 1;
             return (None, resumed);
         }

@@ -84,7 +84,9 @@ pub(super) fn build(spec: &PlatformSpec, seed: u64) -> Result<Simulation, SpecEr
     let mut adjacent: Vec<Vec<(u32, Iface)>> = vec![Vec::new(); names.len()];
     let mut ports = Vec::new();
     for l in &spec.links {
-        for (from, to) in [(&l.a, &l.b), (&l.b, &l.a)] {
+        for (dir, (from, to)) in [(&l.a, &l.b), (&l.b, &l.a)].into_iter().enumerate() {
+            let mut drop_nth = if dir == 0 { l.drop_nth.clone() } else { Vec::new() };
+            drop_nth.sort_unstable();
             let (queue, flow_control) = queue_for(from);
             let pid = ports.len() as u32;
             ports.push(Port {
@@ -103,6 +105,7 @@ pub(super) fn build(spec: &PlatformSpec, seed: u64) -> Result<Simulation, SpecEr
                 tx_packets: 0,
                 tx_wire_bytes: 0,
                 wire_losses: 0,
+                drop_nth,
             });
             adjacent[index[from.as_str()] as usize].push((index[to.as_str()], Iface::Port(pid)));
         }
