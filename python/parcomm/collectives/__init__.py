@@ -6,6 +6,7 @@ every backend. ``nbytes`` sets the simulated size when payloads are symbolic.
 
 from .alltoall import ALLTOALL_ALGORITHMS, alltoall_a, alltoall_b
 from .barrier import barrier
+from .gather import gather_linear
 from .bcast import BCAST_ALGORITHMS, bcast_binomial, bcast_scatter_allgather
 
 __all__ = [
@@ -16,4 +17,5 @@ __all__ = [
     "barrier",
     "bcast_binomial",
     "bcast_scatter_allgather",
+    "gather_linear",
 ]

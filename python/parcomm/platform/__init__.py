@@ -50,6 +50,7 @@ from .star import star
 from .units import parse_bool, parse_buffer, parse_count, parse_duration, parse_rate, parse_size
 
 __all__ = [
+    "as_platform",
     # data model
     "PlatformError",
     "DEFAULT_MTU",
@@ -100,3 +101,12 @@ __all__ = [
     "parse_buffer",
     "parse_bool",
 ]
+
+
+def as_platform(spec: "dict | str") -> dict:
+    """A platform from a dict, a short form (``"star:64"``) or a ``.toml`` path."""
+    if isinstance(spec, dict):
+        return spec
+    if isinstance(spec, str) and spec.endswith(".toml"):
+        return load(spec)
+    return from_spec_string(spec)

@@ -188,7 +188,7 @@ def _switch(item: dict) -> dict:
 
 
 def _link(item: dict) -> dict:
-    (a, b, rate), rest = _take(item, ("a", "b", "rate_bps"), ("propagation_s", "loss", "framing"))
+    (a, b, rate), rest = _take(item, ("a", "b", "rate_bps"), ("propagation_s", "loss", "framing", "drop_nth"))
     return link(a, b, rate, **rest)
 
 

@@ -48,7 +48,7 @@ def host_rng(seed: Any, host_name: str) -> random.Random:
 def _hosts_with_full_tcp(platform: Mapping[str, Any]) -> dict:
     p = copy.deepcopy(dict(platform))
     for h in p.get("hosts", []):
-        h["tcp"] = tcp_spec(h.get("tcp"))  # complete a partial or missing tcp table
+        h["tcp"] = tcp_spec(**(h.get("tcp") or {}))  # complete a partial or missing tcp table
     return p
 
 

@@ -15,7 +15,6 @@ the same field names the core would use.
 
 from __future__ import annotations
 
-import copy
 import json
 import math
 from typing import Any, Iterable, Mapping
@@ -232,8 +231,13 @@ def link(
     propagation_s: Any = 0.0,
     loss: float = 0.0,
     framing: str = DEFAULT_FRAMING,
+    drop_nth: Iterable[int] = (),
 ) -> dict:
-    """A ``LinkSpec`` dict (full duplex point-to-point link between two nodes)."""
+    """A ``LinkSpec`` dict (full duplex point-to-point link between two nodes).
+
+    ``drop_nth`` is fault injection: the 1-based indices of packets sent from
+    ``a`` to ``b`` that the link loses.
+    """
     what = f"links[{a}-{b}]"
     if framing not in FRAMINGS:
         raise PlatformError(f"{what}.framing must be one of {', '.join(FRAMINGS)}, got {framing!r}")
@@ -244,6 +248,7 @@ def link(
         "propagation_s": parse_duration(propagation_s, f"{what}.propagation_s"),
         "loss": _number(loss, f"{what}.loss"),
         "framing": framing,
+        "drop_nth": [parse_count(k, f"{what}.drop_nth") for k in drop_nth],
     }
 
 
@@ -323,7 +328,7 @@ def wire_bytes(framing: str, ip_bytes: int) -> int:
 _TOP = {"name", "hosts", "switches", "links", "segments", "routers"}
 _HOST = {"name", "mtu", "nic_queue_packets", "send_overhead", "recv_overhead", "tcp"}
 _SWITCH = {"name", "buffer", "flow_control", "early_packet_discard", "epd_threshold_cells", "latency_s"}
-_LINK = {"a", "b", "rate_bps", "propagation_s", "loss", "framing"}
+_LINK = {"a", "b", "rate_bps", "propagation_s", "loss", "framing", "drop_nth"}
 _SEGMENT = {"name", "rate_bps", "members", "propagation_s", "collisions"}
 _ROUTER = {"name", "forward_pps", "backplane_bps", "buffer"}
 
@@ -450,6 +455,9 @@ def validate(p: Mapping[str, Any]) -> dict:
         _f64(l, "loss", w, 0.0)
         if l.get("framing", DEFAULT_FRAMING) not in FRAMINGS:
             raise PlatformError(f"{w}.framing must be one of {', '.join(FRAMINGS)}, got {l.get('framing')!r}")
+        drops = l.get("drop_nth", [])
+        if not isinstance(drops, list) or any(isinstance(k, bool) or not isinstance(k, int) or k < 0 for k in drops):
+            raise PlatformError(f"{w}.drop_nth must be a list of non-negative integers, got {drops!r}")
     for i, s in enumerate(segments):
         _fields(s, _SEGMENT, {"name", "rate_bps", "members"}, f"segments[{i}]")
         w = f"segments.{_str(s, 'name', f'segments[{i}]')}"
@@ -545,6 +553,8 @@ def validate(p: Mapping[str, Any]) -> dict:
         loss = float(l.get("loss", 0.0))
         if not (0.0 <= loss < 1.0):
             raise PlatformError(f"{f('loss')} must be in [0, 1), got {loss}")
+        if 0 in l.get("drop_nth", []):
+            raise PlatformError(f"{f('drop_nth')} counts packets from 1, got 0")
     for s in segments:
         f = lambda x, s=s: f"segments.{s['name']}.{x}"  # noqa: E731
         _positive(float(s["rate_bps"]), f("rate_bps"))
@@ -570,7 +580,3 @@ def to_json(p: Mapping[str, Any], *, indent: int | None = None) -> str:
     """Validate ``p`` and serialize it for ``PlatformSpec::from_json``."""
     validate(p)
     return json.dumps(p, indent=indent, allow_nan=False)
-
-
-def _deepcopy(p: Mapping[str, Any]) -> dict:
-    return copy.deepcopy(dict(p))

@@ -58,17 +58,18 @@ _QUANTITY = re.compile(rf"^\s*({_NUMBER})\s*(.*?)\s*$")
 _DECIMAL = {"": 1, "k": 10**3, "m": 10**6, "g": 10**9, "t": 10**12}
 _BINARY = {"ki": 2**10, "mi": 2**20, "gi": 2**30, "ti": 2**40}
 
+# Exact factors, so that "350ms" is the float nearest 0.35 (not 350 * 1e-3).
 _DURATION_UNITS = {
-    "": 1.0,
-    "s": 1.0,
-    "sec": 1.0,
-    "ns": 1e-9,
-    "us": 1e-6,
-    "\u00b5s": 1e-6,  # micro sign
-    "\u03bcs": 1e-6,  # Greek mu
-    "ms": 1e-3,
-    "min": 60.0,
-    "h": 3600.0,
+    "": Fraction(1),
+    "s": Fraction(1),
+    "sec": Fraction(1),
+    "ns": Fraction(1, 10**9),
+    "us": Fraction(1, 10**6),
+    "\u00b5s": Fraction(1, 10**6),  # micro sign
+    "\u03bcs": Fraction(1, 10**6),  # Greek mu
+    "ms": Fraction(1, 1000),
+    "min": Fraction(60),
+    "h": Fraction(3600),
 }
 
 _PACKET_WORDS = {"packets", "packet", "pkts", "pkt", "p"}
@@ -212,7 +213,7 @@ def parse_duration(value: Any, what: str | None = None) -> float:
         )
     if number < 0:
         raise ValueError(f"{_ctx(what)}duration '{value}' must not be negative")
-    return float(number) * _DURATION_UNITS[unit]
+    return float(number * _DURATION_UNITS[unit])
 
 
 def parse_buffer(value: Any, default_unit: str = "bytes", what: str | None = None) -> dict:
