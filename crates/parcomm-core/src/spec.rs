@@ -23,7 +23,9 @@ pub struct PlatformSpec {
     pub routers: Vec<RouterSpec>,
 }
 
-/// Per-message software cost: fixed + per_byte * size, in seconds.
+/// Per-message software cost: fixed + per_byte * size, in seconds, plus a
+/// uniform random part in [0, jitter_s) for operating-system noise
+/// (interrupt coalescing, scheduling) that makes identical hosts drift apart.
 #[derive(Debug, Clone, Copy, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Overhead {
@@ -31,6 +33,8 @@ pub struct Overhead {
     pub fixed_s: f64,
     #[serde(default)]
     pub per_byte_s: f64,
+    #[serde(default)]
+    pub jitter_s: f64,
 }
 
 #[derive(Debug, Clone, Deserialize)]
@@ -261,6 +265,7 @@ impl PlatformSpec {
             for (o, n) in [(&h.send_overhead, "send_overhead"), (&h.recv_overhead, "recv_overhead")] {
                 non_negative(o.fixed_s, &f(&format!("{n}.fixed_s")))?;
                 non_negative(o.per_byte_s, &f(&format!("{n}.per_byte_s")))?;
+                non_negative(o.jitter_s, &f(&format!("{n}.jitter_s")))?;
             }
             let t = &h.tcp;
             positive(t.rto_min_s, &f("tcp.rto_min_s"))?;

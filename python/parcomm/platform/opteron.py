@@ -81,8 +81,17 @@ LINUX_2_6_11_TCP = tcp_spec(
 #: the receive side (interrupt, tg3 receive interrupt coalescing, TCP/IP
 #: input, wake-up). Per byte: one copy each side (checksums are offloaded by
 #: the Tigon3) at ~2 GB/s memcpy bandwidth -> 0.5 ns/byte.
-OPTERON_SEND_OVERHEAD = {"fixed_s": 5e-6, "per_byte_s": 0.5e-9}
-OPTERON_RECV_OVERHEAD = {"fixed_s": 20e-6, "per_byte_s": 0.5e-9}
+#:
+#: Jitter: identical simulated hosts stay in perfect lockstep, and then the
+#: XOR pairing of Alltoall A never puts two senders on one receiver. Real
+#: nodes drift: operating-system noise (timer ticks, daemons, interrupt
+#: moderation) delays individual messages by tens of microseconds on Linux
+#: clusters (Petrini, Kerbyson & Pakin, SC'03, measured noise of this order
+#: on 2003-era Linux nodes). ASSUMPTION: each message's overhead varies
+#: uniformly by up to 20 us on either side. Set ``jitter_s=0`` to remove it.
+OS_NOISE_JITTER_S = 20e-6
+OPTERON_SEND_OVERHEAD = {"fixed_s": 5e-6, "per_byte_s": 0.5e-9, "jitter_s": OS_NOISE_JITTER_S}
+OPTERON_RECV_OVERHEAD = {"fixed_s": 20e-6, "per_byte_s": 0.5e-9, "jitter_s": OS_NOISE_JITTER_S}
 
 #: One-way cable propagation, ~20 m of Cat 5e at ~0.65 c. Assumption.
 CABLE_PROPAGATION_S = 1e-7
@@ -98,6 +107,7 @@ def opteron_cluster(
     propagation_s: Any = CABLE_PROPAGATION_S,
     mtu: Any = 1500,
     tcp: dict | None = None,
+    jitter_s: Any = OS_NOISE_JITTER_S,
     name: str | None = None,
 ) -> dict:
     """n dual-Opteron nodes (``h0``..) on one Gigabit Ethernet switch ``sw0``.
@@ -118,8 +128,8 @@ def opteron_cluster(
             f"h{i}",
             mtu=mtu,
             nic_queue_packets=1000,
-            send_overhead=OPTERON_SEND_OVERHEAD,
-            recv_overhead=OPTERON_RECV_OVERHEAD,
+            send_overhead={**OPTERON_SEND_OVERHEAD, "jitter_s": jitter_s},
+            recv_overhead={**OPTERON_RECV_OVERHEAD, "jitter_s": jitter_s},
             tcp=host_tcp,
         )
         for i in range(n)

@@ -143,11 +143,12 @@ def tcp_spec(base: Mapping[str, Any] | None = None, **overrides: Any) -> dict:
     return {f: _coerce(_TCP_KIND[f], merged[f], f"tcp.{f}") for f in TCP_FIELDS}
 
 
-def overhead(fixed_s: Any = 0.0, per_byte_s: Any = 0.0) -> dict:
+def overhead(fixed_s: Any = 0.0, per_byte_s: Any = 0.0, jitter_s: Any = 0.0) -> dict:
     """An ``Overhead`` dict: ``fixed_s + per_byte_s * size`` seconds per message."""
     return {
         "fixed_s": parse_duration(fixed_s, "fixed_s"),
         "per_byte_s": parse_duration(per_byte_s, "per_byte_s"),
+        "jitter_s": parse_duration(jitter_s, "jitter_s"),
     }
 
 
@@ -155,10 +156,10 @@ def _as_overhead(value: Any, what: str) -> dict:
     if value is None:
         return overhead()
     if isinstance(value, Mapping):
-        unknown = set(value) - {"fixed_s", "per_byte_s"}
+        unknown = set(value) - {"fixed_s", "per_byte_s", "jitter_s"}
         if unknown:
             raise PlatformError(f"{what}: unknown field(s) {', '.join(sorted(unknown))}")
-        return overhead(value.get("fixed_s", 0.0), value.get("per_byte_s", 0.0))
+        return overhead(value.get("fixed_s", 0.0), value.get("per_byte_s", 0.0), value.get("jitter_s", 0.0))
     if isinstance(value, (tuple, list)) and len(value) == 2:
         return overhead(*value)
     # a bare number or duration string is the fixed part
@@ -423,7 +424,7 @@ def validate(p: Mapping[str, Any]) -> dict:
         _u64(h, "nic_queue_packets", w, DEFAULT_NIC_QUEUE_PACKETS)
         for o in ("send_overhead", "recv_overhead"):
             ov = h.get(o, {})
-            _fields(ov, {"fixed_s", "per_byte_s"}, set(), f"{w}.{o}")
+            _fields(ov, {"fixed_s", "per_byte_s", "jitter_s"}, set(), f"{w}.{o}")
             _f64(ov, "fixed_s", f"{w}.{o}", 0.0)
             _f64(ov, "per_byte_s", f"{w}.{o}", 0.0)
         if "tcp" in h:
@@ -496,6 +497,7 @@ def validate(p: Mapping[str, Any]) -> dict:
             ov = h.get(o, {})
             _non_negative(float(ov.get("fixed_s", 0.0)), f(f"{o}.fixed_s"))
             _non_negative(float(ov.get("per_byte_s", 0.0)), f(f"{o}.per_byte_s"))
+            _non_negative(float(ov.get("jitter_s", 0.0)), f(f"{o}.jitter_s"))
         t = h.get("tcp", LINUX_TCP)
         _positive(float(t["rto_min_s"]), f("tcp.rto_min_s"))
         _positive(float(t["rto_max_s"]), f("tcp.rto_max_s"))

@@ -155,6 +155,7 @@ pub(super) fn build(spec: &PlatformSpec, seed: u64) -> Result<Simulation, SpecEr
             cpu_busy: 0,
             ready: VecDeque::new(),
             corrupt_discards: 0,
+            rng: Rng::new(seed, &format!("host:{}", h.name)),
         });
     }
 

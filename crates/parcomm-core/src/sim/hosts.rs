@@ -8,8 +8,10 @@ use crate::spec::Overhead;
 use crate::time::{from_secs, Time};
 use crate::transport::{Receiver, Sender};
 
-fn overhead(o: &Overhead, bytes: u64) -> Time {
-    from_secs(o.fixed_s + o.per_byte_s * bytes as f64)
+fn overhead(o: &Overhead, bytes: u64, rng: &mut crate::rng::Rng) -> Time {
+    // Draw only when there is jitter, so jitter-free runs consume no randomness.
+    let noise = if o.jitter_s > 0.0 { o.jitter_s * rng.uniform() } else { 0.0 };
+    from_secs(o.fixed_s + o.per_byte_s * bytes as f64 + noise)
 }
 
 impl Simulation {
@@ -35,11 +37,11 @@ impl Simulation {
     }
 
     pub(crate) fn start_send(&mut self, op: OpId, src: u32, dst: u32, bytes: u64) -> Result<(), String> {
-        let cost = overhead(&self.hosts[src as usize].send_overhead, bytes);
+        let cost = { let h = &mut self.hosts[src as usize]; overhead(&h.send_overhead, bytes, &mut h.rng) };
         if src == dst {
             // A message to oneself is a memory copy: no network, only the overheads.
             self.cpu_run(src, cost, CpuThen::Complete(op, CompletionKind::Sent));
-            let recv = overhead(&self.hosts[dst as usize].recv_overhead, bytes);
+            let recv = { let h = &mut self.hosts[dst as usize]; overhead(&h.recv_overhead, bytes, &mut h.rng) };
             self.cpu_run(dst, recv, CpuThen::Complete(op, CompletionKind::Arrived));
             return Ok(());
         }
@@ -129,22 +131,34 @@ impl Simulation {
         }
     }
 
-    /// Let ready streams hand segments to the NIC, one each in turn, while it has room.
+    /// Let ready streams hand segments to the NIC while it has room. Like
+    /// Linux's tcp_write_xmit, a stream sends everything its window allows
+    /// in one burst into the NIC's FIFO; a stream cut short by a full NIC
+    /// keeps its place at the head and goes on when room frees.
     pub(crate) fn pump(&mut self, host: u32) {
-        while self.nic_has_room(host) {
-            let Some(s) = self.hosts[host as usize].ready.pop_front() else { break };
+        while let Some(&s) = self.hosts[host as usize].ready.front() {
             let now = self.q.now();
-            let st = &mut self.streams[s as usize];
-            match st.sender.poll_transmit(now) {
-                Some(seg) => {
-                    let pkt = Packet::data(st.src, st.dst, s, seg);
-                    self.hosts[host as usize].ready.push_back(s);
-                    let iface = self.routes.next(host, pkt.dst);
-                    self.enqueue(iface, pkt, super::NO_PORT);
+            let mut exhausted = false;
+            while self.nic_has_room(host) {
+                let st = &mut self.streams[s as usize];
+                match st.sender.poll_transmit(now) {
+                    Some(seg) => {
+                        let pkt = Packet::data(st.src, st.dst, s, seg);
+                        let iface = self.routes.next(host, pkt.dst);
+                        self.enqueue(iface, pkt, super::NO_PORT);
+                    }
+                    None => {
+                        exhausted = true;
+                        break;
+                    }
                 }
-                None => st.in_ready = false,
             }
             self.arm_sender_timer(s);
+            if !exhausted {
+                break; // the NIC is full; resume this stream first
+            }
+            self.hosts[host as usize].ready.pop_front();
+            self.streams[s as usize].in_ready = false;
         }
     }
 
@@ -250,7 +264,7 @@ impl Simulation {
                 Some(&(end, op, bytes)) if end <= delivered => {
                     st.deliveries.pop_front();
                     let dst = st.dst;
-                    let cost = overhead(&self.hosts[dst as usize].recv_overhead, bytes);
+                    let cost = { let h = &mut self.hosts[dst as usize]; overhead(&h.recv_overhead, bytes, &mut h.rng) };
                     self.cpu_run(dst, cost, CpuThen::Complete(op, CompletionKind::Arrived));
                 }
                 _ => break,

@@ -81,6 +81,8 @@ pub(crate) struct Host {
     /// Streams that may have a segment to transmit, served round-robin.
     pub ready: VecDeque<u32>,
     pub corrupt_discards: u64,
+    /// Draws for the host's overhead jitter.
+    pub rng: crate::rng::Rng,
 }
 
 pub(crate) struct Stream {
