@@ -167,7 +167,7 @@ impl Simulation {
         if let Some(d) = st.sender.poll_timeout() {
             if st.sender_timer.map_or(true, |armed| d < armed) {
                 st.sender_timer = Some(d);
-                self.q.schedule(d, Event::SenderTimer(s));
+                self.q.schedule_timer(d, Event::SenderTimer(s));
             }
         }
     }
@@ -177,7 +177,7 @@ impl Simulation {
         if let Some(d) = st.receiver.poll_timeout() {
             if st.receiver_timer.map_or(true, |armed| d < armed) {
                 st.receiver_timer = Some(d);
-                self.q.schedule(d, Event::ReceiverTimer(s));
+                self.q.schedule_timer(d, Event::ReceiverTimer(s));
             }
         }
     }
