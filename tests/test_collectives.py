@@ -197,8 +197,8 @@ def test_binomial_bcast_of_one_byte_with_delayed_acks_is_three_single_send_laten
 @pytest.mark.parametrize("p", [1, 2, 3, 5, 8])
 def test_barrier_no_rank_leaves_before_the_last_arrives(p):
     async def prog(comm):
-        # arrival order differs from rank order; the last to arrive is not the last rank
-        await comm.compute(1e-3 * ((comm.rank * 5) % p + 1))
+        # distinct arrival times, not in rank order: rank 1 arrives last (r*(p-1) = -r mod p)
+        await comm.compute(1e-3 * ((comm.rank * (p - 1)) % p + 1))
         arrival = comm.wtime()
         await barrier(comm)
         return arrival, comm.wtime()

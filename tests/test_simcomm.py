@@ -370,12 +370,8 @@ def test_exception_in_rank_program_is_reported_with_its_rank():
     assert isinstance(ei.value.__cause__, KeyError)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="BUG: when a rank program fails, run_sim leaves the other ranks' coroutines unclosed; "
-    "the never-started ones emit 'coroutine ... was never awaited' RuntimeWarnings on garbage collection",
-)
 def test_failed_run_leaves_no_unawaited_coroutines():
+    # the other ranks' coroutines must be closed, not left to warn "never awaited" at collection
     async def prog(comm):
         if comm.rank == 0:
             raise ValueError("first rank fails")

@@ -17,7 +17,8 @@ def parse_with(parser, value: str, option: str) -> Any:
     try:
         return parser(value)
     except ValueError as e:
-        raise click.BadParameter(str(e), param_hint=option) from None
+        # The parsers already name the option in their message.
+        raise click.UsageError(str(e)) from None
 
 
 def emit_json(obj: Any) -> None:

@@ -304,6 +304,24 @@ def run_sim(
             blocked[r] = y
             return
 
+    try:
+        _drive(world, coros, step, blocked, running, time_limit)
+    finally:
+        for c in coros:  # on error, end the other ranks' coroutines quietly
+            c.close()
+    return SimResult(
+        finish_times=finish,
+        results=results,
+        counters=world.sim.counters(),
+        events=world.sim.events_processed,
+        wall_s=_time.perf_counter() - wall0,
+        seed=seed,
+        platform=str(plat.get("name", "")),
+    )
+
+
+def _drive(world: _World, coros: list, step, blocked: list, running: list, time_limit: float | None) -> None:
+    size = len(coros)
     for r in range(size):
         step(r, None)
     while any(running):
@@ -324,12 +342,3 @@ def run_sim(
             if running[r] and b is not None and all(q.done for q in b.requests):
                 blocked[r] = None
                 step(r, [q.value for q in b.requests])
-    return SimResult(
-        finish_times=finish,
-        results=results,
-        counters=world.sim.counters(),
-        events=world.sim.events_processed,
-        wall_s=_time.perf_counter() - wall0,
-        seed=seed,
-        platform=str(plat.get("name", "")),
-    )
