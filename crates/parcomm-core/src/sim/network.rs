@@ -66,13 +66,20 @@ impl Simulation {
         }
         let port = &self.ports[p as usize];
         let (peer, owner, prop) = (port.peer, port.owner, port.propagation);
-        if let Some(pkt) = pkt {
-            let at = now + self.arrival_delay(peer, prop);
-            self.q.schedule(at, Event::Arrive { node: peer, pkt, from_port: p });
-        }
         self.start_port(p);
         if let NodeKind::Host(h) = self.nodes[owner as usize] {
             self.pump(h);
+        }
+        if let Some(pkt) = pkt {
+            let delay = self.arrival_delay(peer, prop);
+            if delay == 0 {
+                // Same instant, and nothing else can happen in between: arrive
+                // now rather than through the queue (half the events on a
+                // machine-room star, where propagation is zero).
+                self.arrive(peer, pkt, p);
+            } else {
+                self.q.schedule(now + delay, Event::Arrive { node: peer, pkt, from_port: p });
+            }
         }
     }
 
