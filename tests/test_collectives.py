@@ -126,11 +126,6 @@ def test_bcast_scatter_allgather_spreads_the_load_of_large_messages():
     assert min(per_host["scatter_allgather"]) >= 7 * m / 8
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="BUG: bcast_binomial/bcast_scatter_allgather do not validate root; root=size silently acts as "
-    "root 0 (relative ranks modulo size) and every rank returns None instead of an error",
-)
 @pytest.mark.parametrize("algo", ["binomial", "scatter_allgather"])
 def test_bcast_root_out_of_range_is_an_error(algo):
     async def prog(comm):

@@ -77,8 +77,8 @@ def test_host_helper_fills_defaults_and_merges_partial_tcp():
     assert h["tcp"]["rto_min_s"] == pytest.approx(0.3)
     assert h["tcp"]["rto_max_s"] == pp.LINUX_TCP["rto_max_s"]
     assert set(h["tcp"]) == set(pp.TCP_FIELDS)
-    assert h["send_overhead"] == {"fixed_s": pytest.approx(10e-6), "per_byte_s": 1e-9}
-    assert h["recv_overhead"] == {"fixed_s": 0.0, "per_byte_s": 0.0}
+    assert h["send_overhead"] == {"fixed_s": pytest.approx(10e-6), "per_byte_s": 1e-9, "jitter_s": 0.0}
+    assert h["recv_overhead"] == {"fixed_s": 0.0, "per_byte_s": 0.0, "jitter_s": 0.0}
     with pytest.raises(pp.PlatformError, match="rto_minimum"):
         pp.host("a", tcp={"rto_minimum": 1})
 

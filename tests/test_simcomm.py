@@ -326,11 +326,6 @@ def test_bad_source_and_bad_send_tag_raise_comm_error():
         run_sim(bad_tag, star(2))
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="BUG: SimComm.irecv does not validate tag (isend does): recv(tag=-5) is posted, never matches and "
-    "the run ends in a misleading DeadlockError instead of a CommError about the tag",
-)
 def test_bad_recv_tag_raises_comm_error():
     async def prog(comm):
         if comm.rank == 0:
@@ -414,11 +409,6 @@ def test_time_limit_is_respected():
     assert run_sim(prog, star(2), time_limit=11.0).results == [10.0, 10.0]
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="BUG: SimComm passes the payload object itself to the receiver (no copy); mutating a buffer after "
-    "its blocking send returned changes what the receiver gets, unlike MPI/mpi4py (pickled copy)",
-)
 def test_buffer_reuse_after_send_does_not_change_the_message():
     async def prog(comm):
         if comm.rank == 0:

@@ -14,7 +14,13 @@ from ..comm.base import payload_nbytes
 from .tags import ALLGATHER, BCAST, SCATTER
 
 
+def _check_root(comm: Any, root: int) -> None:
+    if not isinstance(root, int) or not 0 <= root < comm.size:
+        raise ValueError(f"bcast root {root!r} is not a rank of this communicator (size {comm.size})")
+
+
 async def bcast_binomial(comm: Any, data: Any = None, root: int = 0, nbytes: int | None = None) -> Any:
+    _check_root(comm, root)
     r, p = comm.rank, comm.size
     rel = (r - root) % p
     size = payload_nbytes(data) if nbytes is None else nbytes
@@ -46,6 +52,7 @@ def _chunks(total: int, p: int) -> list[tuple[int, int]]:
 
 
 async def bcast_scatter_allgather(comm: Any, data: Any = None, root: int = 0, nbytes: int | None = None) -> Any:
+    _check_root(comm, root)
     r, p = comm.rank, comm.size
     rel = (r - root) % p
     if r == root:

@@ -14,6 +14,7 @@ as MPI implementations do (seed 001 §4.1 relies on YAMPII's rendezvous).
 from __future__ import annotations
 
 import json
+import pickle
 import time as _time
 from dataclasses import dataclass, field
 from typing import Any, Awaitable, Callable, Sequence
@@ -27,6 +28,17 @@ DEFAULT_EAGER_LIMIT = 128 * 1024
 # Bytes of MPI envelope (source, tag, communicator, length) each message carries;
 # MPICH's CH3 packet header is 32 bytes on 64-bit builds.
 DEFAULT_ENVELOPE_BYTES = 32
+
+
+_IMMUTABLE = (type(None), bytes, str, int, float, bool, complex)
+
+
+def _snapshot(obj: Any) -> Any:
+    """The message as it is now: like mpi4py, which pickles at send time, the
+    receiver must not see changes the sender makes after sending."""
+    if isinstance(obj, _IMMUTABLE):
+        return obj
+    return pickle.loads(pickle.dumps(obj, protocol=pickle.HIGHEST_PROTOCOL))
 
 
 class _Block:
@@ -95,11 +107,13 @@ class SimComm:
         if size < 0:
             raise CommError(f"rank {self.rank}: nbytes must be >= 0, got {nbytes}")
         req = Request(self, f"send to {dest} tag {tag} ({size} B)")
-        self._world.start_send(self.rank, dest, tag, obj, size, req)
+        self._world.start_send(self.rank, dest, tag, _snapshot(obj), size, req)
         return req
 
     def irecv(self, source: int = ANY_SOURCE, tag: int = ANY_TAG) -> Request:
         self._check_rank(source, "source", allow_any=True)
+        if not isinstance(tag, int) or (tag < 0 and tag != ANY_TAG):
+            raise CommError(f"rank {self.rank}: tag must be a non-negative int or ANY_TAG, got {tag!r}")
         req = Request(self, f"recv from {'any' if source == ANY_SOURCE else source} tag {'any' if tag == ANY_TAG else tag}")
         self._world.post_recv(self.rank, source, tag, req)
         return req
@@ -271,6 +285,8 @@ def run_sim(
         size = len(plat["hosts"])
     if size < 1:
         raise CommError(f"size must be at least 1, got {size}")
+    if envelope_bytes < 1:
+        raise CommError(f"envelope_bytes must be at least 1 (a message crosses the network as at least its envelope), got {envelope_bytes}")
     world = _World(plat, size, seed, eager_limit, envelope_bytes, hosts)
     comms = [SimComm(world, r) for r in range(size)]
     kwargs = kwargs or {}
