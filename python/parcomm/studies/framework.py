@@ -51,6 +51,28 @@ class StudyContext:
         self.out_dir.mkdir(parents=True, exist_ok=True)
         return self.out_dir / f"{name}.png"
 
+    @staticmethod
+    def pyplot():
+        """matplotlib.pyplot on the file-only Agg backend (no display needed)."""
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+
+        return plt
+
+    def save_figure(self, fig, name: str) -> str:
+        """Add legend and grid, write ``name.png`` and close the figure."""
+        for ax in fig.axes:
+            if ax.get_legend_handles_labels()[0]:
+                ax.legend()
+            ax.grid(alpha=0.3)
+        path = self.figure_path(name)
+        fig.tight_layout()
+        fig.savefig(path, dpi=110)
+        self.pyplot().close(fig)
+        return str(path)
+
 
 def _write_table(path: Path, rows: list[dict[str, Any]]) -> None:
     cols: list[str] = []

@@ -76,10 +76,7 @@ def _alltoall(ctx: StudyContext) -> list[dict]:
 
 
 def _plot(ctx: StudyContext, incast: list[dict], a2a: list[dict]) -> list[str]:
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    plt = ctx.pyplot()
 
     figs = []
     fig, ax = plt.subplots(figsize=(6, 4))
@@ -90,13 +87,7 @@ def _plot(ctx: StudyContext, incast: list[dict], a2a: list[dict]) -> list[str]:
     ax.set_xlabel("senders")
     ax.set_ylabel("goodput (Mbit/s)")
     ax.set_title(f"Incast: {INCAST_BYTES // 1024} KiB each into a {INCAST_BUFFER} port, 1 GbE")
-    ax.legend()
-    ax.grid(alpha=0.3)
-    path = ctx.figure_path("incast_goodput")
-    fig.tight_layout()
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
-    figs.append(str(path))
+    figs.append(ctx.save_figure(fig, "incast_goodput"))
 
     fig, ax = plt.subplots(figsize=(6, 4))
     for algo in ("A", "B"):
@@ -107,13 +98,7 @@ def _plot(ctx: StudyContext, incast: list[dict], a2a: list[dict]) -> list[str]:
     ax.set_xlabel("message size m (bytes)")
     ax.set_ylabel("Alltoall time (s)")
     ax.set_title("Alltoall A vs B, 64 hosts, 1 GbE, no flow control (simulated)")
-    ax.legend()
-    ax.grid(alpha=0.3)
-    path = ctx.figure_path("alltoall_a_vs_b")
-    fig.tight_layout()
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
-    figs.append(str(path))
+    figs.append(ctx.save_figure(fig, "alltoall_a_vs_b"))
     return figs
 
 
