@@ -5,6 +5,9 @@
 (b) 100 hosts on a 1 Gbit/s star, every host streaming to every other host
     (9,900 TCP flows) for 1 simulated second, through the core alone.
 
+"Events" are discrete events handled: popped from the queue, or (zero-delay
+packet arrivals) handled in place at the instant they occur.
+
 The baseline is the goal the foundation issue names: 3 million events per
 second (about 10x what ns-3 reaches on comparable TCP scenarios on this kind
 of machine) and at most 10 s of wall time for (b). Results are printed as a

@@ -76,6 +76,7 @@ impl Simulation {
                 // Same instant, and nothing else can happen in between: arrive
                 // now rather than through the queue (half the events on a
                 // machine-room star, where propagation is zero).
+                self.q.note_handled_in_place();
                 self.arrive(peer, pkt, p);
             } else {
                 self.q.schedule(now + delay, Event::Arrive { node: peer, pkt, from_port: p });
