@@ -1,0 +1,30 @@
+"""Closed-form models: the "model" way of answering.
+
+Point-to-point and collective models (one module each, one interface:
+``model.predict(collective, procs, nbytes) -> seconds``): Hockney, LogP,
+LogGP, PlogP and PlogP-BR (seed 001), all built from one measured parameter
+set (:mod:`.params`, produced by :mod:`.measure`). Algorithm selection is in
+:mod:`.selection`. Other models (multicast, stencil, broadcast bounds) live
+beside them.
+"""
+
+from .hockney import Hockney
+from .logp import LogGP, LogP
+from .params import PlogPParams
+from .plogp import PlogP
+from .plogp_br import PlogPBR, rto_penalty_count
+from .selection import MODELS, make_model, predict_all, select
+
+__all__ = [
+    "MODELS",
+    "Hockney",
+    "LogGP",
+    "LogP",
+    "PlogP",
+    "PlogPBR",
+    "PlogPParams",
+    "make_model",
+    "predict_all",
+    "rto_penalty_count",
+    "select",
+]

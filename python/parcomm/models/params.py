@@ -1,0 +1,119 @@
+"""The measured parameter set every point-to-point model is built from.
+
+PlogP (Kielmann, Bal & Verstoep 2000) measures, per message size m: the gap
+g(m), the send and receive overheads o_s(m) and o_r(m), and one latency L.
+PlogP-BR (seed 001 §3) adds g(m, C) per communication pattern C (eq. 3), the
+switch queue length q (§3.1), whether the switch has flow control, and the
+retransmission timeout T_RTO. Between measured sizes, values are
+interpolated linearly in m (piecewise); beyond the largest size, the last
+segment's slope is extended, since g grows linearly with m for large m.
+
+Saved as JSON by ``parcomm measure`` and loaded by ``parcomm model``.
+"""
+
+from __future__ import annotations
+
+import bisect
+import json
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+FORMAT = "parcomm-plogp/1"
+
+
+def interpolate(sizes: list[int], values: list[float], m: float) -> float:
+    """Piecewise-linear in m through (sizes, values); linear extrapolation at both ends."""
+    if not sizes:
+        raise ValueError("no measured sizes to interpolate from")
+    if len(sizes) == 1:
+        return values[0]
+    i = bisect.bisect_left(sizes, m)
+    i = min(max(i, 1), len(sizes) - 1)
+    x0, x1, y0, y1 = sizes[i - 1], sizes[i], values[i - 1], values[i]
+    if m <= sizes[0]:
+        x0, x1, y0, y1 = sizes[0], sizes[1], values[0], values[1]
+    return max(0.0, y0 + (y1 - y0) * (m - x0) / (x1 - x0))
+
+
+@dataclass
+class PlogPParams:
+    procs: int
+    L: float
+    sizes: list[int]
+    g: list[float]
+    o_s: list[float]
+    o_r: list[float]
+    # PlogP-BR: pattern name -> g(m, C) per size (same sizes as g).
+    g_pattern: dict[str, list[float]] = field(default_factory=dict)
+    queue_bytes: float | None = None
+    flow_control: bool = False
+    rto_s: float = 0.2
+    meta: dict[str, Any] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        n = len(self.sizes)
+        if n == 0:
+            raise ValueError("params: 'sizes' is empty")
+        if sorted(self.sizes) != list(self.sizes) or len(set(self.sizes)) != n:
+            raise ValueError("params: 'sizes' must be strictly increasing")
+        for name in ("g", "o_s", "o_r"):
+            if len(getattr(self, name)) != n:
+                raise ValueError(f"params: '{name}' has {len(getattr(self, name))} values for {n} sizes")
+        for pat, vals in self.g_pattern.items():
+            if len(vals) != n:
+                raise ValueError(f"params: g_pattern['{pat}'] has {len(vals)} values for {n} sizes")
+        if self.procs < 1:
+            raise ValueError(f"params: 'procs' must be >= 1, got {self.procs}")
+
+    def g_at(self, m: float) -> float:
+        return interpolate(self.sizes, self.g, m)
+
+    def o_s_at(self, m: float) -> float:
+        return interpolate(self.sizes, self.o_s, m)
+
+    def o_r_at(self, m: float) -> float:
+        return interpolate(self.sizes, self.o_r, m)
+
+    def g_pattern_at(self, pattern: str, m: float) -> float:
+        """g(m, C); falls back to g(m) = g(m, C_e) for a pattern not measured."""
+        vals = self.g_pattern.get(pattern)
+        return interpolate(self.sizes, vals, m) if vals else self.g_at(m)
+
+    def to_json(self) -> str:
+        return json.dumps({"format": FORMAT, **asdict(self)}, indent=1)
+
+    def save(self, path: str | Path) -> None:
+        Path(path).write_text(self.to_json())
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any], source: str = "params") -> "PlogPParams":
+        if not isinstance(d, dict):
+            raise ValueError(f"{source}: expected a JSON object")
+        if d.get("format") != FORMAT:
+            raise ValueError(f"{source}: not a parcomm PlogP parameter file (format {d.get('format')!r}, expected {FORMAT!r})")
+        required = ("procs", "L", "sizes", "g", "o_s", "o_r")
+        missing = [k for k in required if k not in d]
+        if missing:
+            raise ValueError(f"{source}: missing field(s) {', '.join(missing)}")
+        known = set(cls.__dataclass_fields__)
+        unknown = set(d) - known - {"format"}
+        if unknown:
+            raise ValueError(f"{source}: unknown field(s) {', '.join(sorted(unknown))}")
+        try:
+            return cls(**{k: v for k, v in d.items() if k != "format"})
+        except (TypeError, ValueError) as e:
+            raise ValueError(f"{source}: {e}") from None
+
+    @classmethod
+    def load(cls, path: str | Path) -> "PlogPParams":
+        p = Path(path)
+        try:
+            text = p.read_text()
+        except OSError as e:
+            raise ValueError(f"{p}: cannot read parameter file ({e.strerror})") from None
+        try:
+            d = json.loads(text)
+        except json.JSONDecodeError as e:
+            raise ValueError(f"{p}: malformed JSON at line {e.lineno}: {e.msg}") from None
+        return cls.from_dict(d, str(p))
