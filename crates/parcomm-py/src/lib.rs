@@ -36,6 +36,7 @@ fn completions(v: Vec<parcomm_core::Completion>) -> Vec<CompletionTuple> {
                 CompletionKind::Arrived => "arrived",
                 CompletionKind::Computed => "computed",
                 CompletionKind::Timer => "timer",
+                CompletionKind::Received => "received",
             };
             (c.op, kind, c.host, c.time)
         })
@@ -93,6 +94,10 @@ impl Simulation {
 
     fn send(&mut self, src: u32, dst: u32, nbytes: u64) -> PyResult<u64> {
         self.inner.send(src, dst, nbytes).map_err(err)
+    }
+
+    fn receive(&mut self, host: u32, nbytes: u64) -> PyResult<u64> {
+        self.inner.receive(host, nbytes).map_err(err)
     }
 
     fn compute(&mut self, host: u32, seconds: f64) -> PyResult<u64> {

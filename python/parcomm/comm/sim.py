@@ -218,9 +218,14 @@ class _World:
 
     def _matched(self, rank: int, env: Envelope, rreq: Request) -> None:
         if env.handle is None:
-            rreq._finish(env.payload, Status(env.source, env.tag, env.nbytes))
+            self._take(rank, env, rreq)
         else:  # rendezvous: tell the sender to go ahead
             self._core_send(rank, env.source, 0, ("cts", env, rreq))
+
+    def _take(self, rank: int, env: Envelope, rreq: Request) -> None:
+        # The receive completes once the receiver's CPU paid the receive overhead.
+        op = self.sim.receive(self.host_of[rank], env.nbytes + self.envelope)
+        self.ops[op] = ("take", env, rreq)
 
     def on_completion(self, op: int, kind: str) -> None:
         info = self.ops.get(op)
@@ -257,7 +262,11 @@ class _World:
                 env.handle._finish()
             else:
                 del self.ops[op]
-                rreq._finish(env.payload, Status(env.source, env.tag, env.nbytes))
+                self._take(rreq.comm.rank, env, rreq)
+        elif what == "take":
+            _, env, rreq = info
+            del self.ops[op]
+            rreq._finish(env.payload, Status(env.source, env.tag, env.nbytes))
 
 
 def run_sim(

@@ -28,8 +28,10 @@ pub type OpId = u64;
 pub enum CompletionKind {
     /// The sender may reuse its buffer: every byte is in its socket buffer.
     Sent,
-    /// The message is at the receiver and its receive overhead is paid.
+    /// The message's last byte is at the receiving host.
     Arrived,
+    /// The application took a message and paid the receive overhead.
+    Received,
     Computed,
     Timer,
 }
@@ -161,7 +163,7 @@ impl Simulation {
     }
 
     /// Send a message of `bytes` (at least 1) from `src` to `dst`. Completes
-    /// twice: `Sent` at the sender and `Arrived` at the receiver.
+    /// twice: `Sent` at the sender and `Arrived` at the receiving host.
     pub fn send(&mut self, src: u32, dst: u32, bytes: u64) -> Result<OpId, String> {
         self.check_host(src, "send.src")?;
         self.check_host(dst, "send.dst")?;
@@ -170,6 +172,15 @@ impl Simulation {
         }
         let op = self.new_op();
         self.start_send(op, src, dst, bytes)?;
+        Ok(op)
+    }
+
+    /// The application on `host` takes an arrived message of `bytes`;
+    /// completes (`Received`) once the host's receive overhead is paid.
+    pub fn receive(&mut self, host: u32, bytes: u64) -> Result<OpId, String> {
+        self.check_host(host, "receive.host")?;
+        let op = self.new_op();
+        self.start_receive(op, host, bytes);
         Ok(op)
     }
 
