@@ -11,6 +11,7 @@ import sys
 import click
 
 from .common import UserError
+from .model import measure, model
 from .repro import repro
 from .sim import sim
 
@@ -23,13 +24,17 @@ def cli() -> None:
     bottleneck links decide performance.
 
     \b
-    sim     run collectives on a simulated platform (deterministic, packet level)
-    repro   reproduce the seed papers' tables and figures
+    model    predict collective times (Hockney ... PlogP-BR) and select algorithms
+    measure  measure PlogP / PlogP-BR parameters of a platform
+    sim      run collectives on a simulated platform (deterministic, packet level)
+    repro    reproduce the seed papers' tables and figures
 
     Run `parcomm COMMAND --help` for each command's options.
     """
 
 
+cli.add_command(model)
+cli.add_command(measure)
 cli.add_command(sim)
 cli.add_command(repro)
 

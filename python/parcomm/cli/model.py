@@ -1,0 +1,134 @@
+"""``parcomm measure`` and ``parcomm model``: parameters, predictions, selection."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import click
+
+from ..platform.units import parse_duration, parse_size
+from .common import UserError, emit_json, parse_with
+
+
+def _sizes(text: str) -> list[int]:
+    return [parse_size(s.strip(), "--sizes") for s in text.split(",") if s.strip()]
+
+
+@click.command()
+@click.option("--platform", "platform_spec", default="opteron:8", show_default=True,
+              help="simulated platform to measure (short form or TOML file)")
+@click.option("--procs", "-n", type=int, default=None, help="ranks (default: every host)")
+@click.option("--sizes", default="0,64,1KiB,4KiB,16KiB,64KiB,256KiB,1MiB", show_default=True,
+              help="message sizes at which g, o_s and o_r are measured")
+@click.option("--patterns", type=click.Choice(["alltoall", "none"]), default="alltoall", show_default=True,
+              help="measure g(m, C) for the XOR patterns Alltoall A and B use (eq. 3)")
+@click.option("--pattern-ks", default=None, help="measure only these XOR patterns, e.g. 1,2,4 (others by symmetry)")
+@click.option("--rel-ci", type=float, default=0.05, show_default=True,
+              help="repeat until the 95%% confidence interval is within this fraction of the mean")
+@click.option("--rto", default="200ms", show_default=True, help="T_RTO of the platform's TCP (RTO minimum)")
+@click.option("--seed", type=int, default=1, show_default=True)
+@click.option("--out", type=click.Path(dir_okay=False, path_type=Path), required=True, help="parameter file to write (JSON)")
+def measure(platform_spec, procs, sizes, patterns, pattern_ks, rel_ci, rto, seed, out) -> None:
+    """Measure PlogP and PlogP-BR parameters (Kielmann's procedure, bidirectional
+    g(m, C) of seed 001 §3.3, switch queue q of §3.1) on the simulator.
+
+    The same procedure runs over the MPI and socket backends through their runners.
+    """
+    from rich.console import Console
+
+    from ..models.measure import measure as do_measure, sim_runner
+    from ..platform import as_platform
+
+    size_list = parse_with(_sizes, sizes, "--sizes")
+    rto_s = parse_with(lambda v: parse_duration(v, "--rto"), rto, "--rto")
+    try:
+        plat = as_platform(platform_spec)
+        n = procs or len(plat["hosts"])
+        ks = [int(k) for k in pattern_ks.split(",")] if pattern_ks else None
+        fc = any(s.get("flow_control") for s in plat.get("switches", []))
+        con = Console(stderr=True)
+        with con.status("measuring") as status:
+            params = do_measure(sim_runner(plat, n, seed), n, size_list, patterns=patterns, pattern_ks=ks,
+                                rel_ci=rel_ci, rto_s=rto_s, flow_control=fc, progress=status.update,
+                                meta={"platform": platform_spec, "backend": "sim", "seed": seed})
+        params.save(out)
+    except (ValueError, OSError) as e:
+        raise UserError(str(e)) from None
+    con.print(f"L = {params.L * 1e6:.2f} us, g(0) = {params.g[0] * 1e6:.2f} us, "
+              f"q = {params.queue_bytes if params.queue_bytes is None else round(params.queue_bytes)} B; wrote {out}")
+
+
+@click.group()
+def model() -> None:
+    """Predict collective times with closed-form models and pick the fastest algorithm.
+
+    \b
+    Models: hockney, logp, loggp, plogp, plogp-br (seed 001).
+    Example:
+      parcomm measure --platform opteron:64 --out measured.json
+      parcomm model select alltoall --params measured.json --procs 64 --size 64KiB
+    """
+
+
+def _load(params_path: Path):
+    from ..models import PlogPParams
+
+    try:
+        return PlogPParams.load(params_path)
+    except ValueError as e:
+        raise UserError(str(e)) from None
+
+
+_params_opt = click.option("--params", "params_path", type=click.Path(dir_okay=False, path_type=Path), required=True,
+                           help="parameter file written by `parcomm measure`")
+
+
+@model.command()
+@click.argument("collective", type=click.Choice(["alltoall", "bcast", "barrier"]))
+@_params_opt
+@click.option("--procs", "-n", type=int, required=True)
+@click.option("--size", default="64KiB", show_default=True)
+@click.option("--model", "model_name", default="plogp-br", show_default=True,
+              help="hockney, logp, loggp, plogp or plogp-br")
+@click.option("--json", "as_json", is_flag=True)
+def select(collective, params_path, procs, size, model_name, as_json) -> None:
+    """The fastest algorithm for COLLECTIVE under a model, with every algorithm's predicted time."""
+    from ..models import select as do_select
+
+    params = _load(params_path)
+    nbytes = parse_with(lambda v: parse_size(v, "--size"), size, "--size")
+    try:
+        best, times = do_select(collective, params, procs, nbytes, model_name)
+    except ValueError as e:
+        raise UserError(str(e)) from None
+    if as_json:
+        emit_json({"collective": collective, "model": model_name, "procs": procs, "size_bytes": nbytes,
+                   "best": best, "predicted_s": times})
+        return
+    click.echo(f"{collective}, {procs} procs, {nbytes} B, model {model_name}:")
+    for algo, t in sorted(times.items(), key=lambda kv: kv[1]):
+        click.echo(f"  {algo:26} {t * 1e3:12.4f} ms{'   <- fastest' if algo == best else ''}")
+
+
+@model.command()
+@click.argument("algorithm")
+@_params_opt
+@click.option("--procs", "-n", type=int, required=True)
+@click.option("--size", default="64KiB", show_default=True)
+@click.option("--json", "as_json", is_flag=True)
+def predict(algorithm, params_path, procs, size, as_json) -> None:
+    """Predicted time of ALGORITHM (alltoall_a, alltoall_b, bcast_binomial,
+    bcast_scatter_allgather, barrier; or A, B) under every model."""
+    from ..models import MODELS, make_model
+
+    params = _load(params_path)
+    nbytes = parse_with(lambda v: parse_size(v, "--size"), size, "--size")
+    try:
+        times = {name: make_model(name, params).predict(algorithm, procs, nbytes) for name in MODELS}
+    except ValueError as e:
+        raise UserError(str(e)) from None
+    if as_json:
+        emit_json({"algorithm": algorithm, "procs": procs, "size_bytes": nbytes, "predicted_s": times})
+        return
+    for name, t in times.items():
+        click.echo(f"  {name:10} {t * 1e3:12.4f} ms")
