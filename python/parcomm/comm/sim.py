@@ -6,9 +6,16 @@ ranks whose requests are all complete, in rank order, so a run is
 deterministic. A payload travels beside its simulated size: simulating a
 1 GiB message allocates nothing of that size.
 
-Messages up to ``eager_limit`` bytes go eagerly; larger ones use a rendezvous
-(a ready-to-send, a clear-to-send once the receive is posted, then the data),
-as MPI implementations do (seed 001 §4.1 relies on YAMPII's rendezvous).
+Messages up to ``eager_limit`` bytes go eagerly; larger ones wait for the
+receive, in one of two ways:
+
+* ``rendezvous="sender"`` (MPICH's way, the default): a ready-to-send, a
+  clear-to-send once the receive is matched, then the data.
+* ``rendezvous="receiver"`` (YAMPII's way, seed 001 §4.1-4.2): posting a
+  receive for a specific source sends that source a small credit; a large
+  send goes as soon as a credit for it is there, and waits otherwise. "The
+  send waits until the destination enters the same phase" (B), while sends
+  whose receives were posted long before never wait (A).
 """
 
 from __future__ import annotations
@@ -183,7 +190,8 @@ class SimResult:
 
 
 class _World:
-    def __init__(self, platform: dict, size: int, seed: int, eager_limit: int, envelope_bytes: int, hosts: Sequence[int] | None):
+    def __init__(self, platform: dict, size: int, seed: int, eager_limit: int, envelope_bytes: int,
+                 hosts: Sequence[int] | None, rendezvous: str = "sender"):
         self.sim = _core.Simulation(json.dumps(platform), seed)
         self.size = size
         n = self.sim.host_count
@@ -198,6 +206,13 @@ class _World:
         self.envelope = envelope_bytes
         self.matchers = [Matcher() for _ in range(size)]
         self.ops: dict[int, tuple] = {}
+        if rendezvous not in ("sender", "receiver"):
+            raise CommError(f"rendezvous must be 'sender' or 'receiver', got {rendezvous!r}")
+        self.receiver_driven = rendezvous == "receiver"
+        # Receiver-driven rendezvous: credits[s][d] holds the tags of receives
+        # rank d posted for s; blocked[s][d] the large sends waiting for one.
+        self.credits: list[dict[int, list[int]]] = [{} for _ in range(size)]
+        self.blocked: list[dict[int, list[tuple]]] = [{} for _ in range(size)]
 
     def _core_send(self, src: int, dst: int, nbytes: int, info: tuple) -> None:
         op = self.sim.send(self.host_of[src], self.host_of[dst], nbytes + self.envelope)
@@ -205,13 +220,39 @@ class _World:
 
     def start_send(self, src: int, dst: int, tag: int, obj: Any, size: int, req: Request) -> None:
         env = Envelope(source=src, tag=tag, nbytes=size, payload=obj)
+        if self.receiver_driven:
+            if self._take_credit(src, dst, tag) or size <= self.eager_limit:
+                self._core_send(src, dst, size, ("eager", dst, env, req))
+            else:
+                self.blocked[src].setdefault(dst, []).append((dst, env, req))
+            return
         if size <= self.eager_limit:
             self._core_send(src, dst, size, ("eager", dst, env, req))
         else:
             env.handle = req  # a ready-to-send: the data waits for the receive
             self._core_send(src, dst, 0, ("rts", dst, env))
 
+    def _take_credit(self, src: int, dst: int, tag: int) -> bool:
+        tags = self.credits[src].get(dst)
+        for i, t in enumerate(tags or ()):
+            if t in (tag, ANY_TAG):
+                del tags[i]
+                return True
+        return False
+
+    def _credit_arrived(self, src: int, dst: int, tag: int) -> None:
+        """Rank ``src`` learns that ``dst`` posted a receive for it with ``tag``."""
+        waiting = self.blocked[src].get(dst)
+        for i, (d, env, req) in enumerate(waiting or ()):
+            if tag in (env.tag, ANY_TAG):
+                del waiting[i]
+                self._core_send(src, d, env.nbytes, ("eager", d, env, req))
+                return
+        self.credits[src].setdefault(dst, []).append(tag)
+
     def post_recv(self, rank: int, source: int, tag: int, req: Request) -> None:
+        if self.receiver_driven and source not in (ANY_SOURCE, rank):
+            self._core_send(rank, source, 0, ("credit", source, rank, tag))
         env = self.matchers[rank].post(PostedRecv(source, tag, req))
         if env is not None:
             self._matched(rank, env, req)
@@ -232,6 +273,11 @@ class _World:
         if info is None:
             return
         what = info[0]
+        if what == "credit":
+            if kind == "arrived":
+                del self.ops[op]
+                self._credit_arrived(info[1], info[2], info[3])
+            return
         if what == "compute":
             info[1]._finish()
             del self.ops[op]
@@ -281,6 +327,7 @@ def run_sim(
     eager_limit: int = DEFAULT_EAGER_LIMIT,
     envelope_bytes: int = DEFAULT_ENVELOPE_BYTES,
     hosts: Sequence[int] | None = None,
+    rendezvous: str = "sender",
 ) -> SimResult:
     """Run ``program(comm, *args, **kwargs)`` on ``size`` ranks of ``platform``.
 
@@ -296,7 +343,7 @@ def run_sim(
         raise CommError(f"size must be at least 1, got {size}")
     if envelope_bytes < 1:
         raise CommError(f"envelope_bytes must be at least 1 (a message crosses the network as at least its envelope), got {envelope_bytes}")
-    world = _World(plat, size, seed, eager_limit, envelope_bytes, hosts)
+    world = _World(plat, size, seed, eager_limit, envelope_bytes, hosts, rendezvous)
     comms = [SimComm(world, r) for r in range(size)]
     kwargs = kwargs or {}
     coros = [program(c, *args, **kwargs) for c in comms]
