@@ -65,10 +65,14 @@ impl Simulation {
         // The sender's first window is the receiver's buffer.
         cfg.rcvbuf = rcfg.rcvbuf;
         let id = self.streams.len() as u32;
+        let mut sender = Sender::new(&cfg);
+        // Ranks connect their sockets before communicating (MPI and socket
+        // meshes set up at start), so the handshake already gave one sample.
+        sender.seed_handshake_rtt(self.base_rtt(src, dst));
         self.streams.push(Stream {
             src,
             dst,
-            sender: Sender::new(&cfg),
+            sender,
             receiver: Receiver::new(&rcfg),
             pending: Default::default(),
             deliveries: Default::default(),
@@ -79,6 +83,40 @@ impl Simulation {
         });
         self.stream_of.insert((src, dst), id);
         id
+    }
+
+    /// Round trip of a header-only packet on an idle path, there and back.
+    fn base_rtt(&self, src: u32, dst: u32) -> Time {
+        self.one_way_idle(src, dst) + self.one_way_idle(dst, src)
+    }
+
+    fn one_way_idle(&self, src: u32, dst: u32) -> Time {
+        let probe = Packet::ack(src, dst, 0, crate::transport::Ack { ack: 0, window: 0 });
+        let (mut node, mut total) = (src, 0);
+        for _ in 0..self.nodes.len() {
+            if node == dst {
+                break;
+            }
+            let (next, hop) = match self.routes.next(node, dst) {
+                Iface::Port(p) => {
+                    let port = &self.ports[p as usize];
+                    (port.peer, port.wire_time(&probe) + port.propagation)
+                }
+                Iface::Bus { bus, to, .. } => {
+                    let b = &self.buses[bus as usize];
+                    (b.stations[to as usize].owner, b.frame_time(&probe) + b.propagation)
+                }
+                Iface::None => break,
+            };
+            total += hop
+                + match self.nodes[next as usize] {
+                    super::NodeKind::Switch { latency } => latency,
+                    super::NodeKind::Router(r) => self.routers[r as usize].service_time(&probe),
+                    super::NodeKind::Host(_) => 0,
+                };
+            node = next;
+        }
+        total
     }
 
     fn stream_write(&mut self, s: u32, op: OpId, bytes: u64) {

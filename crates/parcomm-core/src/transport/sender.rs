@@ -75,6 +75,16 @@ impl Sender {
         }
     }
 
+    /// The round trip of the connection's handshake (SYN, SYN-ACK): the
+    /// first RTT sample a real connection has before it sends data, so the
+    /// RTO starts from the path instead of the 1 s initial value. Only
+    /// before any other sample.
+    pub fn seed_handshake_rtt(&mut self, rtt: Time) {
+        if self.rto.srtt().is_none() {
+            self.rto.on_rtt_sample(rtt);
+        }
+    }
+
     pub fn buffer_space(&self) -> u64 {
         self.sndbuf.saturating_sub(self.written - self.snd_una)
     }
