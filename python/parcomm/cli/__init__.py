@@ -11,8 +11,11 @@ import sys
 import click
 
 from .common import UserError
+from .compare import compare
+from .emu import emu
 from .model import measure, model
 from .repro import repro
+from .run import run
 from .sim import sim
 
 
@@ -28,6 +31,9 @@ def cli() -> None:
     measure  measure PlogP / PlogP-BR parameters of a platform
     sim      run collectives on a simulated platform (deterministic, packet level)
     repro    reproduce the seed papers' tables and figures
+    emu      run on an emulated cluster: real Linux TCP in network namespaces (root)
+    compare  put the simulator's and the emulation's times side by side
+    run      run rank programs for real: local TCP processes, MPI, or one TCP rank
 
     Run `parcomm COMMAND --help` for each command's options.
     """
@@ -37,6 +43,9 @@ cli.add_command(model)
 cli.add_command(measure)
 cli.add_command(sim)
 cli.add_command(repro)
+cli.add_command(emu)
+cli.add_command(compare)
+cli.add_command(run)
 
 
 def main(argv: list[str] | None = None) -> int:

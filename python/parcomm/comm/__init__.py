@@ -3,19 +3,34 @@
 A rank program is ``async def program(comm, *args)``; it may only await the
 communicator's own methods (``send``, ``recv``, ``wait``, ``waitall``,
 ``barrier``, ``compute``, ``sleep``), so the same program runs under every
-backend: :class:`SimComm` today, MPI and asyncio sockets next.
+backend: :class:`SimComm` (simulated), :class:`SocketComm` (a TCP mesh on
+asyncio; :func:`run_local`, :func:`run_rank`) and :class:`MPIComm` (mpi4py +
+MPICH; :func:`run_mpi`). Importing this package does not initialize MPI.
 """
 
 from .base import ANY_SOURCE, ANY_TAG, CommError, DeadlockError, Status
+from .aio import CommTimeout, ProgramError, RankResult, RunResult, resolve_program
+from .mpi import MPIComm, run_mpi
 from .sim import SimComm, SimResult, run_sim
+from .socket import SocketComm, run_local, run_rank
 
 __all__ = [
     "ANY_SOURCE",
     "ANY_TAG",
     "CommError",
+    "CommTimeout",
     "DeadlockError",
+    "MPIComm",
+    "ProgramError",
+    "RankResult",
+    "RunResult",
     "SimComm",
     "SimResult",
+    "SocketComm",
     "Status",
+    "resolve_program",
+    "run_local",
+    "run_mpi",
+    "run_rank",
     "run_sim",
 ]

@@ -1,0 +1,231 @@
+"""``parcomm compare``: the same workload on the simulator and the emulated cluster.
+
+Both backends get the same platform dict (rate, port buffer, MTU, per-host
+RTO bounds); the table shows completion times and retransmission counts side
+by side, and the ratio emulated / simulated. The emulation needs root; with
+``--backends sim`` the command runs anywhere.
+"""
+
+from __future__ import annotations
+
+import statistics
+from typing import Any
+
+import click
+
+from ..platform.units import parse_duration, parse_size
+from .common import UserError, emit_json
+from .emu import EMU_PLATFORM_HELP, SCHEMES, check_emulable, load_platform, make_progress
+
+BACKENDS = ("sim", "emu")
+
+
+def _list(text: str, option: str, parse) -> list:
+    items = [t.strip() for t in str(text).split(",") if t.strip()]
+    if not items:
+        raise UserError(f"{option}: empty list")
+    out = []
+    for t in items:
+        try:
+            out.append(parse(t))
+        except ValueError as e:
+            raise UserError(str(e)) from None
+    return out
+
+
+def _backends(text: str) -> list[str]:
+    names = _list(text, "--backends", str)
+    bad = [b for b in names if b not in BACKENDS]
+    if bad:
+        raise UserError(f"--backends: unknown backend '{bad[0]}' (expected a list of {', '.join(BACKENDS)})")
+    return names
+
+
+def _sim_row(res: Any) -> dict:
+    tot = res.host_totals()
+    return {"time_s": res.time, "segments_retransmitted": tot["segments_retransmitted"], "timeouts": tot["timeouts"],
+            "port_drops": res.port_drops()}
+
+
+def _emu_row(results: list[Any]) -> dict:
+    times = [r.time for r in results]
+    tots = [r.host_totals() for r in results]
+    med = lambda k: statistics.median(t[k] for t in tots)  # noqa: E731
+    return {"time_s": statistics.median(times), "times_s": times,
+            "segments_retransmitted": med("segments_retransmitted"), "timeouts": med("timeouts"),
+            "port_drops": statistics.median(r.port_drops() for r in results)}
+
+
+def _print(rows: list[dict], keys: list[str], title: str, backends: list[str]) -> None:
+    from rich.console import Console
+    from rich.table import Table
+
+    t = Table(title=title)
+    for k in keys:
+        t.add_column(k)
+    if "sim" in backends:
+        for c in ("sim ms", "sim retx", "sim RTOs"):
+            t.add_column(c, justify="right")
+    if "emu" in backends:
+        for c in ("emu ms", "emu retx", "emu RTOs"):
+            t.add_column(c, justify="right")
+    if len(backends) == 2:
+        t.add_column("emu/sim", justify="right")
+    for r in rows:
+        cells = [str(r[k]) for k in keys]
+        for b in backends:
+            x = r[b]
+            cells += [f"{x['time_s'] * 1e3:.2f}", f"{x['segments_retransmitted']:g}", f"{x['timeouts']:g}"]
+        if len(backends) == 2:
+            cells.append(f"{r['emu']['time_s'] / r['sim']['time_s']:.2f}" if r["sim"]["time_s"] > 0 else "-")
+        t.add_row(*cells)
+    Console().print(t)
+
+
+def _common(f):
+    opts = [
+        click.option("--backends", default="sim,emu", show_default=True, help="comma list of sim, emu"),
+        click.option("--rto-max", default=None, help="TCP RTO maximum for every host"),
+        click.option("--rto-scheme", type=click.Choice(SCHEMES), default=None,
+                     help="per-host RTO of seed 000 §5.2 with X = each --rto-min"),
+        click.option("--seed", type=int, default=1, show_default=True, help="simulator seed and RTO-scheme seed"),
+        click.option("--repeat", type=int, default=3, show_default=True, help="emulated runs per point (median shown)"),
+        click.option("--timeout", default="120s", show_default=True, help="time limit of each emulated run"),
+        click.option("--json", "as_json", is_flag=True, help="print every point as JSON"),
+    ]
+    for o in reversed(opts):
+        f = o(f)
+    return f
+
+
+def _emu_cluster(plat: dict):
+    from ..emu import EmuCluster
+
+    return EmuCluster(plat)
+
+
+@click.group()
+def compare() -> None:
+    """The simulator and the emulated cluster side by side, same platform parameters.
+
+    \b
+    Examples:
+      parcomm compare alltoall --platform star:16,rate=100M,buffer=32KiB --algo A,B --size 4KiB,256KiB
+      parcomm compare incast --platform star:17,rate=100M,buffer=32KiB --senders 4,8,16 --rto-min 200ms,5ms
+    """
+
+
+@compare.command()
+@click.option("--platform", "platform_spec", default="star:16,rate=100M,buffer=32KiB", show_default=True,
+              help=EMU_PLATFORM_HELP)
+@click.option("--algo", default="A,B", show_default=True, help="comma list of A, B (seed 001 Figs. 6, 7)")
+@click.option("--size", default="4KiB,256KiB", show_default=True, help="comma list of bytes per rank pair")
+@click.option("--rto-min", default=None, help="TCP RTO minimum for every host")
+@_common
+def alltoall(platform_spec, algo, size, rto_min, backends, rto_max, rto_scheme, seed, repeat, timeout, as_json) -> None:
+    """Alltoall A/B: simulated vs emulated times and retransmissions."""
+    from ..collectives import ALLTOALL_ALGORITHMS
+    from ..comm import CommError, run_sim
+    from ..emu import EmuError
+
+    algos = _list(algo, "--algo", lambda a: a.upper())
+    bad = [a for a in algos if a not in ALLTOALL_ALGORITHMS]
+    if bad:
+        raise UserError(f"--algo: unknown algorithm '{bad[0]}' (expected A or B)")
+    sizes = _list(size, "--size", lambda v: parse_size(v, "--size"))
+    bks = _backends(backends)
+    plat = load_platform(platform_spec, rto_min, rto_max, rto_scheme, seed)
+    n = len(plat["hosts"])
+    if n & (n - 1):
+        raise UserError(f"alltoall A/B need a power-of-two number of hosts, the platform has {n}")
+    if repeat < 1:
+        raise UserError(f"--repeat must be at least 1, got {repeat}")
+    limit = parse_duration(timeout, "--timeout")
+    if "emu" in bks:
+        check_emulable(plat)
+    points = [(a, m) for a in algos for m in sizes]
+    rows = [{"algo": a, "size": m} for a, m in points]
+    bar = make_progress()
+    try:
+        with bar:
+            if "sim" in bks:
+                task = bar.add_task("simulating", total=len(points))
+                for row, (a, m) in zip(rows, points):
+                    row["sim"] = _sim_row(run_sim(ALLTOALL_ALGORITHMS[a], plat, seed=seed, kwargs={"nbytes": m}))
+                    bar.advance(task)
+            if "emu" in bks:
+                task = bar.add_task("emulating", total=len(points) * repeat)
+                with _emu_cluster(plat) as cl:
+                    for row, (a, m) in zip(rows, points):
+                        runs = []
+                        for _ in range(repeat):
+                            runs.append(cl.run(f"parcomm.collectives:alltoall_{a.lower()}", kwargs={"nbytes": m}, timeout_s=limit))
+                            bar.advance(task)
+                        row["emu"] = _emu_row(runs)
+    except (CommError, ValueError) as e:
+        raise UserError(str(e)) from None
+    except EmuError as e:
+        raise click.ClickException(str(e)) from None
+    if as_json:
+        emit_json({"workload": "alltoall", "platform": platform_spec, "backends": bks, "points": rows})
+        return
+    _print(rows, ["algo", "size"], f"alltoall on {platform_spec} ({n} hosts)", bks)
+
+
+@compare.command()
+@click.option("--platform", "platform_spec", default="star:17,rate=100M,buffer=32KiB", show_default=True,
+              help=EMU_PLATFORM_HELP + "; host 0 receives")
+@click.option("--senders", default="4,8,16", show_default=True, help="comma list of sender counts (hosts 1..N send)")
+@click.option("--size", default="64KiB", show_default=True, help="bytes each sender sends")
+@click.option("--rto-min", default="200ms,5ms", show_default=True, help="comma list of RTO minima")
+@_common
+def incast(platform_spec, senders, size, rto_min, backends, rto_max, rto_scheme, seed, repeat, timeout, as_json) -> None:
+    """Incast (N senders, one receiver port): simulated gather vs raw kernel TCP."""
+    from ..collectives import gather_linear
+    from ..comm import CommError, run_sim
+    from ..emu import EmuError
+
+    nbytes = _list(size, "--size", lambda v: parse_size(v, "--size"))[0]
+    counts = _list(senders, "--senders", int)
+    rtos = _list(rto_min, "--rto-min", str)
+    bks = _backends(backends)
+    if repeat < 1:
+        raise UserError(f"--repeat must be at least 1, got {repeat}")
+    limit = parse_duration(timeout, "--timeout")
+    plats = {r: load_platform(platform_spec, r, rto_max, rto_scheme, seed) for r in rtos}
+    n = len(next(iter(plats.values()))["hosts"])
+    bad = [k for k in counts if not 1 <= k <= n - 1]
+    if bad:
+        raise UserError(f"--senders: {bad[0]} is not in 1..{n - 1} for {n} hosts")
+    if "emu" in bks:
+        check_emulable(next(iter(plats.values())))
+    rows = [{"rto_min": r, "senders": k} for r in rtos for k in counts]
+    bar = make_progress()
+    try:
+        with bar:
+            if "sim" in bks:
+                task = bar.add_task("simulating", total=len(rows))
+                for row in rows:
+                    # Sent eagerly, as the raw sockets do: no rendezvous above 128 KiB.
+                    res = run_sim(gather_linear, plats[row["rto_min"]], row["senders"] + 1, seed=seed,
+                                  kwargs={"nbytes": nbytes}, eager_limit=max(nbytes + 1, 1 << 17))
+                    row["sim"] = _sim_row(res)
+                    bar.advance(task)
+            if "emu" in bks:
+                task = bar.add_task("emulating", total=len(rows) * repeat)
+                for r in rtos:
+                    with _emu_cluster(plats[r]) as cl:
+                        for row in (x for x in rows if x["rto_min"] == r):
+                            runs = []
+                            for _ in range(repeat):
+                                runs.append(cl.incast_raw(nbytes, row["senders"], timeout_s=limit))
+                                bar.advance(task)
+                            row["emu"] = _emu_row(runs)
+    except (CommError, ValueError) as e:
+        raise UserError(str(e)) from None
+    except EmuError as e:
+        raise click.ClickException(str(e)) from None
+    if as_json:
+        emit_json({"workload": "incast", "platform": platform_spec, "size_bytes": nbytes, "backends": bks, "points": rows})
+        return
+    _print(rows, ["rto_min", "senders"], f"incast of {nbytes} B per sender on {platform_spec}", bks)

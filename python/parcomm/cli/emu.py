@@ -1,0 +1,274 @@
+"""``parcomm emu``: run collectives and incasts on the emulated cluster (root on Linux).
+
+User mistakes (bad sizes, a platform the emulation cannot build, no root)
+end with one ``error:`` line and exit status 2.
+"""
+
+from __future__ import annotations
+
+import statistics
+from typing import Any, Callable
+
+import click
+
+from ..platform.units import parse_duration, parse_size
+from .common import UserError, emit_json, parse_with
+
+EMU_PLATFORM_HELP = (
+    "a star platform: short form (star:8,rate=100M,buffer=32KiB; buffer in bytes or '20 packets') "
+    "or a TOML file; the emulation refuses what it cannot reproduce (loss, delay, flow control, ATM)"
+)
+SCHEMES = ["fixed", "random_min", "random_both"]
+
+
+def load_platform(spec: str, rto_min: str | None, rto_max: str | None, rto_scheme: str | None, seed: int) -> dict:
+    """The platform with the RTO options applied (seed 000 §5.2 schemes drawn with ``seed``)."""
+    from ..platform import apply_rto, as_platform, set_rto
+
+    try:
+        plat = as_platform(spec)
+        if rto_scheme:
+            if not rto_min:
+                raise ValueError("--rto-scheme needs --rto-min (the X of seed 000 §5.2)")
+            plat = apply_rto(plat, rto_scheme, parse_duration(rto_min, "--rto-min"), seed=seed)
+        elif rto_min or rto_max:
+            plat = set_rto(
+                plat,
+                rto_min_s=parse_duration(rto_min, "--rto-min") if rto_min else None,
+                rto_max_s=parse_duration(rto_max, "--rto-max") if rto_max else None,
+            )
+    except (ValueError, OSError) as e:
+        raise UserError(str(e)) from None
+    return plat
+
+
+def check_emulable(plat: dict) -> None:
+    """Refuse a platform (or a missing root) before anything is created."""
+    from ..emu import EmuError, require_root
+    from ..emu.layout import plan
+    from ..emu.naming import RunName
+
+    try:
+        plan(plat, RunName(0, "0000"))
+        require_root()
+    except EmuError as e:
+        raise UserError(str(e)) from None
+
+
+def make_progress():
+    """A rich progress bar on stderr (drawn only on a terminal)."""
+    from rich.console import Console
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+    con = Console(stderr=True)
+    return Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
+                    console=con, transient=True, disable=not con.is_terminal)
+
+
+def _options(f):
+    opts = [
+        click.option("--platform", "platform_spec", default="star:8,rate=100M,buffer=32KiB", show_default=True,
+                     help=EMU_PLATFORM_HELP),
+        click.option("--rto-min", default=None, help="TCP RTO minimum (route rto_min) for every host, e.g. 5ms"),
+        click.option("--rto-max", default=None, help="TCP RTO maximum (tcp_rto_max_ms, kernel range 1s-120s)"),
+        click.option("--rto-scheme", type=click.Choice(SCHEMES), default=None,
+                     help="per-host RTO of seed 000 §5.2 with X = --rto-min (drawn with --seed)"),
+        click.option("--seed", type=int, default=1, show_default=True, help="seed of the random RTO schemes"),
+        click.option("--repeat", type=int, default=1, show_default=True, help="runs on the same cluster; reports each and the median"),
+        click.option("--timeout", default="120s", show_default=True, help="time limit of each run"),
+        click.option("--json", "as_json", is_flag=True, help="print every run's full result as JSON"),
+    ]
+    for o in reversed(opts):
+        f = o(f)
+    return f
+
+
+def summary(res: Any) -> dict[str, Any]:
+    tot = res.host_totals()
+    return {
+        "time_s": res.time,
+        "wall_s": round(res.wall_s, 3),
+        "segments_retransmitted": tot["segments_retransmitted"],
+        "timeouts": tot["timeouts"],
+        "fast_retransmits": tot["fast_retransmits"],
+        "port_drops": res.port_drops(),
+    }
+
+
+def run_on_cluster(plat: dict, repeat: int, job: Callable[[Any], Any], label: str) -> tuple[list[Any], dict]:
+    """Bring the cluster up, run ``job(cluster)`` ``repeat`` times, tear down."""
+    from ..emu import EmuCluster, EmuError
+
+    if repeat < 1:
+        raise UserError(f"--repeat must be at least 1, got {repeat}")
+    results = []
+    bar = make_progress()
+    try:
+        with bar, EmuCluster(plat) as cl:
+            task = bar.add_task(label, total=repeat)
+            for _ in range(repeat):
+                results.append(job(cl))
+                bar.advance(task)
+            info = cl.describe()
+    except EmuError as e:
+        raise click.ClickException(str(e)) from None
+    return results, info
+
+
+def report(results: list[Any], info: dict, what: dict, as_json: bool) -> None:
+    rows = [summary(r) for r in results]
+    med = statistics.median(r["time_s"] for r in rows)
+    head = {**what, "platform": info.get("platform", ""), "hosts": len(info["hosts"]), "repeat": len(rows),
+            "median_time_s": med}
+    if as_json:
+        emit_json({
+            "summary": head,
+            "runs": [{**s, "finish_times_s": r.finish_times, "counters": r.counters} for s, r in zip(rows, results)],
+            "cluster": info,
+            "notes": results[0].extra.get("tcp_notes", []) + results[0].extra.get("not_emulated", []),
+        })
+        return
+    from rich.console import Console
+    from rich.table import Table
+
+    con = Console()
+    t = Table(title=" ".join(f"{k}={v}" for k, v in what.items()) + f"  (emulated, {len(info['hosts'])} namespaces)")
+    for col in ("run", "time (ms)", "retx segs", "timeouts", "fast retx", "port drops", "wall (s)"):
+        t.add_column(col, justify="right")
+    for i, s in enumerate(rows):
+        t.add_row(str(i + 1), f"{s['time_s'] * 1e3:.2f}", str(s["segments_retransmitted"]), str(s["timeouts"]),
+                  str(s["fast_retransmits"]), str(s["port_drops"]), f"{s['wall_s']:.2f}")
+    if len(rows) > 1:
+        t.add_row("median", f"{med * 1e3:.2f}", "", "", "", "", "")
+    con.print(t)
+    rto = sorted({h["rto_min_ms"] for h in info["hosts"]})
+    con.print(f"rto_min per host: {rto[0]}..{rto[-1]} ms" if len(rto) > 1 else f"rto_min {rto[0]} ms, "
+              f"rto_max {info['hosts'][0]['rto_max_ms']} ms")
+    for note in results[0].extra.get("tcp_notes", []) + results[0].extra.get("not_emulated", []):
+        con.print(f"note: {note}")
+
+
+def _seconds(text: str, option: str) -> float:
+    return parse_with(lambda v: parse_duration(v, option), text, option)
+
+
+@click.group()
+def emu() -> None:
+    """Run on an emulated cluster: real Linux TCP, one network namespace per host,
+    switch ports shaped with tc (htb rate + bfifo/pfifo buffer). Needs root.
+
+    \b
+    Examples:
+      parcomm emu run incast --platform star:9,rate=100M,buffer=16KiB --size 64KiB --rto-min 5ms --repeat 3
+      parcomm emu run alltoall --platform star:8,rate=100M,buffer=32KiB --algo A --size 256KiB
+      parcomm emu cleanup
+    """
+
+
+@emu.group(name="run")
+def run_group() -> None:
+    """Run one workload on a freshly built emulated cluster (torn down afterwards)."""
+
+
+@run_group.command()
+@click.option("--size", default="64KiB", show_default=True, help="bytes each sender sends")
+@click.option("--senders", type=int, default=None, help="number of senders (default: every host but the receiver)")
+@click.option("--via", type=click.Choice(["raw", "socket"]), default="raw", show_default=True,
+              help="raw: plain sockets, one connection per sender (the kernel alone); "
+                   "socket: the gather_linear rank program over SocketComm")
+@_options
+def incast(size, senders, via, platform_spec, rto_min, rto_max, rto_scheme, seed, repeat, timeout, as_json) -> None:
+    """N senders into one receiver through one shaped switch port (TCP incast)."""
+    nbytes = parse_with(lambda v: parse_size(v, "--size"), size, "--size")
+    plat = load_platform(platform_spec, rto_min, rto_max, rto_scheme, seed)
+    check_emulable(plat)
+    n = len(plat["hosts"])
+    if senders is not None and not 1 <= senders <= n - 1:
+        raise UserError(f"--senders must be in 1..{n - 1} for {n} hosts, got {senders}")
+    limit = _seconds(timeout, "--timeout")
+    if via == "raw":
+        job = lambda cl: cl.incast_raw(nbytes, senders, timeout_s=limit)  # noqa: E731
+    else:
+        size_ranks = n if senders is None else senders + 1
+        job = lambda cl: cl.run("parcomm.collectives:gather_linear", size_ranks, kwargs={"nbytes": nbytes}, timeout_s=limit)  # noqa: E731
+    results, info = run_on_cluster(plat, repeat, job, "incast")
+    info["platform"] = platform_spec
+    report(results, info, {"workload": "incast", "via": via, "size_bytes": nbytes,
+                           "senders": senders if senders is not None else n - 1}, as_json)
+
+
+@run_group.command()
+@click.option("--algo", type=click.Choice(["A", "B"], case_sensitive=False), default="A", show_default=True,
+              help="seed 001 Fig. 6 (A) or Fig. 7 (B)")
+@click.option("--size", default="64KiB", show_default=True, help="bytes each rank sends to each other rank")
+@_options
+def alltoall(algo, size, platform_spec, rto_min, rto_max, rto_scheme, seed, repeat, timeout, as_json) -> None:
+    """Alltoall by algorithm A or B of seed 001 over SocketComm (power-of-two hosts)."""
+    nbytes = parse_with(lambda v: parse_size(v, "--size"), size, "--size")
+    plat = load_platform(platform_spec, rto_min, rto_max, rto_scheme, seed)
+    check_emulable(plat)
+    n = len(plat["hosts"])
+    if n & (n - 1):
+        raise UserError(f"alltoall A/B need a power-of-two number of hosts, the platform has {n}")
+    limit = _seconds(timeout, "--timeout")
+    prog = f"parcomm.collectives:alltoall_{algo.lower()}"
+    results, info = run_on_cluster(plat, repeat, lambda cl: cl.run(prog, kwargs={"nbytes": nbytes}, timeout_s=limit), "alltoall")
+    info["platform"] = platform_spec
+    report(results, info, {"workload": "alltoall", "algo": algo.upper(), "size_bytes": nbytes}, as_json)
+
+
+@run_group.command()
+@click.option("--algo", type=click.Choice(["binomial", "scatter_allgather"]), default="binomial", show_default=True)
+@click.option("--size", default="1MiB", show_default=True, help="bytes broadcast from the root")
+@click.option("--root", type=int, default=0, show_default=True)
+@_options
+def bcast(algo, size, root, platform_spec, rto_min, rto_max, rto_scheme, seed, repeat, timeout, as_json) -> None:
+    """Broadcast by binomial tree or scatter + allgather over SocketComm."""
+    nbytes = parse_with(lambda v: parse_size(v, "--size"), size, "--size")
+    plat = load_platform(platform_spec, rto_min, rto_max, rto_scheme, seed)
+    check_emulable(plat)
+    n = len(plat["hosts"])
+    if not 0 <= root < n:
+        raise UserError(f"--root must be in 0..{n - 1}, got {root}")
+    limit = _seconds(timeout, "--timeout")
+    prog = f"parcomm.collectives:bcast_{algo}"
+    results, info = run_on_cluster(plat, repeat, lambda cl: cl.run(prog, kwargs={"nbytes": nbytes, "root": root}, timeout_s=limit), "bcast")
+    info["platform"] = platform_spec
+    report(results, info, {"workload": "bcast", "algo": algo, "size_bytes": nbytes}, as_json)
+
+
+@emu.command()
+@click.option("--all", "all_runs", is_flag=True, help="also remove runs whose owner is still alive")
+@click.option("--json", "as_json", is_flag=True)
+def cleanup(all_runs, as_json) -> None:
+    """Remove namespaces left by emulated runs whose process has died."""
+    from ..emu import EmuError, cleanup as do_cleanup
+
+    try:
+        removed = do_cleanup(all_runs=all_runs)
+    except EmuError as e:
+        raise UserError(str(e)) from None
+    if as_json:
+        emit_json({"removed": removed})
+    else:
+        click.echo(f"removed {len(removed)} namespace(s)" + (": " + ", ".join(removed) if removed else ""))
+
+
+@emu.command(name="list")
+@click.option("--json", "as_json", is_flag=True)
+def list_cmd(as_json) -> None:
+    """List emulated runs on this machine (live or stale)."""
+    from ..emu import EmuError, list_runs, owner_alive, require_root
+
+    try:
+        require_root()
+        runs = [{"run_id": r.run_id, "pid": r.pid, "alive": owner_alive(r), "namespaces": len(r.namespaces)} for r in list_runs()]
+    except EmuError as e:
+        raise UserError(str(e)) from None
+    if as_json:
+        emit_json(runs)
+    elif not runs:
+        click.echo("no emulated runs")
+    else:
+        for r in runs:
+            click.echo(f"{r['run_id']}  pid {r['pid']}  {'alive' if r['alive'] else 'STALE'}  {r['namespaces']} namespaces")

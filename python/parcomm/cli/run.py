@@ -1,0 +1,286 @@
+"""``parcomm run``: run rank programs for real, over TCP sockets or MPI.
+
+Exit status: 0 on success, 2 for a mistake in the invocation (bad
+``--program``, bad ``--kwargs`` JSON, too few ``--procs``, unreadable
+addresses file), 1 when the run itself failed (a rank raised, timed out or
+could not connect); both print one ``error: ...`` line on stderr.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+from typing import Any
+
+import click
+
+from ..platform.units import parse_duration, parse_size
+from .common import UserError, emit_json
+
+PROGRAM_HELP = (
+    "the rank program: MODULE:FUNCTION (an `async def f(comm, ...)`), path/to/file.py:FUNCTION, "
+    "or a collective's name (alltoall_a, alltoall_b, barrier, bcast_binomial, bcast_scatter_allgather, "
+    "gather_linear)"
+)
+KWARGS_HELP = 'keyword arguments for the program as a JSON object, e.g. \'{"nbytes": 65536}\''
+
+
+class RunFailed(click.ClickException):
+    """The run itself failed (not the invocation): exit status 1, one line."""
+
+    exit_code = 1
+
+    def show(self, file: Any = None) -> None:
+        click.echo(f"error: {self.message}", err=True)
+
+
+def _program(ref: str) -> str:
+    from ..comm.aio import ProgramError, resolve_program
+
+    try:
+        resolve_program(ref)
+    except ProgramError as e:
+        raise UserError(str(e)) from None
+    return ref
+
+
+def _kwargs(text: str | None) -> dict[str, Any]:
+    from ..comm.aio import ProgramError, parse_kwargs
+
+    try:
+        return parse_kwargs(text)
+    except ProgramError as e:
+        raise UserError(str(e)) from None
+
+
+def _seconds(text: str | None, option: str) -> float | None:
+    if text is None or str(text).lower() in ("none", "inf", "0"):
+        return None
+    try:
+        value = parse_duration(text, option)
+    except ValueError as e:
+        raise UserError(str(e)) from None
+    return value if value > 0 and math.isfinite(value) else None
+
+
+def _bytes(text: str | None, option: str) -> int | None:
+    if text is None:
+        return None
+    try:
+        value = parse_size(text, option)
+    except ValueError as e:
+        raise UserError(str(e)) from None
+    if value <= 0:
+        raise UserError(f"{option} must be positive, got {text}")
+    return value
+
+
+def _procs(procs: int | None) -> int:
+    if procs is None:
+        raise UserError("--procs is required (the number of ranks)")
+    if procs < 1:
+        raise UserError(f"--procs must be at least 1, got {procs}")
+    return procs
+
+
+def _doc(res: Any) -> dict[str, Any]:
+    from ..comm.aio import jsonable
+
+    return {
+        "summary": {
+            "backend": res.backend,
+            "platform": res.platform,
+            "procs": len(res.finish_times),
+            "time_s": res.time,
+            "wall_s": round(res.wall_s, 3),
+        },
+        "finish_times_s": res.finish_times,
+        "results": [jsonable(r) for r in res.results],
+        "counters": res.counters,
+    }
+
+
+def _report(res: Any, as_json: bool) -> None:
+    if as_json:
+        emit_json(_doc(res))
+        return
+    from rich.console import Console
+    from rich.table import Table
+
+    con = Console()
+    t = Table(title=f"{res.backend} run on {res.platform}: completion {res.time:.6f} s (wall {res.wall_s:.2f} s)")
+    t.add_column("rank", justify="right")
+    t.add_column("finish (s)", justify="right")
+    t.add_column("result")
+    for r, (f, v) in enumerate(zip(res.finish_times, res.results)):
+        text = repr(v)
+        t.add_row(str(r), f"{f:.6f}", text if len(text) <= 70 else text[:67] + "...")
+    con.print(t)
+    totals = res.host_totals()
+    if totals:
+        con.print("TCP (this run's sockets): " + ", ".join(f"{k} {v}" for k, v in totals.items()))
+
+
+def _write_out(path: Path | None, doc: dict[str, Any]) -> None:
+    if path is None:
+        return
+    try:
+        path.write_text(json.dumps(doc, indent=1, default=repr) + "\n")
+    except OSError as e:
+        raise RunFailed(f"cannot write {path}: {e.strerror or e}") from None
+
+
+@click.group()
+def run() -> None:
+    """Run rank programs for real: local processes over TCP, MPI, or one TCP rank.
+
+    \b
+    Examples:
+      parcomm run local --procs 4 --program alltoall_b --kwargs '{"nbytes": 65536}'
+      parcomm run mpi --procs 4 --program mymodule:main --json
+      mpiexec -n 4 python -m parcomm run mpi --program mymodule:main
+      python -m parcomm run socket --rank 2 --addresses hosts.txt --program mymodule:main --out r2.json
+
+    Exit status 2 means a mistake in the command, 1 that the run failed.
+    """
+
+
+@run.command()
+@click.option("--procs", "-n", type=int, default=None, help="number of ranks (local processes)")
+@click.option("--program", "program", required=True, help=PROGRAM_HELP)
+@click.option("--kwargs", "kwargs_json", default=None, help=KWARGS_HELP)
+@click.option("--timeout", default="60s", show_default=True, help="time limit of each rank's program")
+@click.option("--nodelay/--no-nodelay", default=True, show_default=True, help="TCP_NODELAY on every socket")
+@click.option("--sndbuf", default=None, help="SO_SNDBUF in bytes (default: the kernel's)")
+@click.option("--rcvbuf", default=None, help="SO_RCVBUF in bytes (default: the kernel's)")
+@click.option("--json", "as_json", is_flag=True, help="print the full result as JSON")
+def local(procs, program, kwargs_json, timeout, nodelay, sndbuf, rcvbuf, as_json) -> None:
+    """Run PROGRAM on N local processes connected by TCP over 127.0.0.1 (SocketComm)."""
+    from ..comm import CommError
+    from ..comm.socket import run_local
+
+    n = _procs(procs)
+    ref = _program(program)
+    kwargs = _kwargs(kwargs_json)
+    opts: dict[str, Any] = {"nodelay": nodelay}
+    if (b := _bytes(sndbuf, "--sndbuf")) is not None:
+        opts["sndbuf"] = b
+    if (b := _bytes(rcvbuf, "--rcvbuf")) is not None:
+        opts["rcvbuf"] = b
+    try:
+        res = run_local(ref, n, kwargs=kwargs, timeout=_seconds(timeout, "--timeout"), sock_options=opts)
+    except CommError as e:
+        raise RunFailed(str(e)) from None
+    _report(res, as_json)
+
+
+@run.command()
+@click.option("--procs", "-n", type=int, default=None,
+              help="number of ranks; mpiexec is started for you unless already under MPI")
+@click.option("--program", "program", required=True, help=PROGRAM_HELP)
+@click.option("--kwargs", "kwargs_json", default=None, help=KWARGS_HELP)
+@click.option("--timeout", default="60s", show_default=True, help="time limit of each rank's program")
+@click.option("--out", type=click.Path(dir_okay=False, path_type=Path), default=None,
+              help="write the results as JSON to this file")
+@click.option("--json", "as_json", is_flag=True, help="print the full result as JSON")
+@click.option("--call-pickle", type=click.Path(dir_okay=False, path_type=Path), default=None, hidden=True)
+@click.option("--pickle-out", type=click.Path(dir_okay=False, path_type=Path), default=None, hidden=True)
+@click.option("--spin", type=float, default=0.05, hidden=True)
+def mpi(procs, program, kwargs_json, timeout, out, as_json, call_pickle, pickle_out, spin) -> None:
+    """Run PROGRAM under MPI (mpi4py + MPICH). Started by hand under
+    `mpiexec -n N python -m parcomm run mpi ...`, it runs as one rank and rank 0
+    reports; started alone with --procs N, it starts mpiexec itself."""
+    from ..comm import CommError
+    from ..comm.mpi import run_mpi, run_mpi_rank, under_mpi
+
+    ref = _program(program)
+    kwargs = _kwargs(kwargs_json)
+    limit = _seconds(timeout, "--timeout")
+    if under_mpi():
+        args: tuple = ()
+        if call_pickle is not None:
+            import pickle
+
+            with open(call_pickle, "rb") as f:
+                call = pickle.load(f)
+            args, kwargs = tuple(call.get("args", ())), {**kwargs, **call.get("kwargs", {})}
+        from mpi4py import MPI
+
+        if procs is not None and procs != MPI.COMM_WORLD.Get_size():
+            raise UserError(f"--procs {procs} differs from the {MPI.COMM_WORLD.Get_size()} ranks mpiexec started")
+        res = run_mpi_rank(ref, args=args, kwargs=kwargs, timeout=limit, out=out, pickle_out=pickle_out,
+                           spin_s=spin)
+        if res is not None and pickle_out is None:  # rank 0 of a hand-started mpiexec reports
+            _report(res, as_json)
+        return
+    n = _procs(procs)
+    try:
+        res = run_mpi(ref, n, kwargs=kwargs, timeout=limit, spin_s=spin, out=out)
+    except CommError as e:
+        raise RunFailed(str(e)) from None
+    _report(res, as_json)
+
+
+@run.command(name="socket")
+@click.option("--rank", type=int, required=True, help="this process's rank")
+@click.option("--addresses", type=click.Path(dir_okay=False, path_type=Path), required=True,
+              help="file with one 'host port' line per rank (line r is rank r's listening address)")
+@click.option("--program", "program", required=True, help=PROGRAM_HELP)
+@click.option("--kwargs", "kwargs_json", default=None, help=KWARGS_HELP)
+@click.option("--out", type=click.Path(dir_okay=False, path_type=Path), default=None,
+              help="write {rank, ok, result, start_s, finish_s, elapsed_s, counters} (or the error) as JSON "
+                   "to this file; without it, print that to stdout")
+@click.option("--size", type=int, default=None, help="number of ranks (default: the addresses file's lines)")
+@click.option("--nodelay", is_flag=True, help="set TCP_NODELAY (default: Nagle on, the kernel's default)")
+@click.option("--sndbuf", default=None, help="SO_SNDBUF in bytes")
+@click.option("--rcvbuf", default=None, help="SO_RCVBUF in bytes")
+@click.option("--rto-min", default=None, help="per-socket TCP_RTO_MIN_US, e.g. 5ms (Linux >= 6.16)")
+@click.option("--rto-max", default=None, help="per-socket TCP_RTO_MAX_MS, e.g. 1s (Linux >= 6.15)")
+@click.option("--timeout", default="600s", show_default=True, help="time limit of the program")
+@click.option("--connect-timeout", default="30s", show_default=True, help="time limit for building the mesh")
+def socket_cmd(rank, addresses, program, kwargs_json, out, size, nodelay, sndbuf, rcvbuf, rto_min, rto_max,
+               timeout, connect_timeout) -> None:
+    """Run one rank of PROGRAM over a TCP mesh (SocketComm): start one such
+    process per rank, each with the same addresses file (this is what the
+    emulated cluster runs in each network namespace)."""
+    from ..comm import CommError
+    from ..comm.socket import read_addresses, run_rank
+
+    ref = _program(program)
+    kwargs = _kwargs(kwargs_json)
+    try:
+        addrs = read_addresses(addresses)
+    except CommError as e:
+        raise UserError(str(e)) from None
+    n = len(addrs) if size is None else size
+    if n < 1 or n > len(addrs):
+        raise UserError(f"--size {n} needs between 1 and {len(addrs)} ranks (the addresses file has {len(addrs)})")
+    if not 0 <= rank < n:
+        raise UserError(f"--rank {rank} is not in 0..{n - 1}")
+    opts: dict[str, Any] = {"nodelay": True} if nodelay else {}
+    if (b := _bytes(sndbuf, "--sndbuf")) is not None:
+        opts["sndbuf"] = b
+    if (b := _bytes(rcvbuf, "--rcvbuf")) is not None:
+        opts["rcvbuf"] = b
+    if (d := _seconds(rto_min, "--rto-min")) is not None:
+        opts["rto_min_us"] = max(1, round(d * 1e6))
+    if (d := _seconds(rto_max, "--rto-max")) is not None:
+        opts["rto_max_ms"] = max(1, round(d * 1e3))
+    limit = _seconds(timeout, "--timeout")
+    connect_limit = _seconds(connect_timeout, "--connect-timeout") or 30.0
+    try:
+        res = run_rank(ref, rank, n, addrs, kwargs=kwargs, sock_options=opts, timeout=limit,
+                       connect_timeout=connect_limit)
+    except CommError as e:
+        from ..comm.socket import _classify
+
+        doc = {"rank": rank, "ok": False, "error": str(e), "error_kind": _classify(e)}
+        if out is not None:
+            _write_out(out, doc)
+        raise RunFailed(str(e)) from None
+    doc = res.to_json()
+    if out is not None:
+        _write_out(out, doc)
+    else:
+        emit_json(doc)

@@ -1,0 +1,536 @@
+"""What the real backends (SocketComm, MPIComm) share: an asyncio ``Request``,
+the checks every communicator makes, real ``compute``/``sleep``, naming rank
+programs across processes, the wire-size rule, and the result types.
+
+Rank programs are the same ``async def program(comm, ...)`` as under
+:class:`~parcomm.comm.SimComm`; here they run on an asyncio event loop, one
+rank per process, and every ``await`` on the communicator is real I/O.
+
+**Payload and size on the wire.** Both real backends pickle the object at
+send time (so later changes by the sender are not seen, as in mpi4py) and
+send ``max(nbytes, len(pickle))`` payload bytes: when the declared ``nbytes``
+exceeds the pickle, zero padding follows it, so a program that says "this
+message is 1 MiB" really puts 1 MiB on the wire, as the simulator assumed.
+``nbytes`` defaults to :func:`~parcomm.comm.base.payload_nbytes`, exactly as
+in SimComm, and is what ``Status.nbytes`` reports.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import importlib
+import importlib.util
+import inspect
+import json
+import os
+import pickle
+import re
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Awaitable, Callable, Sequence
+
+from .base import ANY_SOURCE, ANY_TAG, CommError, Status, payload_nbytes
+
+__all__ = [
+    "CommTimeout",
+    "ProgramError",
+    "RankResult",
+    "Request",
+    "RunResult",
+    "NAMED_PROGRAMS",
+    "resolve_program",
+    "program_ref",
+    "parse_kwargs",
+    "jsonable",
+    "wire_nbytes",
+    "summarize_errors",
+]
+
+PICKLE_PROTOCOL = pickle.HIGHEST_PROTOCOL
+
+#: Longest stretch (seconds) that ``compute`` spins before letting the event
+#: loop run (socket readers and writers, MPI progress). Real hosts keep
+#: moving data in the kernel while a process computes; yielding every
+#: millisecond keeps our user-space buffers moving too, like an MPI library
+#: with asynchronous progress.
+COMPUTE_SLICE_S = 1e-3
+
+
+class CommTimeout(CommError):
+    """A rank did not finish within its time limit (a deadlock, or too slow)."""
+
+
+class ProgramError(ValueError):
+    """A rank program could not be named or loaded (bad ``module:function``)."""
+
+
+# --- requests --------------------------------------------------------------------------
+
+
+class Request:
+    """A pending operation of a real backend, as returned by ``isend``/``irecv``.
+
+    Completion is an asyncio future resolved by the backend; a failure is kept
+    on the request and raised by ``wait`` and ``test``, so the event loop never
+    logs an exception nobody retrieved.
+    """
+
+    __slots__ = ("_comm", "_fut", "_error", "value", "status", "describe", "kind")
+
+    def __init__(self, comm: Any, describe: str, kind: str):
+        self._comm = comm
+        self._fut: asyncio.Future = asyncio.get_running_loop().create_future()
+        self._error: BaseException | None = None
+        self.value: Any = None
+        self.status: Status | None = None
+        self.describe = describe
+        self.kind = kind  # "send" or "recv"
+
+    @property
+    def done(self) -> bool:
+        return self._fut.done()
+
+    def _finish(self, value: Any = None, status: Status | None = None) -> None:
+        if not self._fut.done():
+            self.value, self.status = value, status
+            self._fut.set_result(None)
+
+    def _fail(self, error: BaseException) -> None:
+        if not self._fut.done():
+            self._error = error
+            self._fut.set_result(None)
+
+    def _result(self, status: Status | None = None) -> Any:
+        if self._error is not None:
+            raise self._error
+        if status is not None and self.status is not None:
+            status.source, status.tag, status.nbytes = self.status.source, self.status.tag, self.status.nbytes
+        return self.value
+
+    async def wait(self, status: Status | None = None) -> Any:
+        return await self._comm.wait(self, status)
+
+    def test(self) -> tuple[bool, Any]:
+        """``(done, value)`` without blocking (as SimComm's and mpi4py's)."""
+        self._comm._poll()
+        if not self.done:
+            return False, None
+        return True, self._result()
+
+    def __repr__(self) -> str:
+        return f"<Request {self.describe} {'done' if self.done else 'pending'}>"
+
+
+# --- checks and behaviour shared by the real communicators ------------------------------
+
+
+class AioCommBase:
+    """Argument checks, ``compute``/``sleep``/``wtime`` and ``barrier`` for the
+    asyncio backends; subclasses provide the transport (``_start_send``,
+    ``_post_recv``, ``_poll``, ``_wait_until``)."""
+
+    rank: int
+    size: int
+
+    def __init__(self) -> None:
+        self._t0 = time.perf_counter()
+        self._pending: set[Request] = set()
+        self._failure: CommError | None = None
+        self._waiting_at_failure: list[str] = []
+
+    # mpi4py spellings
+    def Get_rank(self) -> int:  # noqa: N802
+        return self.rank
+
+    def Get_size(self) -> int:  # noqa: N802
+        return self.size
+
+    def wtime(self) -> float:
+        """Wall-clock seconds since this rank's program started."""
+        return time.perf_counter() - self._t0
+
+    def _check_rank(self, r: Any, what: str, allow_any: bool = False) -> None:
+        if allow_any and r == ANY_SOURCE:
+            return
+        if not isinstance(r, int) or isinstance(r, bool) or not 0 <= r < self.size:
+            raise CommError(f"rank {self.rank}: {what}={r!r} is not a rank of this communicator (size {self.size})")
+
+    def _check_tag(self, tag: Any, allow_any: bool) -> None:
+        if not isinstance(tag, int) or isinstance(tag, bool) or (tag < 0 and not (allow_any and tag == ANY_TAG)):
+            what = "a non-negative int or ANY_TAG" if allow_any else "a non-negative int"
+            raise CommError(f"rank {self.rank}: tag must be {what}, got {tag!r}")
+
+    def _raise_if_failed(self) -> None:
+        if self._failure is not None:
+            raise self._failure
+
+    def _new_request(self, describe: str, kind: str) -> Request:
+        req = Request(self, describe, kind)
+        self._pending.add(req)
+        return req
+
+    def _fail_all(self, error: CommError) -> None:
+        """The communicator is broken (a peer was lost): every pending and
+        future operation fails with ``error``, as MPI aborts the job."""
+        if self._failure is None:
+            self._waiting_at_failure = self.pending_descriptions()
+            self._failure = error
+        for req in list(self._pending):
+            req._fail(error)
+        self._pending.clear()
+
+    def pending_descriptions(self) -> list[str]:
+        """What this rank waits for (or waited for when the communicator broke)."""
+        if self._failure is not None:
+            return list(self._waiting_at_failure)
+        return [r.describe for r in self._pending if not r.done]
+
+    def isend(self, obj: Any, dest: int, tag: int = 0, *, nbytes: int | None = None) -> Request:
+        self._raise_if_failed()
+        self._check_rank(dest, "dest")
+        self._check_tag(tag, allow_any=False)
+        size = payload_nbytes(obj) if nbytes is None else int(nbytes)
+        if size < 0:
+            raise CommError(f"rank {self.rank}: nbytes must be >= 0, got {nbytes}")
+        data = pickle.dumps(obj, protocol=PICKLE_PROTOCOL)
+        req = self._new_request(f"send to {dest} tag {tag} ({size} B)", "send")
+        self._start_send(dest, tag, data, size, req)
+        return req
+
+    def irecv(self, source: int = ANY_SOURCE, tag: int = ANY_TAG) -> Request:
+        self._raise_if_failed()
+        self._check_rank(source, "source", allow_any=True)
+        self._check_tag(tag, allow_any=True)
+        req = self._new_request(
+            f"recv from {'any' if source == ANY_SOURCE else source} tag {'any' if tag == ANY_TAG else tag}", "recv"
+        )
+        self._post_recv(source, tag, req)
+        return req
+
+    async def send(self, obj: Any, dest: int, tag: int = 0, *, nbytes: int | None = None) -> None:
+        await self.wait(self.isend(obj, dest, tag, nbytes=nbytes))
+
+    async def recv(self, source: int = ANY_SOURCE, tag: int = ANY_TAG, status: Status | None = None) -> Any:
+        return await self.wait(self.irecv(source, tag), status)
+
+    async def wait(self, request: Request, status: Status | None = None) -> Any:
+        if not request.done:
+            await self._wait_until([request])
+        self._pending.discard(request)
+        return request._result(status)
+
+    async def waitall(self, requests: Sequence[Request]) -> list[Any]:
+        pending = [r for r in requests if not r.done]
+        if pending:
+            await self._wait_until(pending)
+        for r in requests:
+            self._pending.discard(r)
+        return [r._result() for r in requests]
+
+    async def compute(self, seconds: float) -> None:
+        """Really keep the CPU busy for ``seconds`` (a spin loop), letting the
+        event loop move data every :data:`COMPUTE_SLICE_S`."""
+        end = time.perf_counter() + max(0.0, float(seconds))
+        while True:
+            now = time.perf_counter()
+            if now >= end:
+                return
+            stop = min(end, now + COMPUTE_SLICE_S)
+            while time.perf_counter() < stop:
+                pass
+            self._poll()
+            await asyncio.sleep(0)
+
+    async def sleep(self, seconds: float) -> None:
+        """Really sleep (the CPU is free for other processes)."""
+        await asyncio.sleep(max(0.0, float(seconds)))
+
+    async def barrier(self) -> None:
+        from ..collectives.barrier import barrier
+
+        await barrier(self)
+
+    # transport hooks ------------------------------------------------------------------
+    def _start_send(self, dest: int, tag: int, data: bytes, size: int, req: Request) -> None:  # pragma: no cover
+        raise NotImplementedError
+
+    def _post_recv(self, source: int, tag: int, req: Request) -> None:  # pragma: no cover
+        raise NotImplementedError
+
+    def _poll(self) -> None:
+        """Make progress without blocking (MPI polls; sockets need nothing)."""
+
+    async def _wait_until(self, requests: Sequence[Request]) -> None:  # pragma: no cover
+        raise NotImplementedError
+
+
+def wire_nbytes(nbytes: int, pickled_len: int) -> int:
+    """Payload bytes a message really puts on the wire: the pickle, padded with
+    zeros up to the declared ``nbytes`` when that is larger."""
+    return max(int(nbytes), int(pickled_len))
+
+
+async def run_program(comm: Any, program: Callable[..., Awaitable[Any]], args: Sequence[Any],
+                      kwargs: dict[str, Any], timeout: float | None) -> Any:
+    """Run one rank's program on ``comm`` with an optional time limit; errors
+    become :class:`CommError` naming the rank (as SimComm does)."""
+    coro = program(comm, *args, **kwargs)
+    if not inspect.iscoroutine(coro):
+        raise CommError(f"rank {comm.rank}: the program must be an `async def` function, got {program!r}")
+    task = asyncio.ensure_future(coro)
+    try:
+        done, _ = await asyncio.wait([task], timeout=timeout)
+        if not done:
+            # what it waits for, read before cancelling it
+            waiting = comm.pending_descriptions()
+            what = ("; still waiting for: " + ", ".join(waiting[:6])) if waiting else ""
+            raise CommTimeout(
+                f"rank {comm.rank}: timed out after {timeout:g} s (a deadlock, or a rank too slow){what}"
+            )
+        return task.result()
+    except CommError:
+        raise
+    except Exception as e:  # a bug in the rank program: say which rank
+        raise CommError(f"rank {comm.rank} raised {type(e).__name__}: {e}") from e
+    finally:
+        if not task.done():
+            task.cancel()
+            await asyncio.gather(task, return_exceptions=True)
+
+
+_RANK_PREFIX = re.compile(r"^rank (\d+)(:?) ")
+
+
+def summarize_errors(messages: Sequence[str], limit: int = 4) -> str:
+    """Join per-rank error lines, merging those that differ only in the rank:
+    "rank 0 raised X: m", "rank 1 raised X: m" -> "ranks 0, 1 raised X: m"."""
+    groups: dict[str, list[str]] = {}
+    for msg in messages:
+        m = _RANK_PREFIX.match(msg)
+        key, who = (m.group(2) + " " + msg[m.end():], m.group(1)) if m else (msg, "")
+        groups.setdefault(key, []).append(who)
+    parts = []
+    for key, who in groups.items():
+        ranks = sorted({w for w in who if w}, key=int)
+        if not ranks:
+            parts.append(key)
+        elif len(ranks) == 1:
+            parts.append(f"rank {ranks[0]}{key}")
+        else:
+            shown = ", ".join(ranks[:8]) + (", ..." if len(ranks) > 8 else "")
+            parts.append(f"ranks {shown}{key}")
+    text = "; ".join(parts[:limit])
+    if len(parts) > limit:
+        text += f"; and {len(parts) - limit} more"
+    return text
+
+
+# --- naming programs across processes ---------------------------------------------------
+
+#: Collectives that ``--program NAME`` may name without a module.
+NAMED_PROGRAMS = (
+    "alltoall_a",
+    "alltoall_b",
+    "barrier",
+    "bcast_binomial",
+    "bcast_scatter_allgather",
+    "gather_linear",
+)
+
+
+def _load_file_module(path: Path) -> Any:
+    name = f"_parcomm_program_{path.stem}"
+    if name in sys.modules:
+        return sys.modules[name]
+    spec = importlib.util.spec_from_file_location(name, path)
+    if spec is None or spec.loader is None:
+        raise ProgramError(f"cannot load {path} as a Python module")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module
+    try:
+        spec.loader.exec_module(module)
+    except BaseException:
+        del sys.modules[name]
+        raise
+    return module
+
+
+def resolve_program(ref: str | Callable[..., Awaitable[Any]]) -> Callable[..., Awaitable[Any]]:
+    """The ``async def`` function a reference names.
+
+    ``ref`` is a callable (returned as is), ``"module:function"`` (an
+    importable module; ``function`` may be dotted), ``"path/file.py:function"``,
+    or the bare name of a collective in :data:`NAMED_PROGRAMS` (from
+    :mod:`parcomm.collectives`). Raises :class:`ProgramError` with a one-line
+    message otherwise.
+    """
+    if callable(ref):
+        return ref
+    if not isinstance(ref, str) or not ref.strip():
+        raise ProgramError(f"program must be MODULE:FUNCTION or a collective's name, got {ref!r}")
+    ref = ref.strip()
+    if ":" not in ref:
+        if ref in NAMED_PROGRAMS:
+            from .. import collectives
+
+            return getattr(collectives, ref)
+        raise ProgramError(
+            f"program {ref!r} is neither MODULE:FUNCTION nor a collective ({', '.join(NAMED_PROGRAMS)})"
+        )
+    mod_name, _, func_name = ref.rpartition(":")
+    if not mod_name or not func_name:
+        raise ProgramError(f"program {ref!r}: expected MODULE:FUNCTION")
+    try:
+        if mod_name.endswith(".py"):
+            path = Path(mod_name)
+            if not path.is_file():
+                raise ProgramError(f"program {ref!r}: no such file {mod_name}")
+            module = _load_file_module(path.resolve())
+        else:
+            module = importlib.import_module(mod_name)
+    except ProgramError:
+        raise
+    except ImportError as e:
+        raise ProgramError(f"program {ref!r}: cannot import module {mod_name!r} ({e})") from None
+    except Exception as e:  # the module itself failed while importing
+        raise ProgramError(f"program {ref!r}: importing {mod_name!r} raised {type(e).__name__}: {e}") from None
+    obj: Any = module
+    for part in func_name.split("."):
+        try:
+            obj = getattr(obj, part)
+        except AttributeError:
+            raise ProgramError(f"program {ref!r}: module {mod_name!r} has no attribute {func_name!r}") from None
+    if not inspect.iscoroutinefunction(obj):
+        raise ProgramError(f"program {ref!r} is not an `async def` function")
+    return obj
+
+
+def program_ref(program: str | Callable[..., Any]) -> str:
+    """A ``module:function`` string another process can resolve, for ``program``."""
+    if isinstance(program, str):
+        resolve_program(program)  # fail early, in the caller's process
+        return program
+    module = getattr(program, "__module__", None)
+    qualname = getattr(program, "__qualname__", "")
+    if module is None or "<locals>" in qualname or "<lambda>" in qualname:
+        raise ProgramError(
+            f"program {program!r} cannot be named in another process; define it at module level "
+            "or pass 'module:function'"
+        )
+    if module == "__main__":
+        main_file = getattr(sys.modules.get("__main__"), "__file__", None)
+        if not main_file:
+            raise ProgramError(f"program {qualname} lives in an interactive __main__; put it in a module")
+        return f"{main_file}:{qualname}"
+    return f"{module}:{qualname}"
+
+
+def parse_kwargs(text: str | None) -> dict[str, Any]:
+    """``--kwargs`` JSON: an object mapping parameter names to values."""
+    if text is None or text == "":
+        return {}
+    try:
+        value = json.loads(text)
+    except json.JSONDecodeError as e:
+        raise ProgramError(f"--kwargs is not valid JSON ({e.msg} at character {e.pos}): {text!r}") from None
+    if not isinstance(value, dict):
+        raise ProgramError(f"--kwargs must be a JSON object like '{{\"nbytes\": 65536}}', got {text!r}")
+    return value
+
+
+def jsonable(value: Any) -> Any:
+    """``value`` if JSON can carry it (tuples become lists), else its repr."""
+    try:
+        json.dumps(value, allow_nan=True)
+        return value
+    except (TypeError, ValueError):
+        return repr(value)
+
+
+# --- results ----------------------------------------------------------------------------
+
+
+@dataclass
+class RankResult:
+    """One rank's outcome under a real backend.
+
+    ``start_s``/``finish_s`` are ``time.time()`` when the program started
+    (after the mesh was up and every rank had arrived) and returned;
+    ``elapsed_s`` is their difference on the monotonic clock. ``counters``
+    are this rank's own TCP sockets' kernel counters (SocketComm; see
+    :func:`parcomm.comm.socket.tcp_info_counters`).
+    """
+
+    rank: int
+    result: Any
+    start_s: float
+    finish_s: float
+    elapsed_s: float
+    counters: dict[str, int] = field(default_factory=dict)
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "rank": self.rank,
+            "ok": True,
+            "result": jsonable(self.result),
+            "start_s": self.start_s,
+            "finish_s": self.finish_s,
+            "elapsed_s": self.elapsed_s,
+            "counters": self.counters,
+        }
+
+
+@dataclass
+class RunResult:
+    """What a real run returns, shaped like :class:`~parcomm.comm.SimResult`:
+    ``finish_times[r]`` is seconds from the earliest rank's start to rank r's
+    finish, ``results[r]`` is what rank r returned, ``counters`` holds what
+    the backend could measure (see each launcher), ``wall_s`` the launcher's
+    whole wall time including process start-up."""
+
+    finish_times: list[float]
+    results: list[Any]
+    counters: dict[str, Any]
+    wall_s: float
+    backend: str
+    platform: str = ""
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def time(self) -> float:
+        """Completion time: when the last rank finished."""
+        return max(self.finish_times) if self.finish_times else 0.0
+
+    def host_totals(self) -> dict[str, int]:
+        """Sums of the per-rank counter columns that this backend measured."""
+        h = self.counters.get("hosts", {})
+        return {k: int(sum(v)) for k, v in h.items() if k != "name" and all(isinstance(x, (int, float)) for x in v)}
+
+    @staticmethod
+    def from_ranks(ranks: Sequence[RankResult], backend: str, wall_s: float, counters: dict[str, Any] | None = None,
+                   platform: str = "", extra: dict[str, Any] | None = None) -> "RunResult":
+        t0 = min(r.start_s for r in ranks)
+        return RunResult(
+            finish_times=[r.finish_s - t0 for r in ranks],
+            results=[r.result for r in ranks],
+            counters=counters or {},
+            wall_s=wall_s,
+            backend=backend,
+            platform=platform,
+            extra={"elapsed_s": [r.elapsed_s for r in ranks], "start_s": [r.start_s for r in ranks], **(extra or {})},
+        )
+
+
+def import_path_env(env: dict[str, str] | None = None) -> dict[str, str]:
+    """An environment whose PYTHONPATH makes a child process import what this
+    one can (the same rule as multiprocessing's spawn, which copies sys.path)."""
+    env = dict(os.environ if env is None else env)
+    paths = [p for p in sys.path if p and os.path.isdir(p)]
+    cwd = os.getcwd()
+    if cwd not in paths:
+        paths.insert(0, cwd)
+    old = env.get("PYTHONPATH")
+    env["PYTHONPATH"] = os.pathsep.join(paths + ([old] if old else []))
+    return env

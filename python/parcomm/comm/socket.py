@@ -1,0 +1,1034 @@
+"""SocketComm: rank programs over a full mesh of TCP connections (asyncio).
+
+One stream socket per pair of ranks, as seed 000's cluster used. This is the
+backend that runs across machines without MPI, and the one the emulated
+cluster (``parcomm.emu``) runs inside each network namespace.
+
+**Rendezvous.** Every rank reads the same list of addresses, one ``host
+port`` per rank (a file, see :func:`read_addresses`, or a list). Rank r
+listens on its own address; for every pair the *lower* rank connects to the
+higher one, so each pair gets exactly one connection and nobody waits for a
+connection it must make itself (all connects and accepts run concurrently).
+Connects are retried with exponential back-off, bounded both in attempts and
+in time (``connect_timeout``), because peers start at different moments. A
+hello (magic, rank, size, and a token hashed from the address list) checks
+that both ends belong to the same run. When the mesh is up the ranks pass a
+start barrier, so every program starts within about one round trip of the
+others and ``wtime()`` counts from that start.
+
+**Framing.** Each message is a 36-byte header (kind, source, tag, declared
+``nbytes``, pickled length, message id), the pickled payload, then zero
+padding up to ``nbytes`` when the declared size exceeds the pickle: the wire
+really carries ``max(nbytes, len(pickle))`` payload bytes, so a size that
+means bytes in the simulator means bytes here too.
+
+**Eager and rendezvous protocols**, as SimComm models them (MPICH CH3):
+messages whose wire size is at most ``eager_limit`` (128 KiB by default) go
+at once; larger ones send a ready-to-send header, the receiver answers with a
+clear-to-send when a matching receive is posted, and only then the data flows
+(so ``send`` of a large message completes only once the receiver has posted
+its receive, and two ranks that both send large messages before receiving
+deadlock here exactly as under MPI and in the simulator). Messages to self are
+delivered locally, eagerly. Matching uses :class:`parcomm.comm.matching.Matcher`.
+
+**Completion.** A send completes when its last byte has been handed to the
+kernel socket buffer (asyncio's ``drain``), like ``sent`` in the simulator.
+
+**Shutdown.** When a rank's program returns, it waits for its own sends to
+complete, sends a goodbye frame on every connection, half-closes them and
+keeps reading until every peer has said goodbye too; only then are the sockets
+closed. Nothing is left unread, so no connection is reset and no data is
+lost. A rank that fails (its program raised, or timed out) aborts its
+connections instead; its peers see the connection drop before the goodbye,
+and fail every pending operation with a message naming the lost rank — as MPI
+aborts the whole job. A receive posted for a rank that has already said
+goodbye without a matching message fails at once: it can never complete.
+
+**Socket options** (``sock_options``): ``nodelay`` (TCP_NODELAY), ``sndbuf``
+and ``rcvbuf`` (SO_SNDBUF/SO_RCVBUF, set before connect/listen so the window
+scale is negotiated for them; Linux doubles the value and caps it at
+``net.core.{w,r}mem_max``), and where the kernel offers them ``rto_min_us``
+(TCP_RTO_MIN_US, Linux >= 6.16) and ``rto_max_ms`` (TCP_RTO_MAX_MS, Linux >=
+6.15); an unsupported option is an error, never silently ignored.
+
+**Counters.** At shutdown each rank reads TCP_INFO from each of its sockets:
+bytes sent, bytes and segments retransmitted, RTO timeouts (Linux >= 6.7),
+segments sent and received. These are exact per-connection figures, unlike
+``/proc/net/snmp``, which counts the whole network namespace.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import multiprocessing
+import multiprocessing.connection
+import os
+import pickle
+import socket as _socket
+import struct
+import sys
+import time
+import traceback
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Awaitable, Callable, Sequence
+
+from .aio import (
+    AioCommBase,
+    CommTimeout,
+    ProgramError,
+    RankResult,
+    Request,
+    RunResult,
+    import_path_env,
+    resolve_program,
+    run_program,
+    summarize_errors,
+    wire_nbytes,
+)
+from .base import ANY_SOURCE, RESERVED_TAG_BASE, CommError, Status
+from .matching import Envelope, Matcher, PostedRecv
+from .sim import DEFAULT_EAGER_LIMIT
+
+__all__ = [
+    "SocketComm",
+    "run_rank",
+    "run_local",
+    "local_runner",
+    "read_addresses",
+    "write_addresses",
+    "apply_sock_options",
+    "tcp_info_counters",
+    "kernel_tcp_counters",
+    "SOCK_OPTION_KEYS",
+]
+
+# hello: magic, rank, size, run token
+_HELLO = struct.Struct("!8sIIQ")
+_MAGIC = b"parcomm1"
+# frame header: kind, source, tag, declared nbytes, pickled length, message id
+_HDR = struct.Struct("!BxxxIIQQQ")
+_EAGER, _RTS, _CTS, _DATA, _BYE = 1, 2, 3, 4, 5
+_KIND_NAMES = {_EAGER: "eager", _RTS: "ready-to-send", _CTS: "clear-to-send", _DATA: "data", _BYE: "goodbye"}
+
+# Tag of the start barrier, far above the collectives' reserved tags.
+_SYNC_TAG = RESERVED_TAG_BASE + 0xFFFFF
+# Frames up to this size go to the kernel in one write (header and payload
+# together, so Nagle never holds a header back); larger ones are streamed.
+_ONE_WRITE = 256 * 1024
+_CHUNK = 1 << 20
+_ZEROS = memoryview(bytes(_CHUNK))
+_READ_LIMIT = 1 << 20
+
+#: Linux setsockopt numbers (include/uapi/linux/tcp.h); Python has no names for them yet.
+TCP_RTO_MAX_MS = 44
+TCP_RTO_MIN_US = 45
+
+SOCK_OPTION_KEYS = ("nodelay", "sndbuf", "rcvbuf", "rto_min_us", "rto_max_ms")
+
+#: Seconds a finished rank waits for its peers' goodbyes beyond its own time limit,
+#: so a slower peer's own timeout (with its diagnosis) fires first.
+_LINGER_GRACE_S = 2.0
+
+
+# --- addresses and socket options -------------------------------------------------------
+
+
+def read_addresses(source: str | os.PathLike | Sequence[Sequence[Any]]) -> list[tuple[str, int]]:
+    """The ranks' addresses from a file (one ``host port`` per line, line r for
+    rank r; blank lines and ``#`` comments ignored) or a list of pairs."""
+    if isinstance(source, (str, os.PathLike)):
+        path = Path(source)
+        try:
+            text = path.read_text()
+        except OSError as e:
+            raise CommError(f"cannot read the addresses file {path}: {e.strerror or e}") from None
+        pairs: list[tuple[str, int]] = []
+        for lineno, line in enumerate(text.splitlines(), 1):
+            line = line.split("#", 1)[0].strip()
+            if not line:
+                continue
+            parts = line.split()
+            if len(parts) != 2:
+                raise CommError(f"{path}:{lineno}: expected 'host port', got {line!r}")
+            pairs.append(_check_address(parts[0], parts[1], f"{path}:{lineno}"))
+        if not pairs:
+            raise CommError(f"{path}: no addresses (one 'host port' line per rank)")
+        return pairs
+    out = []
+    for i, item in enumerate(source):
+        if len(item) != 2:
+            raise CommError(f"address {i}: expected (host, port), got {item!r}")
+        out.append(_check_address(str(item[0]), item[1], f"address {i}"))
+    return out
+
+
+def _check_address(host: str, port: Any, where: str) -> tuple[str, int]:
+    try:
+        p = int(port)
+    except (TypeError, ValueError):
+        raise CommError(f"{where}: port {port!r} is not a number") from None
+    if not 0 < p < 65536:
+        raise CommError(f"{where}: port {p} is out of range 1..65535")
+    return host, p
+
+
+def write_addresses(path: str | os.PathLike, addresses: Sequence[tuple[str, int]]) -> None:
+    """Write an addresses file that :func:`read_addresses` reads back."""
+    Path(path).write_text("".join(f"{h} {p}\n" for h, p in addresses))
+
+
+def _check_sock_options(opts: dict[str, Any] | None) -> dict[str, Any]:
+    opts = dict(opts or {})
+    unknown = set(opts) - set(SOCK_OPTION_KEYS)
+    if unknown:
+        raise CommError(f"unknown socket options {sorted(unknown)}; known: {', '.join(SOCK_OPTION_KEYS)}")
+    for k in ("sndbuf", "rcvbuf", "rto_min_us", "rto_max_ms"):
+        v = opts.get(k)
+        if v is not None and (not isinstance(v, int) or isinstance(v, bool) or v <= 0):
+            raise CommError(f"socket option {k} must be a positive int, got {v!r}")
+    return opts
+
+
+def apply_sock_options(sock: _socket.socket, opts: dict[str, Any] | None, *, stage: str = "all") -> None:
+    """Set ``opts`` on ``sock``. ``stage`` "buffers" sets only what must precede
+    connect/listen (buffer sizes), "tcp" only the rest, "all" both."""
+    opts = opts or {}
+    what = ""
+    try:
+        if stage in ("all", "buffers"):
+            if opts.get("sndbuf"):
+                what = "SO_SNDBUF"
+                sock.setsockopt(_socket.SOL_SOCKET, _socket.SO_SNDBUF, int(opts["sndbuf"]))
+            if opts.get("rcvbuf"):
+                what = "SO_RCVBUF"
+                sock.setsockopt(_socket.SOL_SOCKET, _socket.SO_RCVBUF, int(opts["rcvbuf"]))
+        if stage in ("all", "tcp"):
+            if opts.get("nodelay") is not None:
+                what = "TCP_NODELAY"
+                sock.setsockopt(_socket.IPPROTO_TCP, _socket.TCP_NODELAY, 1 if opts["nodelay"] else 0)
+            if opts.get("rto_min_us"):
+                what = "TCP_RTO_MIN_US"
+                sock.setsockopt(_socket.IPPROTO_TCP, TCP_RTO_MIN_US, int(opts["rto_min_us"]))
+            if opts.get("rto_max_ms"):
+                what = "TCP_RTO_MAX_MS"
+                sock.setsockopt(_socket.IPPROTO_TCP, TCP_RTO_MAX_MS, int(opts["rto_max_ms"]))
+    except OSError as e:
+        raise CommError(f"cannot set {what}: {e.strerror or e} (does this kernel support it?)") from None
+
+
+_TCP_INFO_FIELDS = (
+    # name, offset, struct format (struct tcp_info, include/uapi/linux/tcp.h)
+    ("segments_retransmitted", 100, "I"),  # tcpi_total_retrans
+    ("bytes_received", 128, "Q"),
+    ("segments_sent", 136, "I"),  # tcpi_segs_out (includes retransmissions and pure ACKs)
+    ("segments_received", 140, "I"),
+    ("bytes_sent", 200, "Q"),  # tcpi_bytes_sent: payload bytes, retransmissions included (Linux >= 4.19)
+    ("bytes_retransmitted", 208, "Q"),  # tcpi_bytes_retrans
+    ("timeouts", 240, "H"),  # tcpi_total_rto (Linux >= 6.7)
+)
+
+
+def tcp_info_counters(sock: _socket.socket) -> dict[str, int]:
+    """Per-connection kernel counters from TCP_INFO (Linux). Fields the kernel
+    does not report (older kernels return a shorter struct) are left out."""
+    try:
+        raw = sock.getsockopt(_socket.IPPROTO_TCP, _socket.TCP_INFO, 512)
+    except (OSError, AttributeError):
+        return {}
+    out = {}
+    for name, off, fmt in _TCP_INFO_FIELDS:
+        size = struct.calcsize(fmt)
+        if len(raw) >= off + size:
+            out[name] = struct.unpack_from("=" + fmt, raw, off)[0]
+    return out
+
+
+_KERNEL_FIELDS = {
+    "Tcp": ("OutSegs", "InSegs", "RetransSegs", "ActiveOpens"),
+    "TcpExt": ("TCPTimeouts", "TCPLostRetransmit", "TCPFastRetrans", "TCPSlowStartRetrans", "TCPSynRetrans"),
+}
+
+
+def kernel_tcp_counters(proc_net: str | os.PathLike = "/proc/net") -> dict[str, int]:
+    """TCP counters of this network namespace (``/proc/net/snmp`` Tcp and
+    ``/proc/net/netstat`` TcpExt); empty where the files do not exist. They
+    count every TCP socket in the namespace, not only parcomm's."""
+    out: dict[str, int] = {}
+    for fname in ("snmp", "netstat"):
+        try:
+            lines = (Path(proc_net) / fname).read_text().splitlines()
+        except OSError:
+            continue
+        for head, vals in zip(lines[::2], lines[1::2]):
+            prefix, _, names = head.partition(":")
+            if prefix not in _KERNEL_FIELDS:
+                continue
+            values = vals.partition(":")[2].split()
+            for name, value in zip(names.split(), values):
+                if name in _KERNEL_FIELDS[prefix]:
+                    try:
+                        out[name] = int(value)
+                    except ValueError:
+                        pass
+    return out
+
+
+def _token(addresses: Sequence[tuple[str, int]]) -> int:
+    digest = hashlib.sha256(repr([(h, int(p)) for h, p in addresses]).encode()).digest()
+    return int.from_bytes(digest[:8], "big")
+
+
+# --- the communicator -------------------------------------------------------------------
+
+
+@dataclass
+class _Peer:
+    rank: int
+    reader: asyncio.StreamReader
+    writer: asyncio.StreamWriter
+    queue: asyncio.Queue = field(default_factory=asyncio.Queue)
+    reader_task: asyncio.Task | None = None
+    writer_task: asyncio.Task | None = None
+    bye_received: bool = False
+    lost: bool = False
+    busy: bool = False  # the writer task is in the middle of a frame
+
+
+_BYE_ITEM = object()
+
+
+class SocketComm(AioCommBase):
+    """The communicator a rank program receives over the TCP mesh.
+
+    Built and torn down by :func:`run_rank`; a program only uses the
+    Communicator API (``send``/``recv``/``isend``/``irecv``/``wait``/
+    ``waitall``/``barrier``/``compute``/``sleep``/``wtime``).
+    """
+
+    def __init__(self, rank: int, size: int, addresses: Sequence[tuple[str, int]], *,
+                 sock_options: dict[str, Any] | None = None, eager_limit: int = DEFAULT_EAGER_LIMIT,
+                 connect_timeout: float = 30.0, connect_attempts: int = 400):
+        super().__init__()
+        if size < 1:
+            raise CommError(f"size must be at least 1, got {size}")
+        if not isinstance(rank, int) or not 0 <= rank < size:
+            raise CommError(f"rank {rank!r} is not in 0..{size - 1}")
+        if len(addresses) < size:
+            raise CommError(f"{size} ranks need {size} addresses, got {len(addresses)}")
+        self.rank, self.size = rank, size
+        self.addresses = [tuple(a) for a in addresses[:size]]
+        self.sock_options = _check_sock_options(sock_options)
+        self.eager_limit = int(eager_limit)
+        self.connect_timeout = float(connect_timeout)
+        self.connect_attempts = int(connect_attempts)
+        self._token = _token(self.addresses)
+        self._matcher = Matcher()
+        self._peers: dict[int, _Peer] = {}
+        self._next_msgid = 0
+        self._rndv_out: dict[tuple[int, int], tuple[int, int, bytes, Request]] = {}
+        self._rndv_in: dict[tuple[int, int], tuple[Request, int, int]] = {}
+        self._server: asyncio.AbstractServer | None = None
+        self._closing = False
+        self.counters: dict[str, int] = {}
+
+    # --- mesh set-up ------------------------------------------------------------------
+    async def _open(self, listener: _socket.socket | None = None) -> None:
+        """Connect the mesh (bounded by ``connect_timeout``)."""
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + self.connect_timeout
+        if listener is None and self.rank > 0:
+            listener = _listen(*self.addresses[self.rank], self.sock_options)
+        inbound_done = asyncio.Event()
+        expected_in = set(range(self.rank))
+        if not expected_in:
+            inbound_done.set()
+        if listener is not None:
+            if not expected_in:
+                listener.close()
+            else:
+                async def on_accept(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+                    await self._accept(reader, writer, expected_in, inbound_done, deadline)
+
+                self._server = await asyncio.start_server(on_accept, sock=listener, limit=_READ_LIMIT)
+        outbound = [asyncio.ensure_future(self._connect(p, deadline)) for p in range(self.rank + 1, self.size)]
+        inbound = asyncio.ensure_future(inbound_done.wait())
+        try:
+            remaining = max(0.0, deadline - loop.time())
+            await asyncio.wait([*outbound, inbound], timeout=remaining)
+            for t in outbound:
+                if t.done() and t.exception() is not None:
+                    raise t.exception()  # type: ignore[misc]
+            missing = sorted(set(range(self.size)) - set(self._peers) - {self.rank})
+            if missing:
+                raise CommError(
+                    f"rank {self.rank}: ranks {missing[:8]} did not connect within {self.connect_timeout:g} s "
+                    "(are they running, with the same addresses file?)"
+                )
+        finally:
+            for t in (*outbound, inbound):
+                if not t.done():
+                    t.cancel()
+            await asyncio.gather(*outbound, inbound, return_exceptions=True)
+            if self._server is not None:
+                self._server.close()
+                self._server = None
+        for peer in self._peers.values():
+            peer.reader_task = asyncio.ensure_future(self._read_loop(peer))
+            peer.writer_task = asyncio.ensure_future(self._write_loop(peer))
+
+    def _hello(self) -> bytes:
+        return _HELLO.pack(_MAGIC, self.rank, self.size, self._token)
+
+    def _check_hello(self, data: bytes, expect: set[int] | int) -> int | None:
+        magic, peer, size, token = _HELLO.unpack(data)
+        if magic != _MAGIC or size != self.size or token != self._token:
+            return None
+        if isinstance(expect, int):
+            return peer if peer == expect else None
+        return peer if peer in expect and peer not in self._peers else None
+
+    async def _accept(self, reader, writer, expected: set[int], done: asyncio.Event, deadline: float) -> None:
+        loop = asyncio.get_running_loop()
+        try:
+            hello = await asyncio.wait_for(reader.readexactly(_HELLO.size), max(0.01, deadline - loop.time()))
+            peer = self._check_hello(hello, expected)
+            if peer is None:  # not one of ours (another run, a stale process): refuse
+                writer.close()
+                return
+            apply_sock_options(writer.get_extra_info("socket"), self.sock_options, stage="tcp")
+            writer.write(self._hello())
+            await writer.drain()
+            self._peers[peer] = _Peer(peer, reader, writer)
+            if expected <= set(self._peers):
+                done.set()
+        except (OSError, asyncio.IncompleteReadError, asyncio.TimeoutError, CommError):
+            writer.close()
+
+    async def _connect(self, peer: int, deadline: float) -> None:
+        loop = asyncio.get_running_loop()
+        host, port = self.addresses[peer]
+        t0 = loop.time()
+        delay, last, attempts = 0.01, "no attempt", 0
+        while attempts < self.connect_attempts and loop.time() < deadline:
+            attempts += 1
+            writer = None
+            sock = None
+            try:
+                infos = await loop.getaddrinfo(host, port, type=_socket.SOCK_STREAM)
+                family, _, proto, _, sockaddr = infos[0]
+                sock = _socket.socket(family, _socket.SOCK_STREAM, proto)
+                sock.setblocking(False)
+                apply_sock_options(sock, self.sock_options, stage="buffers")
+                remaining = max(0.01, deadline - loop.time())
+                await asyncio.wait_for(loop.sock_connect(sock, sockaddr), min(remaining, 5.0))
+                apply_sock_options(sock, self.sock_options, stage="tcp")
+                reader, writer = await asyncio.open_connection(sock=sock, limit=_READ_LIMIT)
+                sock = None  # owned by the transport now
+                writer.write(self._hello())
+                await writer.drain()
+                reply = await asyncio.wait_for(reader.readexactly(_HELLO.size), max(0.01, deadline - loop.time()))
+                if self._check_hello(reply, peer) is None:
+                    raise ConnectionError(f"the process at {host}:{port} is not rank {peer} of this run")
+                self._peers[peer] = _Peer(peer, reader, writer)
+                return
+            except CommError:
+                raise
+            except (OSError, asyncio.IncompleteReadError, asyncio.TimeoutError) as e:
+                last = f"{type(e).__name__}: {e}" if str(e) else type(e).__name__
+                if writer is not None:
+                    writer.transport.abort()
+                if sock is not None:
+                    sock.close()
+            await asyncio.sleep(max(0.0, min(delay, deadline - loop.time())))
+            delay = min(delay * 2, 0.5)
+        raise CommError(
+            f"rank {self.rank}: could not connect to rank {peer} at {host}:{port} "
+            f"({attempts} attempts in {loop.time() - t0:.1f} s; last: {last})"
+        )
+
+    async def _sync(self) -> None:
+        """Start barrier (dissemination), so all programs start together."""
+        k = 1
+        while k < self.size:
+            req = self.irecv(source=(self.rank - k) % self.size, tag=_SYNC_TAG)
+            await self.send(None, dest=(self.rank + k) % self.size, tag=_SYNC_TAG, nbytes=0)
+            await self.wait(req)
+            k <<= 1
+
+    # --- sending ----------------------------------------------------------------------
+    def _start_send(self, dest: int, tag: int, data: bytes, size: int, req: Request) -> None:
+        wire = wire_nbytes(size, len(data))
+        if dest == self.rank:
+            self._arrive(Envelope(self.rank, tag, size, payload=data))
+            self._complete(req)
+            return
+        peer = self._peers[dest]
+        if peer.bye_received:  # it reads nothing more: report, do not lose it silently
+            req._fail(CommError(f"rank {self.rank}: {req.describe} can never be received: rank {dest} has finished"))
+            self._pending.discard(req)
+            return
+        if wire <= self.eager_limit:
+            hdr = _HDR.pack(_EAGER, self.rank, tag, size, len(data), 0)
+            self._enqueue(peer, hdr, data, wire - len(data), req)
+        else:
+            self._next_msgid += 1
+            msgid = self._next_msgid
+            self._rndv_out[(dest, msgid)] = (tag, size, data, req)
+            self._enqueue(peer, _HDR.pack(_RTS, self.rank, tag, size, len(data), msgid), b"", 0, None)
+
+    def _enqueue(self, peer: _Peer, hdr: bytes, data: bytes, pad: int, req: Request | None) -> None:
+        """Queue a frame for the peer's writer task or, when that task is idle
+        and the frame small, hand it to the transport at once (one event-loop
+        round trip less per message); frames on a connection keep their order."""
+        if (peer.busy or not peer.queue.empty() or peer.lost or peer.writer.transport.is_closing()
+                or len(hdr) + len(data) + pad > _ONE_WRITE):
+            peer.queue.put_nowait((hdr, data, pad, req))
+            return
+        peer.writer.write(b"".join((hdr, data, _ZEROS[:pad])))
+        if req is None:
+            return
+        if peer.writer.transport.get_write_buffer_size() == 0:
+            self._complete(req)  # all of it is in the kernel's socket buffer
+        else:
+            peer.queue.put_nowait((b"", b"", 0, req))  # the writer drains, then completes it
+
+    async def _write_loop(self, peer: _Peer) -> None:
+        w = peer.writer
+        try:
+            while True:
+                item = await peer.queue.get()
+                if item is _BYE_ITEM:
+                    w.write(_HDR.pack(_BYE, self.rank, 0, 0, 0, 0))
+                    await w.drain()
+                    if w.can_write_eof():
+                        w.write_eof()
+                    return
+                hdr, data, pad, req = item
+                peer.busy = True
+                if len(hdr) + len(data) + pad <= _ONE_WRITE:
+                    if hdr:
+                        w.write(b"".join((hdr, data, _ZEROS[:pad])))
+                else:
+                    w.write(hdr)
+                    if data:
+                        w.write(data)
+                    while pad > 0:
+                        n = min(pad, _CHUNK)
+                        await w.drain()
+                        w.write(_ZEROS[:n])
+                        pad -= n
+                await w.drain()
+                peer.busy = False
+                if req is not None:
+                    self._complete(req)
+        except (ConnectionError, OSError) as e:
+            self._lost(peer, e)
+        except Exception as e:  # a bug here must fail the run, not leave it hanging
+            self._lost(peer, RuntimeError(f"internal error writing to rank {peer.rank}: {e!r}"))
+
+    # --- receiving --------------------------------------------------------------------
+    def _post_recv(self, source: int, tag: int, req: Request) -> None:
+        env = self._matcher.post(PostedRecv(source, tag, req))
+        if env is not None:
+            self._matched(req, env)
+        elif source != ANY_SOURCE and source != self.rank and self._peers[source].bye_received:
+            self._orphaned(source)
+
+    def _arrive(self, env: Envelope) -> None:
+        posted = self._matcher.arrive(env)
+        if posted is not None:
+            self._matched(posted.handle, env)
+
+    def _matched(self, req: Request, env: Envelope) -> None:
+        if env.handle is None:
+            self._deliver(req, env.payload, env.source, env.tag, env.nbytes)
+        else:  # a ready-to-send: ask for the data
+            msgid = env.handle
+            self._rndv_in[(env.source, msgid)] = (req, env.tag, env.nbytes)
+            self._enqueue(self._peers[env.source], _HDR.pack(_CTS, self.rank, env.tag, env.nbytes, 0, msgid),
+                          b"", 0, None)
+
+    def _deliver(self, req: Request, data: bytes, source: int, tag: int, nbytes: int) -> None:
+        try:
+            value = pickle.loads(data)
+        except Exception as e:
+            req._fail(CommError(f"rank {self.rank}: cannot unpickle the message from rank {source} tag {tag}: "
+                                f"{type(e).__name__}: {e}"))
+            self._pending.discard(req)
+            return
+        self._complete(req, value, Status(source, tag, nbytes))
+
+    def _complete(self, req: Request, value: Any = None, status: Status | None = None) -> None:
+        req._finish(value, status)
+        self._pending.discard(req)
+
+    def _orphaned(self, source: int) -> None:
+        """``source`` said goodbye: receives posted for it alone can never match."""
+        keep = []
+        for recv in self._matcher.posted:
+            if recv.source == source:
+                recv.handle._fail(CommError(
+                    f"rank {self.rank}: {recv.handle.describe} can never complete: rank {source} has finished "
+                    "without sending a matching message"
+                ))
+                self._pending.discard(recv.handle)
+            else:
+                keep.append(recv)
+        self._matcher.posted[:] = keep
+
+    async def _read_payload(self, reader: asyncio.StreamReader, plen: int, pad: int) -> bytes:
+        data = await reader.readexactly(plen) if plen else b""
+        while pad > 0:
+            n = min(pad, _CHUNK)
+            await reader.readexactly(n)
+            pad -= n
+        return data
+
+    async def _read_loop(self, peer: _Peer) -> None:
+        r = peer.reader
+        try:
+            while True:
+                try:
+                    hdr = await r.readexactly(_HDR.size)
+                except asyncio.IncompleteReadError as e:
+                    if not e.partial and peer.bye_received:
+                        return  # the peer said goodbye and closed: a clean end
+                    raise ConnectionError("connection closed before the peer said goodbye") from None
+                kind, src, tag, nbytes, plen, msgid = _HDR.unpack(hdr)
+                if src != peer.rank:
+                    raise ConnectionError(f"protocol error: frame from rank {src} on rank {peer.rank}'s connection")
+                if kind == _EAGER:
+                    data = await self._read_payload(r, plen, wire_nbytes(nbytes, plen) - plen)
+                    self._arrive(Envelope(peer.rank, tag, nbytes, payload=data))
+                elif kind == _RTS:
+                    self._arrive(Envelope(peer.rank, tag, nbytes, handle=msgid))
+                elif kind == _CTS:
+                    entry = self._rndv_out.pop((peer.rank, msgid), None)
+                    if entry is None:
+                        raise ConnectionError(f"protocol error: clear-to-send for unknown message {msgid}")
+                    stag, size, data, sreq = entry
+                    hdr_out = _HDR.pack(_DATA, self.rank, stag, size, len(data), msgid)
+                    self._enqueue(peer, hdr_out, data, wire_nbytes(size, len(data)) - len(data), sreq)
+                elif kind == _DATA:
+                    data = await self._read_payload(r, plen, wire_nbytes(nbytes, plen) - plen)
+                    entry2 = self._rndv_in.pop((peer.rank, msgid), None)
+                    if entry2 is None:
+                        raise ConnectionError(f"protocol error: data for unknown message {msgid}")
+                    self._deliver(entry2[0], data, peer.rank, entry2[1], entry2[2])
+                elif kind == _BYE:
+                    peer.bye_received = True
+                    self._orphaned(peer.rank)
+                else:
+                    raise ConnectionError(f"protocol error: unknown frame kind {kind}")
+        except (ConnectionError, OSError, asyncio.IncompleteReadError) as e:
+            self._lost(peer, e)
+        except Exception as e:  # a bug here must fail the run, not leave it hanging
+            self._lost(peer, RuntimeError(f"internal error reading from rank {peer.rank}: {e!r}"))
+
+    def _lost(self, peer: _Peer, exc: BaseException) -> None:
+        if peer.lost:
+            return
+        peer.lost = True
+        if peer.bye_received and self._closing:
+            return  # it finished; a reset after its goodbye loses nothing we need
+        reason = str(exc) or type(exc).__name__
+        if peer.bye_received:
+            self._fail_all(CommError(f"rank {self.rank}: the connection to rank {peer.rank} failed after it "
+                                     f"finished ({reason})"))
+            return
+        self._fail_all(CommError(
+            f"rank {self.rank}: lost the connection to rank {peer.rank} before it finished ({reason}); "
+            "it crashed, timed out or was killed"
+        ))
+
+    async def _wait_until(self, requests: Sequence[Request]) -> None:
+        for r in requests:
+            if not r.done:
+                await r._fut
+
+    # --- shutdown ---------------------------------------------------------------------
+    async def _shutdown(self, deadline: float | None) -> dict[str, int]:
+        """Flush, say goodbye, wait for every peer's goodbye, close. Returns the
+        sum of this rank's sockets' TCP_INFO counters."""
+        loop = asyncio.get_running_loop()
+        self._closing = True
+
+        def remaining() -> float | None:
+            return None if deadline is None else max(0.0, deadline - loop.time())
+
+        sends = [r for r in self._pending if r.kind == "send" and not r.done]
+        if sends:
+            try:
+                await asyncio.wait_for(self._wait_until(sends), remaining())
+            except asyncio.TimeoutError:
+                waiting = ", ".join(r.describe for r in sends if not r.done)
+                raise CommTimeout(f"rank {self.rank}: finished, but its sends never completed "
+                                  f"(no matching receive?): {waiting}") from None
+        for peer in self._peers.values():
+            peer.queue.put_nowait(_BYE_ITEM)
+        tasks = [t for p in self._peers.values() for t in (p.reader_task, p.writer_task) if t is not None]
+        if tasks:
+            _, pending = await asyncio.wait(tasks, timeout=remaining())
+            if pending:  # a peer never finished: its own time limit reports why
+                for t in pending:
+                    t.cancel()
+                await asyncio.gather(*pending, return_exceptions=True)
+        totals: dict[str, int] = {}
+        for peer in self._peers.values():
+            sock = peer.writer.get_extra_info("socket")
+            if sock is not None:
+                for k, v in tcp_info_counters(sock).items():
+                    totals[k] = totals.get(k, 0) + v
+        for peer in self._peers.values():
+            peer.writer.close()
+        await asyncio.gather(*(self._wait_closed(p.writer) for p in self._peers.values()))
+        self.counters = totals
+        return totals
+
+    @staticmethod
+    async def _wait_closed(writer: asyncio.StreamWriter) -> None:
+        try:
+            await asyncio.wait_for(writer.wait_closed(), 5.0)
+        except (OSError, asyncio.TimeoutError, ConnectionError):
+            pass
+
+    async def _abort(self) -> None:
+        """Drop every connection at once (peers see it and fail fast)."""
+        self._closing = True
+        if self._server is not None:
+            self._server.close()
+            self._server = None
+        for peer in self._peers.values():
+            peer.writer.transport.abort()
+        tasks = [t for p in self._peers.values() for t in (p.reader_task, p.writer_task) if t is not None]
+        for t in tasks:
+            t.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
+
+
+def _listen(host: str, port: int, opts: dict[str, Any] | None, backlog: int = 1024) -> _socket.socket:
+    try:
+        infos = _socket.getaddrinfo(host, port, type=_socket.SOCK_STREAM, flags=_socket.AI_PASSIVE)
+        family, _, proto, _, sockaddr = infos[0]
+        sock = _socket.socket(family, _socket.SOCK_STREAM, proto)
+    except OSError as e:
+        raise CommError(f"cannot listen on {host}:{port}: {e.strerror or e}") from None
+    try:
+        sock.setsockopt(_socket.SOL_SOCKET, _socket.SO_REUSEADDR, 1)
+        apply_sock_options(sock, opts, stage="buffers")  # accepted sockets inherit them
+        sock.bind(sockaddr)
+        sock.listen(backlog)
+        sock.setblocking(False)
+    except OSError as e:
+        sock.close()
+        raise CommError(f"cannot listen on {host}:{port}: {e.strerror or e}") from None
+    except BaseException:
+        sock.close()
+        raise
+    return sock
+
+
+# --- running one rank -------------------------------------------------------------------
+
+
+async def _run_rank_async(program: Callable[..., Awaitable[Any]], rank: int, size: int,
+                          addresses: Sequence[tuple[str, int]], args: Sequence[Any], kwargs: dict[str, Any],
+                          sock_options: dict[str, Any] | None, timeout: float | None, connect_timeout: float,
+                          eager_limit: int, listener: _socket.socket | None) -> RankResult:
+    comm = SocketComm(rank, size, addresses, sock_options=sock_options, eager_limit=eager_limit,
+                      connect_timeout=connect_timeout)
+    loop = asyncio.get_running_loop()
+    try:
+        await comm._open(listener)
+        listener = None
+        try:
+            await asyncio.wait_for(comm._sync(), connect_timeout)
+        except asyncio.TimeoutError:
+            raise CommError(f"rank {rank}: the start barrier did not complete within {connect_timeout:g} s") from None
+        comm._t0 = time.perf_counter()
+        start_s = time.time()
+        deadline = None if timeout is None else loop.time() + timeout
+        result = await run_program(comm, program, args, kwargs, timeout)
+        elapsed = comm.wtime()
+        finish_s = time.time()
+        linger = None if deadline is None else deadline + _LINGER_GRACE_S
+        counters = await comm._shutdown(linger)
+        return RankResult(rank, result, start_s, finish_s, elapsed, counters)
+    except BaseException:
+        if listener is not None:
+            listener.close()
+        await comm._abort()
+        raise
+
+
+def run_rank(program: str | Callable[..., Awaitable[Any]], rank: int, size: int,
+             addresses: str | os.PathLike | Sequence[tuple[str, int]], *, args: Sequence[Any] = (),
+             kwargs: dict[str, Any] | None = None, sock_options: dict[str, Any] | None = None,
+             timeout: float | None = None, connect_timeout: float = 30.0,
+             eager_limit: int = DEFAULT_EAGER_LIMIT, _listener: _socket.socket | None = None) -> RankResult:
+    """Run rank ``rank`` of ``size`` in this process over the TCP mesh.
+
+    ``addresses`` is an addresses file or a list of ``(host, port)``, one per
+    rank; this rank listens on ``addresses[rank]``. ``program`` is an ``async
+    def`` function or a ``"module:function"`` string. ``timeout`` bounds the
+    program (then a :class:`CommTimeout` lists what it was waiting for);
+    ``connect_timeout`` bounds building the mesh. Returns a
+    :class:`RankResult` (the program's result, its start and finish times and
+    this rank's TCP counters); a failure raises :class:`CommError`.
+    """
+    prog = resolve_program(program)
+    addrs = read_addresses(addresses)
+    if size > len(addrs):
+        raise CommError(f"{size} ranks need {size} addresses; the list has {len(addrs)}")
+    return asyncio.run(_run_rank_async(prog, rank, size, addrs, tuple(args), dict(kwargs or {}),
+                                       sock_options, timeout, connect_timeout, eager_limit, _listener))
+
+
+# --- running N local ranks ---------------------------------------------------------------
+
+# How failures rank when several ranks report one: the cause first, the consequences after.
+_ERROR_ORDER = {"raised": 0, "setup": 0, "died": 1, "timeout": 2, "hung": 3, "lost": 4}
+
+
+def _classify(exc: BaseException) -> str:
+    if isinstance(exc, CommTimeout):
+        return "timeout"
+    msg = str(exc)
+    if "lost the connection" in msg:
+        return "lost"
+    if isinstance(exc, CommError) and " raised " in msg:
+        return "raised"
+    return "raised" if not isinstance(exc, CommError) else "setup"
+
+
+def _local_rank_main(conn: multiprocessing.connection.Connection, program: Any, rank: int, size: int,
+                     args: Sequence[Any], kwargs: dict[str, Any], sock_options: dict[str, Any] | None,
+                     timeout: float | None, connect_timeout: float, eager_limit: int, host: str) -> None:
+    """Body of one local rank process (started by :func:`run_local`)."""
+    listener = None
+    try:
+        try:
+            prog = resolve_program(program)
+            listener = _listen(host, 0, _check_sock_options(sock_options))
+            conn.send(("port", listener.getsockname()[1]))
+            if not conn.poll(connect_timeout + 30.0):
+                raise CommError(f"rank {rank}: the launcher never sent the addresses")
+            msg = conn.recv()
+            if msg[0] != "addresses":
+                return
+            res = run_rank(prog, rank, size, msg[1], args=args, kwargs=kwargs, sock_options=sock_options,
+                           timeout=timeout, connect_timeout=connect_timeout, eager_limit=eager_limit,
+                           _listener=listener)
+            listener = None
+        except BaseException as e:  # report every failure to the launcher, in one line
+            if listener is not None:
+                listener.close()
+            kind = _classify(e)
+            text = str(e) if isinstance(e, (CommError, ProgramError)) else f"rank {rank} raised {type(e).__name__}: {e}"
+            conn.send(("error", kind, text, "".join(traceback.format_exception(e))[-4000:]))
+            return
+        try:
+            conn.send(("done", res))
+        except Exception as e:  # the result does not pickle
+            conn.send(("error", "raised", f"rank {rank}: its result cannot be sent back to the launcher "
+                                          f"({type(e).__name__}: {e})", ""))
+    finally:
+        conn.close()
+
+
+def _combine_errors(errors: dict[int, tuple[str, str]]) -> CommError:
+    ordered = sorted(errors.items(), key=lambda kv: (_ERROR_ORDER.get(kv[1][0], 9), kv[0]))
+    best = _ERROR_ORDER.get(ordered[0][1][0], 9)
+    main = [msg for _, (kind, msg) in ordered if _ERROR_ORDER.get(kind, 9) == best]
+    others = len(ordered) - len(main)
+    text = summarize_errors(main)
+    if others:
+        text += f" ({others} other rank{'s' if others > 1 else ''} failed as a consequence)"
+    if ordered[0][1][0] in ("timeout", "hung"):
+        return CommTimeout(text)
+    return CommError(text)
+
+
+def _context(program: Any) -> Any:
+    """Fresh processes, quickly: a fork server (a clean interpreter started
+    once per launching process, with parcomm, the caller's main module and
+    the program's module imported) forks each rank; where there is none,
+    spawn. (Spawning each rank re-imports everything: ~0.5 s per rank.)"""
+    try:
+        ctx = multiprocessing.get_context("forkserver")
+    except ValueError:  # pragma: no cover - platforms without fork
+        return multiprocessing.get_context("spawn")
+    preload = ["__main__", "parcomm.comm.socket"]
+    module = program.partition(":")[0] if isinstance(program, str) else getattr(program, "__module__", None)
+    if module and not module.endswith(".py") and module not in ("__main__", "__mp_main__"):
+        preload.append(module)
+    ctx.set_forkserver_preload(preload)  # used when the server starts (the first run)
+    # The server must see our sys.path to preload the program's module (Python
+    # 3.11's forkserver does not pass it on), so it starts with it as PYTHONPATH.
+    from multiprocessing import forkserver
+
+    old = os.environ.get("PYTHONPATH")
+    os.environ["PYTHONPATH"] = import_path_env()["PYTHONPATH"]
+    try:
+        forkserver.ensure_running()
+    finally:
+        if old is None:
+            del os.environ["PYTHONPATH"]
+        else:
+            os.environ["PYTHONPATH"] = old
+    return ctx
+
+
+def run_local(program: str | Callable[..., Awaitable[Any]], size: int, *, args: Sequence[Any] = (),
+              kwargs: dict[str, Any] | None = None, timeout: float = 60.0,
+              sock_options: dict[str, Any] | None = None, connect_timeout: float = 30.0,
+              eager_limit: int = DEFAULT_EAGER_LIMIT, host: str = "127.0.0.1") -> RunResult:
+    """Run ``program`` on ``size`` ranks, one local process each (forked by
+    multiprocessing's fork server: a clean interpreter, started once per
+    launching process, that has parcomm and the program's module imported;
+    spawn where there is none), over a SocketComm mesh on ``host`` (loopback
+    by default).
+
+    ``program`` is a module-level ``async def`` function or a
+    ``"module:function"`` string (it must be importable in a fresh process);
+    ``args`` and ``kwargs`` must pickle. Each rank listens on a port the
+    kernel picks and reports it to this launcher (a tiny registry), which
+    hands every rank the full list. ``timeout`` bounds each rank's program;
+    the launcher gives up ``connect_timeout`` + a grace later and ends any
+    rank process still alive. ``sock_options`` defaults to ``{"nodelay":
+    True}``.
+
+    Returns a :class:`RunResult`: ``finish_times`` from the earliest start,
+    ``results`` per rank, and ``counters``: ``hosts`` holds each rank's own
+    sockets' TCP_INFO counters (exact), ``kernel`` the deltas of this
+    namespace's ``/proc/net`` TCP counters over the run, which are
+    machine-wide (every TCP socket on the host, not only ours).
+    A failing rank raises :class:`CommError` (:class:`CommTimeout` for a
+    time-out) naming the root cause first.
+    """
+    if not isinstance(size, int) or size < 1:
+        raise CommError(f"size must be at least 1, got {size!r}")
+    if isinstance(program, str):
+        resolve_program(program)  # a bad name fails here, not in N processes
+    else:
+        try:
+            pickle.dumps(program)
+        except Exception:
+            raise ProgramError(
+                f"program {getattr(program, '__qualname__', program)!r} cannot be sent to another process; "
+                "define it at module level or pass 'module:function'"
+            ) from None
+    opts = {"nodelay": True} if sock_options is None else _check_sock_options(sock_options)
+    kwargs = dict(kwargs or {})
+    ctx = _context(program)
+    before = kernel_tcp_counters()
+    wall0 = time.perf_counter()
+    procs: list[Any] = []
+    conns: list[multiprocessing.connection.Connection] = []
+    outcomes: dict[int, RankResult] = {}
+    errors: dict[int, tuple[str, str]] = {}
+    try:
+        for r in range(size):
+            parent_end, child_end = ctx.Pipe()
+            p = ctx.Process(target=_local_rank_main, name=f"parcomm-rank-{r}", daemon=True,
+                            args=(child_end, program, r, size, tuple(args), kwargs, opts, timeout,
+                                  connect_timeout, eager_limit, host))
+            p.start()
+            child_end.close()
+            procs.append(p)
+            conns.append(parent_end)
+        # 1. the registry: every rank reports its port
+        ports: dict[int, int] = {}
+        deadline = time.monotonic() + connect_timeout + 30.0
+        while len(ports) + len(errors) < size and time.monotonic() < deadline:
+            waiting = [c for r, c in enumerate(conns) if r not in ports and r not in errors]
+            for c in multiprocessing.connection.wait(waiting, timeout=max(0.0, deadline - time.monotonic())):
+                r = conns.index(c)  # type: ignore[arg-type]
+                try:
+                    msg = c.recv()
+                except (EOFError, OSError):
+                    procs[r].join(2.0)
+                    errors[r] = ("died", f"rank {r} exited with code {procs[r].exitcode} while starting (see its "
+                                         "stderr; a script that calls run_local must do so under "
+                                         "`if __name__ == '__main__':`)")
+                    continue
+                if msg[0] == "port":
+                    ports[r] = msg[1]
+                else:
+                    errors[r] = (msg[1], msg[2])
+            if errors:
+                break
+        if errors or len(ports) < size:
+            for r in range(size):
+                if r not in ports and r not in errors:
+                    errors[r] = ("hung", f"rank {r} did not start within {connect_timeout + 30.0:g} s")
+            raise _combine_errors(errors)
+        addresses = [(host, ports[r]) for r in range(size)]
+        for c in conns:
+            c.send(("addresses", addresses))
+        # 2. results (or failures)
+        limit = connect_timeout + (timeout if timeout is not None else 1e9) + _LINGER_GRACE_S + 10.0
+        deadline = time.monotonic() + limit
+        while len(outcomes) + len(errors) < size and time.monotonic() < deadline:
+            waiting = [c for r, c in enumerate(conns) if r not in outcomes and r not in errors]
+            for c in multiprocessing.connection.wait(waiting, timeout=max(0.0, deadline - time.monotonic())):
+                r = conns.index(c)  # type: ignore[arg-type]
+                try:
+                    msg = c.recv()
+                except (EOFError, OSError):
+                    procs[r].join(1.0)
+                    errors[r] = ("died", f"rank {r} exited with code {procs[r].exitcode} before reporting")
+                    continue
+                if msg[0] == "done":
+                    outcomes[r] = msg[1]
+                else:
+                    errors[r] = (msg[1], msg[2])
+            if errors:  # the others follow within a few seconds (they see the dropped connections)
+                deadline = min(deadline, time.monotonic() + 10.0)
+        for r in range(size):
+            if r not in outcomes and r not in errors:
+                errors[r] = ("hung", f"rank {r} did not finish within {limit:g} s and was ended")
+        if errors:
+            raise _combine_errors(errors)
+    finally:
+        for p in procs:
+            p.join(timeout=5.0 if not errors else 0.5)
+        for p in procs:
+            if p.is_alive():
+                p.terminate()
+                p.join(2.0)
+            if p.is_alive():
+                p.kill()
+                p.join(2.0)
+        for c in conns:
+            c.close()
+    after = kernel_tcp_counters()
+    ranks = [outcomes[r] for r in range(size)]
+    hosts: dict[str, list[Any]] = {"name": [f"rank{r}" for r in range(size)]}
+    keys = sorted({k for rr in ranks for k in rr.counters})
+    for k in keys:
+        hosts[k] = [rr.counters.get(k, 0) for rr in ranks]
+    counters = {
+        "hosts": hosts,
+        "kernel": {k: after[k] - before.get(k, 0) for k in after},
+        "kernel_scope": "machine-wide: every TCP socket in this network namespace during the run, not only parcomm's",
+    }
+    return RunResult.from_ranks(ranks, backend="socket", wall_s=time.perf_counter() - wall0, counters=counters,
+                                platform=f"local:{size}@{host}", extra={"sock_options": opts})
+
+
+def local_runner(procs: int, **run_kw: Any) -> Callable[[Any, dict], list]:
+    """A runner for :mod:`parcomm.models.measure`: ``runner(program, kwargs)``
+    runs the program on ``procs`` local SocketComm ranks and returns the
+    per-rank results (one :func:`run_local` per call)."""
+
+    def run(program: Any, kwargs: dict) -> list:
+        return run_local(program, procs, kwargs=kwargs, **run_kw).results
+
+    return run
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit("use `python -m parcomm run socket ...`")

@@ -1,0 +1,217 @@
+"""Names, ownership and teardown of everything an emulated run creates.
+
+Every object of a run lives in network namespaces named
+``pce-<pid>-<tag>-<role>``: ``<pid>`` is the process that owns the run,
+``<tag>`` four random hex digits (two runs of one process differ), ``<role>``
+``sw`` for the switch or ``n<i>`` for host i. Veths and the bridge exist only
+inside these namespaces, so deleting the namespaces deletes everything; the
+machine's own network (the root namespace) is never touched.
+
+A state file ``<STATE_DIR>/<pid>-<tag>.json`` records the owner's pid and its
+start time (``/proc/<pid>/stat`` field 22), so a recycled pid is not taken
+for a live owner. A run is *stale* when its owner is dead (or is another
+process that reused the pid); :func:`cleanup_stale` removes stale runs only,
+never those of a live process. Without a state file a live pid counts as the
+owner: when in doubt, leave it.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import secrets
+import signal
+import time
+from dataclasses import dataclass, field
+
+from .shell import EmuError, run, tool
+
+__all__ = [
+    "PREFIX",
+    "RunName",
+    "new_run",
+    "list_runs",
+    "owner_alive",
+    "remove_run",
+    "cleanup_stale",
+    "state_dir",
+]
+
+PREFIX = "pce"
+_NS_RE = re.compile(rf"^{PREFIX}-(\d+)-([0-9a-f]{{4}})-([a-z0-9]+)$")
+_STATE_DIRS = ("/run/parcomm/emu", "/tmp/parcomm-emu")
+
+
+def state_dir() -> str:
+    """The first writable of /run/parcomm/emu and /tmp/parcomm-emu (created if needed)."""
+    for d in _STATE_DIRS:
+        try:
+            os.makedirs(d, mode=0o755, exist_ok=True)
+            if os.access(d, os.W_OK):
+                return d
+        except OSError:
+            continue
+    raise EmuError(f"no writable state directory among {', '.join(_STATE_DIRS)}")
+
+
+def proc_start_time(pid: int) -> int | None:
+    """Field 22 of /proc/<pid>/stat (clock ticks since boot), or None if no such process."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as f:
+            data = f.read().decode(errors="replace")
+    except OSError:
+        return None
+    # comm (field 2) may contain spaces and parentheses: split after the last ')'.
+    rest = data[data.rfind(")") + 2 :].split()
+    try:
+        return int(rest[19])
+    except (IndexError, ValueError):
+        return None
+
+
+@dataclass
+class RunName:
+    """The names of one run's objects."""
+
+    pid: int
+    tag: str
+    namespaces: list[str] = field(default_factory=list)
+
+    @property
+    def run_id(self) -> str:
+        return f"{self.pid}-{self.tag}"
+
+    def ns(self, role: str) -> str:
+        return f"{PREFIX}-{self.pid}-{self.tag}-{role}"
+
+    @property
+    def switch_ns(self) -> str:
+        return self.ns("sw")
+
+    def host_ns(self, i: int) -> str:
+        return self.ns(f"n{i}")
+
+    @property
+    def state_file(self) -> str:
+        return os.path.join(state_dir(), f"{self.run_id}.json")
+
+    def record(self, **extra) -> None:
+        """Write the state file (atomically) before any object is created."""
+        data = {
+            "pid": self.pid,
+            "start_time": proc_start_time(self.pid),
+            "created": time.time(),
+            "namespaces": self.namespaces,
+            **extra,
+        }
+        tmp = self.state_file + ".tmp"
+        with open(tmp, "w") as f:
+            json.dump(data, f)
+        os.replace(tmp, self.state_file)
+
+
+def new_run() -> RunName:
+    """A fresh name for a run owned by this process."""
+    existing = {(r.pid, r.tag) for r in list_runs()}
+    while True:
+        name = RunName(os.getpid(), secrets.token_hex(2))
+        if (name.pid, name.tag) not in existing:
+            return name
+
+
+def _netns_names() -> list[str]:
+    out = run([tool("ip"), "netns", "list"], what="ip netns list").stdout
+    return [line.split()[0] for line in out.splitlines() if line.strip()]
+
+
+def list_runs() -> list[RunName]:
+    """Every run with a namespace or a state file on this machine, alive or not."""
+    runs: dict[tuple[int, str], RunName] = {}
+    for ns in _netns_names():
+        m = _NS_RE.match(ns)
+        if m:
+            key = (int(m.group(1)), m.group(2))
+            runs.setdefault(key, RunName(*key)).namespaces.append(ns)
+    try:
+        d = state_dir()
+        files = os.listdir(d)
+    except (EmuError, OSError):
+        files = []
+    for fn in files:
+        m = re.match(r"^(\d+)-([0-9a-f]{4})\.json$", fn)
+        if m:
+            runs.setdefault((int(m.group(1)), m.group(2)), RunName(int(m.group(1)), m.group(2)))
+    return sorted(runs.values(), key=lambda r: (r.pid, r.tag))
+
+
+def _recorded_start(run_name: RunName) -> int | None:
+    try:
+        with open(os.path.join(state_dir(), f"{run_name.run_id}.json")) as f:
+            return json.load(f).get("start_time")
+    except (OSError, ValueError, EmuError):
+        return None
+
+
+def owner_alive(run_name: RunName) -> bool:
+    """True if the process that created the run still exists (same pid, same start time)."""
+    now = proc_start_time(run_name.pid)
+    if now is None:
+        return False
+    recorded = _recorded_start(run_name)
+    return recorded is None or recorded == now
+
+
+def _kill_namespace_processes(ns: str) -> None:
+    """SIGKILL what still runs inside one of our namespaces (ranks of a dead run)."""
+    out = run([tool("ip"), "netns", "pids", ns], check=False, what=f"ip netns pids {ns}").stdout
+    for tok in out.split():
+        try:
+            pid = int(tok)
+        except ValueError:
+            continue
+        if pid == os.getpid():
+            continue
+        try:
+            os.kill(pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+
+
+def remove_run(run_name: RunName, namespaces: list[str] | None = None) -> list[str]:
+    """Delete a run's namespaces (and so its veths and bridge) and its state file.
+
+    Idempotent: objects already gone are skipped. Returns the namespaces removed.
+    """
+    wanted = set(namespaces or [])
+    for ns in _netns_names():
+        m = _NS_RE.match(ns)
+        if m and int(m.group(1)) == run_name.pid and m.group(2) == run_name.tag:
+            wanted.add(ns)
+    present = set(_netns_names())
+    removed = []
+    # Hosts first, the switch last: processes in host namespaces lose their
+    # links before the bridge goes.
+    for ns in sorted(wanted, key=lambda n: n.endswith("-sw")):
+        if ns not in present:
+            continue
+        _kill_namespace_processes(ns)
+        proc = run([tool("ip"), "netns", "del", ns], check=False, what=f"ip netns del {ns}")
+        if proc.returncode == 0 or ns not in _netns_names():
+            removed.append(ns)
+        else:
+            raise EmuError(f"could not delete namespace {ns}: {proc.stderr.strip()}")
+    try:
+        os.unlink(os.path.join(state_dir(), f"{run_name.run_id}.json"))
+    except (OSError, EmuError):
+        pass
+    return removed
+
+
+def cleanup_stale() -> list[str]:
+    """Remove the objects of every run whose owner is dead; returns the namespaces removed."""
+    removed: list[str] = []
+    for r in list_runs():
+        if not owner_alive(r):
+            removed += remove_run(r)
+    return removed
