@@ -195,3 +195,22 @@ def test_model_cli_errors_are_one_line(tmp_path, capsys):
     assert main(["model", "select", "alltoall", "--params", str(f), "--procs", "8", "--size", "2000", "--json"]) == 0
     out = json.loads(capsys.readouterr().out)
     assert out["best"] == "alltoall_b" and set(out["predicted_s"]) == {"alltoall_a", "alltoall_b"}
+
+
+def test_measure_cli_runs_unchanged_over_local_tcp_processes(tmp_path):
+    from parcomm.cli import main
+
+    out = tmp_path / "m.json"
+    rc = main(["measure", "--backend", "local", "--procs", "2", "--sizes", "0,1KiB", "--patterns", "none",
+               "--rel-ci", "10", "--out", str(out)])
+    assert rc == 0
+    p = PlogPParams.load(out)
+    assert p.meta["backend"] == "local" and p.sizes == [0, 1024]
+    assert p.L > 0 and all(g > 0 for g in p.g)
+
+
+def test_measure_cli_needs_procs_for_real_backends(tmp_path, capsys):
+    from parcomm.cli import main
+
+    assert main(["measure", "--backend", "mpi", "--out", str(tmp_path / "m.json")]) == 2
+    assert "--procs" in capsys.readouterr().err

@@ -15,8 +15,10 @@ def _sizes(text: str) -> list[int]:
 
 
 @click.command()
+@click.option("--backend", type=click.Choice(["sim", "local", "mpi"]), default="sim", show_default=True,
+              help="sim: a simulated platform; local: TCP processes on this machine; mpi: ranks under mpiexec")
 @click.option("--platform", "platform_spec", default="opteron:8", show_default=True,
-              help="simulated platform to measure (short form or TOML file)")
+              help="simulated platform to measure (short form or TOML file; --backend sim)")
 @click.option("--procs", "-n", type=int, default=None, help="ranks (default: every host)")
 @click.option("--sizes", default="0,64,1KiB,4KiB,16KiB,64KiB,256KiB,1MiB", show_default=True,
               help="message sizes at which g, o_s and o_r are measured")
@@ -28,11 +30,12 @@ def _sizes(text: str) -> list[int]:
 @click.option("--rto", default="200ms", show_default=True, help="T_RTO of the platform's TCP (RTO minimum)")
 @click.option("--seed", type=int, default=1, show_default=True)
 @click.option("--out", type=click.Path(dir_okay=False, path_type=Path), required=True, help="parameter file to write (JSON)")
-def measure(platform_spec, procs, sizes, patterns, pattern_ks, rel_ci, rto, seed, out) -> None:
+def measure(backend, platform_spec, procs, sizes, patterns, pattern_ks, rel_ci, rto, seed, out) -> None:
     """Measure PlogP and PlogP-BR parameters (Kielmann's procedure, bidirectional
-    g(m, C) of seed 001 §3.3, switch queue q of §3.1) on the simulator.
+    g(m, C) of seed 001 §3.3, switch queue q of §3.1).
 
-    The same procedure runs over the MPI and socket backends through their runners.
+    The procedure is a set of rank programs; the simulator, local TCP
+    processes and MPI run them unchanged.
     """
     from rich.console import Console
 
@@ -42,18 +45,39 @@ def measure(platform_spec, procs, sizes, patterns, pattern_ks, rel_ci, rto, seed
     size_list = parse_with(_sizes, sizes, "--sizes")
     rto_s = parse_with(lambda v: parse_duration(v, "--rto"), rto, "--rto")
     try:
-        plat = as_platform(platform_spec)
-        n = procs or len(plat["hosts"])
         ks = [int(k) for k in pattern_ks.split(",")] if pattern_ks else None
-        fc = any(s.get("flow_control") for s in plat.get("switches", []))
+        if backend == "sim":
+            plat = as_platform(platform_spec)
+            n = procs or len(plat["hosts"])
+            fc = any(s.get("flow_control") for s in plat.get("switches", []))
+            runner = sim_runner(plat, n, seed)
+        else:
+            if not procs:
+                raise ValueError(f"--backend {backend} needs --procs")
+            n, fc = procs, False
+            if backend == "local":
+                from ..comm.socket import local_runner
+
+                runner = local_runner(n, timeout=120)
+            else:
+                from ..comm.mpi import mpi_runner
+
+                runner = mpi_runner(n, timeout=120)
         con = Console(stderr=True)
         with con.status("measuring") as status:
-            params = do_measure(sim_runner(plat, n, seed), n, size_list, patterns=patterns, pattern_ks=ks,
+            params = do_measure(runner, n, size_list, patterns=patterns, pattern_ks=ks,
                                 rel_ci=rel_ci, rto_s=rto_s, flow_control=fc, progress=status.update,
-                                meta={"platform": platform_spec, "backend": "sim", "seed": seed})
+                                meta={"platform": platform_spec if backend == "sim" else backend,
+                                      "backend": backend, "seed": seed})
         params.save(out)
     except (ValueError, OSError) as e:
         raise UserError(str(e)) from None
+    except Exception as e:  # a real backend failed (e.g. a rank died): say so in one line
+        from ..comm import CommError
+
+        if isinstance(e, CommError):
+            raise UserError(f"measurement failed on backend {backend}: {e}") from None
+        raise
     con.print(f"L = {params.L * 1e6:.2f} us, g(0) = {params.g[0] * 1e6:.2f} us, "
               f"q = {params.queue_bytes if params.queue_bytes is None else round(params.queue_bytes)} B; wrote {out}")
 
