@@ -13,6 +13,7 @@ import click
 from .common import UserError
 from .compare import compare
 from .emu import emu
+from .mcast import mcast
 from .model import measure, model
 from .repro import repro
 from .run import run
@@ -34,6 +35,7 @@ def cli() -> None:
     emu      run on an emulated cluster: real Linux TCP in network namespaces (root)
     compare  put the simulator's and the emulation's times side by side
     run      run rank programs for real: local TCP processes, MPI, or one TCP rank
+    mcast    reliable multicast with repair routers: model, placement, simulation
 
     Run `parcomm COMMAND --help` for each command's options.
     """
@@ -46,6 +48,7 @@ cli.add_command(repro)
 cli.add_command(emu)
 cli.add_command(compare)
 cli.add_command(run)
+cli.add_command(mcast)
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -10,6 +10,7 @@ beside them.
 
 from .hockney import Hockney
 from .logp import LogGP, LogP
+from .multicast import MulticastResult, analyze as analyze_multicast
 from .params import PlogPParams
 from .plogp import PlogP
 from .plogp_br import PlogPBR, rto_penalty_count
@@ -20,9 +21,11 @@ __all__ = [
     "Hockney",
     "LogGP",
     "LogP",
+    "MulticastResult",
     "PlogP",
     "PlogPBR",
     "PlogPParams",
+    "analyze_multicast",
     "make_model",
     "predict_all",
     "rto_penalty_count",

@@ -14,6 +14,7 @@ from typing import Any, Callable
 # Study name -> module. Later issues add one line each.
 STUDIES: dict[str, str] = {
     "rto": "parcomm.studies.rto",
+    "shimokuni": "parcomm.studies.shimokuni",
     "nomura": "parcomm.studies.nomura",
 }
 
