@@ -32,7 +32,7 @@ from parcomm.collectives import (
 )
 from parcomm.comm import ANY_SOURCE, CommError, CommTimeout, Status, run_local, run_mpi, run_sim
 from parcomm.comm.mpi import find_mpiexec
-from parcomm.comm.socket import kernel_tcp_counters, read_addresses, write_addresses
+from parcomm.comm.sockopts import kernel_tcp_counters, read_addresses, write_addresses
 
 HERE = Path(__file__).resolve().parent
 ME = __name__  # how other processes import this module
@@ -210,7 +210,7 @@ def test_measurement_programs_run_unchanged_on_sockets_and_mpi(mpi):
     """parcomm.models.measure's rank programs over the real backends' runners."""
     measure = pytest.importorskip("parcomm.models.measure")
     from parcomm.comm.mpi import mpi_runner
-    from parcomm.comm.socket import local_runner
+    from parcomm.comm.launch import local_runner
 
     for runner in (local_runner(2, timeout=30), mpi_runner(2, timeout=30)):
         rtts = runner(measure.rtt_program, {"m": 200_000, "back": 0, "reps": 3})[0]

@@ -56,7 +56,7 @@ def measure(backend, platform_spec, procs, sizes, patterns, pattern_ks, rel_ci, 
                 raise ValueError(f"--backend {backend} needs --procs")
             n, fc = procs, False
             if backend == "local":
-                from ..comm.socket import local_runner
+                from ..comm.launch import local_runner
 
                 runner = local_runner(n, timeout=120)
             else:

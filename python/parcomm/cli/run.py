@@ -158,7 +158,7 @@ def run() -> None:
 def local(procs, program, kwargs_json, timeout, nodelay, sndbuf, rcvbuf, as_json) -> None:
     """Run PROGRAM on N local processes connected by TCP over 127.0.0.1 (SocketComm)."""
     from ..comm import CommError
-    from ..comm.socket import run_local
+    from ..comm.launch import run_local
 
     n = _procs(procs)
     ref = _program(program)
@@ -245,7 +245,8 @@ def socket_cmd(rank, addresses, program, kwargs_json, out, size, nodelay, sndbuf
     process per rank, each with the same addresses file (this is what the
     emulated cluster runs in each network namespace)."""
     from ..comm import CommError
-    from ..comm.socket import read_addresses, run_rank
+    from ..comm.launch import run_rank
+    from ..comm.sockopts import read_addresses
 
     ref = _program(program)
     kwargs = _kwargs(kwargs_json)
@@ -273,7 +274,7 @@ def socket_cmd(rank, addresses, program, kwargs_json, out, size, nodelay, sndbuf
         res = run_rank(ref, rank, n, addrs, kwargs=kwargs, sock_options=opts, timeout=limit,
                        connect_timeout=connect_limit)
     except CommError as e:
-        from ..comm.socket import _classify
+        from ..comm.launch import _classify
 
         doc = {"rank": rank, "ok": False, "error": str(e), "error_kind": _classify(e)}
         if out is not None:

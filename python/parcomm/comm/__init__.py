@@ -12,7 +12,8 @@ from .base import ANY_SOURCE, ANY_TAG, CommError, DeadlockError, Status
 from .aio import CommTimeout, ProgramError, RankResult, RunResult, resolve_program
 from .mpi import MPIComm, run_mpi
 from .sim import SimComm, SimResult, run_sim
-from .socket import SocketComm, run_local, run_rank
+from .launch import run_local, run_rank
+from .socket import SocketComm
 
 __all__ = [
     "ANY_SOURCE",

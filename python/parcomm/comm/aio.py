@@ -31,7 +31,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Awaitable, Callable, Sequence
 
-from .base import ANY_SOURCE, ANY_TAG, CommError, Status, payload_nbytes
+from .base import ANY_SOURCE, ANY_TAG, CommError, CompletionTime, Status, payload_nbytes
 
 __all__ = [
     "CommTimeout",
@@ -460,7 +460,7 @@ class RankResult:
     (after the mesh was up and every rank had arrived) and returned;
     ``elapsed_s`` is their difference on the monotonic clock. ``counters``
     are this rank's own TCP sockets' kernel counters (SocketComm; see
-    :func:`parcomm.comm.socket.tcp_info_counters`).
+    :func:`parcomm.comm.sockopts.tcp_info_counters`).
     """
 
     rank: int
@@ -483,7 +483,7 @@ class RankResult:
 
 
 @dataclass
-class RunResult:
+class RunResult(CompletionTime):
     """What a real run returns, shaped like :class:`~parcomm.comm.SimResult`:
     ``finish_times[r]`` is seconds from the earliest rank's start to rank r's
     finish, ``results[r]`` is what rank r returned, ``counters`` holds what
@@ -497,11 +497,6 @@ class RunResult:
     backend: str
     platform: str = ""
     extra: dict[str, Any] = field(default_factory=dict)
-
-    @property
-    def time(self) -> float:
-        """Completion time: when the last rank finished."""
-        return max(self.finish_times) if self.finish_times else 0.0
 
     def host_totals(self) -> dict[str, int]:
         """Sums of the per-rank counter columns that this backend measured."""

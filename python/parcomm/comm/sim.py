@@ -27,7 +27,7 @@ from dataclasses import dataclass, field
 from typing import Any, Awaitable, Callable, Sequence
 
 from .. import _core
-from .base import ANY_SOURCE, ANY_TAG, CommError, DeadlockError, Status, payload_nbytes
+from .base import ANY_SOURCE, ANY_TAG, CommError, CompletionTime, DeadlockError, Status, payload_nbytes
 from .matching import Envelope, Matcher, PostedRecv
 
 # MPICH's CH3 default eager limit (MPIR_CVAR_CH3_EAGER_MAX_MSG_SIZE = 131072 bytes).
@@ -164,7 +164,7 @@ class SimComm:
 
 
 @dataclass
-class SimResult:
+class SimResult(CompletionTime):
     """What a simulated run returns: times in simulated seconds."""
 
     finish_times: list[float]
@@ -175,11 +175,6 @@ class SimResult:
     seed: int
     platform: str = ""
     extra: dict[str, Any] = field(default_factory=dict)
-
-    @property
-    def time(self) -> float:
-        """Completion time: when the last rank finished."""
-        return max(self.finish_times) if self.finish_times else 0.0
 
     def host_totals(self) -> dict[str, int]:
         h = self.counters["hosts"]

@@ -5,11 +5,13 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from ..comm.base import CompletionTime
+
 __all__ = ["EmuResult"]
 
 
 @dataclass
-class EmuResult:
+class EmuResult(CompletionTime):
     """Times are real seconds, measured from the moment every rank was ready.
 
     ``counters`` has the simulator's columns (``hosts``, ``ports``, ...);
@@ -24,11 +26,6 @@ class EmuResult:
     platform: str = ""
     backend: str = "emu"
     extra: dict[str, Any] = field(default_factory=dict)
-
-    @property
-    def time(self) -> float:
-        """Completion time: when the last rank finished."""
-        return max(self.finish_times) if self.finish_times else 0.0
 
     def host_totals(self) -> dict[str, int | None]:
         """Sums over hosts; ``None`` for a column the kernel does not provide."""
