@@ -24,3 +24,25 @@ def parse_with(parser, value: str, option: str) -> Any:
 def emit_json(obj: Any) -> None:
     json.dump(obj, sys.stdout, indent=1, default=str)
     sys.stdout.write("\n")
+
+
+def load_platform(spec: str, rto_min: str | None, rto_max: str | None, rto_scheme: str | None, seed: int = 0) -> dict:
+    """The platform with the RTO options applied (seed 000 §5.2 schemes drawn with ``seed``)."""
+    from ..platform import apply_rto, as_platform, set_rto
+    from ..platform.units import parse_duration
+
+    try:
+        plat = as_platform(spec)
+        if rto_scheme:
+            if not rto_min:
+                raise ValueError("--rto-scheme needs --rto-min (the X of seed 000 §5.2)")
+            plat = apply_rto(plat, rto_scheme, parse_duration(rto_min, "--rto-min"), seed=seed)
+        elif rto_min or rto_max:
+            plat = set_rto(
+                plat,
+                rto_min_s=parse_duration(rto_min, "--rto-min") if rto_min else None,
+                rto_max_s=parse_duration(rto_max, "--rto-max") if rto_max else None,
+            )
+    except (ValueError, OSError) as e:
+        raise UserError(str(e)) from None
+    return plat

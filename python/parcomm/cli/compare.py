@@ -14,8 +14,8 @@ from typing import Any
 import click
 
 from ..platform.units import parse_duration, parse_size
-from .common import UserError, emit_json
-from .emu import EMU_PLATFORM_HELP, SCHEMES, check_emulable, load_platform, make_progress
+from .common import UserError, emit_json, load_platform
+from .emu import EMU_PLATFORM_HELP, SCHEMES, check_emulable, make_progress
 
 BACKENDS = ("sim", "emu")
 

@@ -12,34 +12,13 @@ from typing import Any, Callable
 import click
 
 from ..platform.units import parse_duration, parse_size
-from .common import UserError, emit_json, parse_with
+from .common import UserError, emit_json, load_platform, parse_with
 
 EMU_PLATFORM_HELP = (
     "a star platform: short form (star:8,rate=100M,buffer=32KiB; buffer in bytes or '20 packets') "
     "or a TOML file; the emulation refuses what it cannot reproduce (loss, delay, flow control, ATM)"
 )
 SCHEMES = ["fixed", "random_min", "random_both"]
-
-
-def load_platform(spec: str, rto_min: str | None, rto_max: str | None, rto_scheme: str | None, seed: int) -> dict:
-    """The platform with the RTO options applied (seed 000 §5.2 schemes drawn with ``seed``)."""
-    from ..platform import apply_rto, as_platform, set_rto
-
-    try:
-        plat = as_platform(spec)
-        if rto_scheme:
-            if not rto_min:
-                raise ValueError("--rto-scheme needs --rto-min (the X of seed 000 §5.2)")
-            plat = apply_rto(plat, rto_scheme, parse_duration(rto_min, "--rto-min"), seed=seed)
-        elif rto_min or rto_max:
-            plat = set_rto(
-                plat,
-                rto_min_s=parse_duration(rto_min, "--rto-min") if rto_min else None,
-                rto_max_s=parse_duration(rto_max, "--rto-max") if rto_max else None,
-            )
-    except (ValueError, OSError) as e:
-        raise UserError(str(e)) from None
-    return plat
 
 
 def check_emulable(plat: dict) -> None:

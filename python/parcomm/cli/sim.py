@@ -7,32 +7,12 @@ from typing import Any
 import click
 
 from ..platform.units import parse_duration, parse_size
-from .common import UserError, emit_json, parse_with
+from .common import UserError, emit_json, load_platform, parse_with
 
 PLATFORM_HELP = (
     "platform: a short form (star:64, star:64,rate=1G,buffer=64KiB,fc=off, atm:100, "
     "opteron:64, segments:16x8) or a TOML platform file"
 )
-
-
-def _load_platform(spec: str, rto_min: str | None, rto_max: str | None, rto_scheme: str | None) -> dict:
-    from ..platform import apply_rto, as_platform, set_rto
-
-    try:
-        plat = as_platform(spec)
-        if rto_scheme:
-            if not rto_min:
-                raise ValueError("--rto-scheme needs --rto-min (the X of seed 000 §5.2)")
-            plat = apply_rto(plat, rto_scheme, parse_duration(rto_min, "--rto-min"), seed=0)
-        elif rto_min or rto_max:
-            plat = set_rto(
-                plat,
-                rto_min_s=parse_duration(rto_min, "--rto-min") if rto_min else None,
-                rto_max_s=parse_duration(rto_max, "--rto-max") if rto_max else None,
-            )
-    except (ValueError, OSError) as e:
-        raise UserError(str(e)) from None
-    return plat
 
 
 def _common(f):
@@ -61,7 +41,7 @@ def _common(f):
 def _run(program, kwargs: dict, platform_spec, procs, rto_min, rto_max, rto_scheme, seed, eager_limit, time_limit, as_json, what: dict) -> None:
     from ..comm import CommError, run_sim
 
-    plat = _load_platform(platform_spec, rto_min, rto_max, rto_scheme)
+    plat = load_platform(platform_spec, rto_min, rto_max, rto_scheme)
     eager = parse_with(lambda v: parse_size(v, "--eager-limit"), eager_limit, "--eager-limit")
     limit = parse_with(lambda v: parse_duration(v, "--time-limit"), time_limit, "--time-limit")
     try:
