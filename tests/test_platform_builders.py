@@ -128,6 +128,25 @@ def test_validate_names_the_offending_field(mutate, field):
     assert field in str(err.value)
 
 
+def test_sack_and_tlp_are_optional_bools_default_off():
+    assert pp.TCP_OPTIONAL == ("sack", "tail_loss_probe")
+    assert all(pp.LINUX_TCP[f] is False for f in pp.TCP_OPTIONAL)
+    # A tcp table written before the fields existed is still complete and valid.
+    p = pp.star(2)
+    for f in pp.TCP_OPTIONAL:
+        del p["hosts"][0]["tcp"][f]
+    pp.validate(p)
+    old = {k: v for k, v in pp.LINUX_TCP.items() if k not in pp.TCP_OPTIONAL}
+    assert pp.tcp_spec(old) == pp.LINUX_TCP
+    assert pp.tcp_spec(sack="true", tail_loss_probe=True)["sack"] is True
+    p["hosts"][1]["tcp"]["sack"] = 1
+    with pytest.raises(pp.PlatformError, match="hosts.h1.tcp.sack"):
+        pp.validate(p)
+    # No builder turns them on.
+    for b in (pp.star(2), pp.opteron_cluster(2), pp.atm_cluster(2), pp.segments_router(2, 1)):
+        assert all(h["tcp"][f] is False for h in b["hosts"] for f in pp.TCP_OPTIONAL)
+
+
 # --- builders ---------------------------------------------------------------
 
 

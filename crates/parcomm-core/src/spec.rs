@@ -77,6 +77,13 @@ pub struct TcpSpec {
     pub delayed_ack_timeout_s: f64,
     /// Duplicate ACKs that trigger fast retransmit.
     pub dupack_threshold: u64,
+    /// SACK (RFC 2018) with RFC 6675 loss recovery; a stream uses it only
+    /// when both of its hosts enable it.
+    #[serde(default)]
+    pub sack: bool,
+    /// Tail loss probe (RFC 8985 §7), on the sending host.
+    #[serde(default)]
+    pub tail_loss_probe: bool,
 }
 
 impl Default for TcpSpec {
@@ -94,6 +101,8 @@ impl Default for TcpSpec {
             delayed_ack: false,
             delayed_ack_timeout_s: 0.04,
             dupack_threshold: 3,
+            sack: false,
+            tail_loss_probe: false,
         }
     }
 }

@@ -129,7 +129,7 @@ impl Simulation {
         let h: &Vec<HostCounters> = &c.hosts;
         out.set_item(
             "hosts",
-            columns!(py, h, name, bytes_sent, bytes_retransmitted, segments_sent, segments_retransmitted, timeouts, fast_retransmits, nic_drops, corrupt_discards, cpu_busy_s),
+            columns!(py, h, name, bytes_sent, bytes_retransmitted, segments_sent, segments_retransmitted, timeouts, fast_retransmits, tail_loss_probes, nic_drops, corrupt_discards, cpu_busy_s),
         )?;
         let p: &Vec<PortCounters> = &c.ports;
         out.set_item(

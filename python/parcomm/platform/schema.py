@@ -37,6 +37,7 @@ __all__ = [
     "FRAMINGS",
     "LINUX_TCP",
     "TCP_FIELDS",
+    "TCP_OPTIONAL",
     "HOST_OPTIONS",
     "tcp_spec",
     "overhead",
@@ -69,8 +70,8 @@ DEFAULT_FRAMING = "ethernet"
 #: ``Framing`` variants (serde ``rename_all = "lowercase"``).
 FRAMINGS = ("ethernet", "atm", "raw")
 
-#: ``impl Default for TcpSpec`` in spec.rs, field for field. TcpSpec has no
-#: per-field serde defaults, so every emitted ``tcp`` dict carries all of them.
+#: ``impl Default for TcpSpec`` in spec.rs, field for field. Only the fields in
+#: ``TCP_OPTIONAL`` have serde defaults; every emitted ``tcp`` dict carries all.
 LINUX_TCP: dict[str, Any] = {
     "rto_min_s": 0.2,  # TCP_RTO_MIN = HZ/5
     "rto_max_s": 120.0,  # TCP_RTO_MAX = 120*HZ
@@ -82,10 +83,16 @@ LINUX_TCP: dict[str, Any] = {
     "delayed_ack": False,
     "delayed_ack_timeout_s": 0.04,
     "dupack_threshold": 3,
+    # Off by default so that results stay comparable; Linux has both on.
+    "sack": False,  # RFC 2018 blocks + RFC 6675 recovery (both ends must enable it)
+    "tail_loss_probe": False,  # RFC 8985 section 7
 }
 
 #: Field names of ``TcpSpec``, in declaration order.
 TCP_FIELDS = tuple(LINUX_TCP)
+
+#: ``TcpSpec`` fields with ``#[serde(default)]`` (false): a ``tcp`` table may omit them.
+TCP_OPTIONAL = ("sack", "tail_loss_probe")
 
 #: Keyword options of ``host`` other than the name (what builders pass through).
 HOST_OPTIONS = ("mtu", "nic_queue_packets", "send_overhead", "recv_overhead", "tcp")
@@ -101,6 +108,8 @@ _TCP_KIND = {
     "delayed_ack": "bool",
     "delayed_ack_timeout_s": "duration",
     "dupack_threshold": "count",
+    "sack": "bool",
+    "tail_loss_probe": "bool",
 }
 
 
@@ -130,7 +139,8 @@ def tcp_spec(base: Mapping[str, Any] | None = None, **overrides: Any) -> dict:
     Values may be unit strings (``rto_min_s="200ms"``, ``sndbuf_bytes="64KiB"``).
     Unknown field names raise ``PlatformError``.
     """
-    merged = dict(LINUX_TCP if base is None else base)
+    merged = {f: LINUX_TCP[f] for f in TCP_OPTIONAL}  # serde defaults, for bases that predate them
+    merged.update(LINUX_TCP if base is None else base)
     merged.update(overrides)
     unknown = set(merged) - set(TCP_FIELDS)
     if unknown:
@@ -429,7 +439,7 @@ def validate(p: Mapping[str, Any]) -> dict:
             _f64(ov, "per_byte_s", f"{w}.{o}", 0.0)
         if "tcp" in h:
             t = h["tcp"]
-            _fields(t, set(TCP_FIELDS), set(TCP_FIELDS), f"{w}.tcp")
+            _fields(t, set(TCP_FIELDS), set(TCP_FIELDS) - set(TCP_OPTIONAL), f"{w}.tcp")
             for f in TCP_FIELDS:
                 kind = _TCP_KIND[f]
                 if kind == "bool":

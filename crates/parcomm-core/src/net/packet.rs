@@ -3,7 +3,7 @@
 
 use crate::transport::{Ack, Segment};
 
-/// TCP/IP header bytes (20 IP + 20 TCP, no options).
+/// TCP/IP header bytes (20 IP + 20 TCP, no options; ACKs add SACK options).
 pub const HEADER_BYTES: u64 = 40;
 
 #[derive(Clone, Copy, Debug)]
@@ -33,11 +33,32 @@ impl Packet {
         Packet::new(src, dst, stream, Payload::Data(seg), HEADER_BYTES + seg.len)
     }
 
+    /// A pure ACK; SACK blocks add their TCP option bytes to the header.
     pub fn ack(src: u32, dst: u32, stream: u32, ack: Ack) -> Packet {
-        Packet::new(src, dst, stream, Payload::Ack(ack), HEADER_BYTES)
+        Packet::new(src, dst, stream, Payload::Ack(ack), HEADER_BYTES + ack.sack.option_bytes())
     }
 
     fn new(src: u32, dst: u32, stream: u32, payload: Payload, ip_bytes: u64) -> Packet {
         Packet { src, dst, stream, payload, ip_bytes, cells: crate::spec::atm_cells(ip_bytes), corrupt: false }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::transport::SackBlocks;
+
+    #[test]
+    fn ack_size_counts_the_sack_option() {
+        let mut ack = Ack::new(0, 0);
+        let mut sizes = vec![Packet::ack(0, 1, 0, ack).ip_bytes];
+        for i in 0..4 {
+            let mut b = ack.sack;
+            b.push(100 * i + 10, 100 * i + 20);
+            ack.sack = b;
+            sizes.push(Packet::ack(0, 1, 0, ack).ip_bytes);
+        }
+        assert_eq!(sizes, vec![40, 52, 60, 68, 76]);
+        assert_eq!(SackBlocks::default().option_bytes(), 0);
     }
 }

@@ -27,6 +27,8 @@ fn tcp_config(h: &crate::spec::HostSpec) -> TcpConfig {
         delayed_ack: t.delayed_ack,
         delayed_ack_timeout: from_secs(t.delayed_ack_timeout_s),
         dupack_threshold: t.dupack_threshold,
+        sack: t.sack,
+        tail_loss_probe: t.tail_loss_probe,
     }
 }
 

@@ -15,6 +15,7 @@ pub struct HostCounters {
     pub segments_retransmitted: u64,
     pub timeouts: u64,
     pub fast_retransmits: u64,
+    pub tail_loss_probes: u64,
     pub nic_drops: u64,
     pub corrupt_discards: u64,
     pub cpu_busy_s: f64,
@@ -91,6 +92,7 @@ impl Simulation {
             c.segments_retransmitted += s.segments_retransmitted;
             c.timeouts += s.timeouts;
             c.fast_retransmits += s.fast_retransmits;
+            c.tail_loss_probes += s.tail_loss_probes;
         }
         for (i, h) in self.hosts.iter().enumerate() {
             hosts[i].nic_drops = match h.nic {

@@ -61,9 +61,13 @@ impl Simulation {
             return s;
         }
         let mut cfg = self.hosts[src as usize].tcp.clone();
-        let rcfg = self.hosts[dst as usize].tcp.clone();
+        let mut rcfg = self.hosts[dst as usize].tcp.clone();
         // The sender's first window is the receiver's buffer.
         cfg.rcvbuf = rcfg.rcvbuf;
+        // SACK is used only when both ends permit it (SYN negotiation).
+        let sack = cfg.sack && rcfg.sack;
+        cfg.sack = sack;
+        rcfg.sack = sack;
         let id = self.streams.len() as u32;
         let mut sender = Sender::new(&cfg);
         // Ranks connect their sockets before communicating (MPI and socket
@@ -91,7 +95,7 @@ impl Simulation {
     }
 
     fn one_way_idle(&self, src: u32, dst: u32) -> Time {
-        let probe = Packet::ack(src, dst, 0, crate::transport::Ack { ack: 0, window: 0 });
+        let probe = Packet::ack(src, dst, 0, crate::transport::Ack::new(0, 0));
         let (mut node, mut total) = (src, 0);
         for _ in 0..self.nodes.len() {
             if node == dst {

@@ -16,13 +16,16 @@
 pub mod newreno;
 pub mod receiver;
 pub mod rto;
+pub mod sack;
 pub mod sender;
 #[cfg(test)]
 mod testnet;
+pub mod tlp;
 
 pub use newreno::{CongestionControl, NewReno};
 pub use receiver::Receiver;
 pub use rto::{Rfc6298Rto, RtoEstimator};
+pub use sack::{SackBlocks, MAX_SACK_BLOCKS};
 pub use sender::Sender;
 
 use crate::time::{Time, MS, SEC};
@@ -45,6 +48,13 @@ pub struct TcpConfig {
     pub delayed_ack_timeout: Time,
     /// Duplicate ACKs that trigger fast retransmit (3 normally).
     pub dupack_threshold: u64,
+    /// Selective acknowledgements: the receiver reports out-of-order blocks
+    /// (RFC 2018) and the sender recovers with a scoreboard (RFC 6675).
+    /// Both ends must enable it (the driver negotiates, as the SYN does).
+    pub sack: bool,
+    /// Tail loss probe (RFC 8985 §7): one probe segment after 2·SRTT of
+    /// silence instead of waiting for the retransmission timeout.
+    pub tail_loss_probe: bool,
 }
 
 impl Default for TcpConfig {
@@ -63,6 +73,8 @@ impl Default for TcpConfig {
             delayed_ack: true,
             delayed_ack_timeout: 40 * MS,
             dupack_threshold: 3,
+            sack: false,
+            tail_loss_probe: false,
         }
     }
 }
@@ -77,11 +89,24 @@ pub struct Segment {
 }
 
 /// A cumulative acknowledgement: `ack` is the next byte expected; `window` is
-/// the receive window counted from `ack`.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+/// the receive window counted from `ack`; `sack` lists out-of-order blocks
+/// held above `ack` (empty unless SACK is on).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct Ack {
     pub ack: u64,
     pub window: u64,
+    pub sack: SackBlocks,
+}
+
+impl Ack {
+    /// A plain cumulative ACK without SACK blocks.
+    pub fn new(ack: u64, window: u64) -> Ack {
+        Ack {
+            ack,
+            window,
+            sack: SackBlocks::default(),
+        }
+    }
 }
 
 /// Counters of a [`Sender`]; `*_sent` include retransmissions.
@@ -92,5 +117,10 @@ pub struct SenderStats {
     pub segments_sent: u64,
     pub segments_retransmitted: u64,
     pub timeouts: u64,
+    /// Loss recoveries entered: NewReno fast retransmits, or RFC 6675
+    /// recoveries when SACK is on.
     pub fast_retransmits: u64,
+    /// Tail loss probes sent (RFC 8985 §7); also counted in `segments_sent`,
+    /// and in `segments_retransmitted` when the probe resends old data.
+    pub tail_loss_probes: u64,
 }

@@ -14,6 +14,11 @@ pub trait CongestionControl: Debug + Send + Sync {
     fn on_ack(&mut self, acked: u64);
     /// Fast retransmit: entering fast recovery with `flight` bytes outstanding.
     fn on_enter_recovery(&mut self, flight: u64);
+    /// Entering SACK loss recovery (RFC 6675) with `flight` bytes
+    /// outstanding. The sender limits itself by `pipe`, so the window is
+    /// reduced without fast-recovery inflation, and neither dupacks nor
+    /// partial ACKs change it until [`Self::on_exit_recovery`].
+    fn on_enter_sack_recovery(&mut self, flight: u64);
     /// A further duplicate ACK while in fast recovery.
     fn on_recovery_dupack(&mut self);
     /// An ACK of `acked` new bytes that does not yet cover `recover`.
@@ -76,6 +81,12 @@ impl CongestionControl for NewReno {
         self.halve(flight);
         // Inflate by the three segments that left the network (the dupacks).
         self.cwnd = self.ssthresh + 3 * self.mss;
+    }
+
+    fn on_enter_sack_recovery(&mut self, flight: u64) {
+        // RFC 6675 §5 step (4.2): cwnd = ssthresh = FlightSize / 2.
+        self.halve(flight);
+        self.cwnd = self.ssthresh;
     }
 
     fn on_recovery_dupack(&mut self) {
@@ -157,5 +168,16 @@ mod tests {
         assert_eq!(cc.ssthresh(), 2000);
         cc.on_partial_ack(1_000_000);
         assert_eq!(cc.cwnd(), 1000);
+    }
+
+    #[test]
+    fn sack_recovery_halves_without_inflation() {
+        let mut cc = NewReno::new(1000, 10);
+        cc.on_enter_sack_recovery(40_000);
+        assert_eq!((cc.cwnd(), cc.ssthresh()), (20_000, 20_000));
+        cc.on_exit_recovery();
+        assert_eq!(cc.cwnd(), 20_000);
+        cc.on_enter_sack_recovery(1000);
+        assert_eq!((cc.cwnd(), cc.ssthresh()), (2000, 2000));
     }
 }

@@ -1,5 +1,7 @@
-//! The receiving end: reassembly, cumulative ACKs, delayed ACK.
+//! The receiving end: reassembly, cumulative ACKs, delayed ACK, and
+//! optionally SACK blocks (RFC 2018).
 
+use super::sack::{SackBlocks, MAX_SACK_BLOCKS};
 use super::{Ack, Segment, TcpConfig};
 use crate::time::Time;
 use std::collections::{BTreeMap, VecDeque};
@@ -21,6 +23,11 @@ pub struct Receiver {
     /// ACKs generated but not yet polled, each with the state at its creation.
     pending: VecDeque<Ack>,
     acks_sent: u64,
+    /// Report SACK blocks in ACKs.
+    sack: bool,
+    /// Starts of the latest out-of-order arrivals, newest first: the blocks
+    /// holding them are reported first (RFC 2018 §4).
+    recent: VecDeque<u64>,
 }
 
 impl Receiver {
@@ -37,6 +44,8 @@ impl Receiver {
             delack_deadline: None,
             pending: VecDeque::new(),
             acks_sent: 0,
+            sack: cfg.sack,
+            recent: VecDeque::new(),
         }
     }
 
@@ -56,6 +65,10 @@ impl Receiver {
         if start > self.rcv_nxt {
             // Out of order: buffer it and send a duplicate ACK at once.
             self.insert_ooo(start, end);
+            if self.sack {
+                self.recent.push_front(start);
+                self.recent.truncate(2 * MAX_SACK_BLOCKS);
+            }
             return self.ack_now();
         }
         let filled_hole = !self.ooo.is_empty();
@@ -118,9 +131,34 @@ impl Receiver {
         self.pending.push_back(Ack {
             ack: self.rcv_nxt,
             window: self.window(),
+            sack: self.sack_blocks(),
         });
         self.unacked_bytes = 0;
         self.delack_deadline = None;
+    }
+
+    /// The out-of-order blocks, as many as fit: first those holding the most
+    /// recent arrivals, newest first (RFC 2018 §4), then the lowest others.
+    fn sack_blocks(&self) -> SackBlocks {
+        let mut out = SackBlocks::default();
+        if !self.sack || self.ooo.is_empty() {
+            return out;
+        }
+        let recent = self.recent.iter().filter_map(|&seq| {
+            self.ooo
+                .range(..=seq)
+                .next_back()
+                .filter(|&(_, &e)| e > seq)
+        });
+        for (&s, &e) in recent.chain(self.ooo.iter()) {
+            if out.is_full() {
+                break;
+            }
+            if !out.as_slice().iter().any(|b| b.0 == s) {
+                out.push(s, e);
+            }
+        }
+        out
     }
 
     /// Adds [start, end) to the out-of-order set, merging overlapping and
@@ -250,5 +288,64 @@ mod tests {
         r.on_segment(60 * MS, seg(0, 100));
         assert_eq!(acks(&mut r), vec![(300, 900), (500, 1000), (500, 1000)]);
         assert_eq!(r.acks_sent(), 5);
+    }
+
+    fn sack_of(r: &mut Receiver) -> Vec<Vec<(u64, u64)>> {
+        std::iter::from_fn(|| r.poll_ack(0))
+            .map(|a| a.sack.as_slice().to_vec())
+            .collect()
+    }
+
+    #[test]
+    fn sack_blocks_most_recent_first() {
+        let mut r = Receiver::new(&TcpConfig {
+            sack: true,
+            rcvbuf: 10_000,
+            ..cfg(false)
+        });
+        r.on_segment(0, seg(0, 100));
+        r.on_segment(0, seg(200, 100));
+        r.on_segment(0, seg(600, 100));
+        r.on_segment(0, seg(400, 100));
+        r.on_segment(0, seg(300, 100)); // joins [200,300) and [400,500)
+        assert_eq!(
+            sack_of(&mut r),
+            vec![
+                vec![],
+                vec![(200, 300)],
+                vec![(600, 700), (200, 300)],
+                vec![(400, 500), (600, 700), (200, 300)],
+                vec![(200, 500), (600, 700)],
+            ]
+        );
+        // At most four blocks; the oldest reported one drops out, and a
+        // duplicate segment's ACK still reports the blocks.
+        for start in [800, 1000, 1200, 1400] {
+            r.on_segment(0, seg(start, 100));
+        }
+        let last = sack_of(&mut r).pop().unwrap();
+        assert_eq!(
+            last,
+            vec![(1400, 1500), (1200, 1300), (1000, 1100), (800, 900)]
+        );
+        r.on_segment(0, seg(0, 100));
+        assert_eq!(sack_of(&mut r)[0].len(), 4);
+        // Filling the holes delivers [100, 700): those blocks vanish, the
+        // others keep their most-recent-first order.
+        r.on_segment(0, seg(100, 100));
+        r.on_segment(0, seg(500, 100));
+        let acks: Vec<_> = std::iter::from_fn(|| r.poll_ack(0)).collect();
+        assert_eq!(acks[1].ack, 700);
+        assert_eq!(
+            acks[1].sack.as_slice(),
+            &[(1400, 1500), (1200, 1300), (1000, 1100), (800, 900)]
+        );
+    }
+
+    #[test]
+    fn no_sack_blocks_when_off() {
+        let mut r = Receiver::new(&cfg(false));
+        r.on_segment(0, seg(200, 100));
+        assert!(sack_of(&mut r).iter().all(|b| b.is_empty()));
     }
 }

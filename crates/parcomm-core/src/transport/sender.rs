@@ -1,13 +1,19 @@
 //! The sending end: segmentation, flight limits, retransmission timer,
-//! RTT sampling, fast retransmit / NewReno fast recovery.
+//! RTT sampling, fast retransmit / NewReno fast recovery, and optionally
+//! SACK-based recovery (RFC 6675, scoreboard in `sack.rs`) and tail loss
+//! probes (RFC 8985 §7, timer in `tlp.rs`).
 
 use super::newreno::{CongestionControl, NewReno};
 use super::rto::{Rfc6298Rto, RtoEstimator};
+use super::sack::Scoreboard;
+use super::tlp::Tlp;
 use super::{Ack, Segment, SenderStats, TcpConfig};
 use crate::time::Time;
 
 /// Invariant: `snd_una <= snd_nxt <= snd_max <= written`. `snd_nxt < snd_max`
-/// only after a timeout, while go-back-N resends what was declared lost.
+/// only after a timeout without SACK, while go-back-N resends what was
+/// declared lost; with SACK the scoreboard picks what to resend and
+/// `snd_nxt == snd_max`.
 #[derive(Debug)]
 pub struct Sender {
     mss: u64,
@@ -32,6 +38,14 @@ pub struct Sender {
     rtx_pending: Option<u64>,
     /// A timeout happened and no new data was acked since (RFC 5681 §3.1).
     timed_out_unrepaired: bool,
+    /// A timeout happened and snd_una has not reached `recover` yet.
+    rto_recovery: bool,
+    /// Start of the highest segment of new data sent (what a probe resends).
+    last_seg_start: u64,
+    /// SACK scoreboard; `None` when SACK is off.
+    sack: Option<Scoreboard>,
+    /// Tail loss probe state; `None` when TLP is off.
+    tlp: Option<Tlp>,
     stats: SenderStats,
 }
 
@@ -53,10 +67,18 @@ impl Sender {
         cc: Box<dyn CongestionControl>,
         rto: Box<dyn RtoEstimator>,
     ) -> Sender {
+        let mss = cfg.mss.max(1);
+        let dupack_threshold = cfg.dupack_threshold.max(1);
+        // The peer's worst-case ACK delay, for the PTO (both ends share the config).
+        let max_ack_delay = if cfg.delayed_ack {
+            cfg.delayed_ack_timeout
+        } else {
+            0
+        };
         Sender {
-            mss: cfg.mss.max(1),
+            mss,
             sndbuf: cfg.sndbuf,
-            dupack_threshold: cfg.dupack_threshold.max(1),
+            dupack_threshold,
             written: 0,
             snd_una: 0,
             snd_nxt: 0,
@@ -71,6 +93,10 @@ impl Sender {
             recover: None,
             rtx_pending: None,
             timed_out_unrepaired: false,
+            rto_recovery: false,
+            last_seg_start: 0,
+            sack: cfg.sack.then(|| Scoreboard::new(mss, dupack_threshold)),
+            tlp: cfg.tail_loss_probe.then(|| Tlp::new(max_ack_delay)),
             stats: SenderStats::default(),
         }
     }
@@ -109,8 +135,16 @@ impl Sender {
             return;
         }
         self.peer_wnd = ack.window;
+        let newly_sacked = match self.sack.as_mut() {
+            Some(sb) => sb.update(ack.ack, ack.sack.as_slice(), self.snd_max),
+            None => 0,
+        };
+        self.tlp_on_ack(&ack);
         if ack.ack == self.snd_una {
-            self.on_duplicate_ack();
+            self.on_duplicate_ack(newly_sacked > 0);
+            if !self.probe_allowed() {
+                self.cancel_probe();
+            }
             return;
         }
 
@@ -132,13 +166,21 @@ impl Sender {
                 self.in_recovery = false;
                 self.rtx_pending = None;
                 self.cc.on_exit_recovery();
-            } else {
+            } else if self.sack.is_none() {
                 // Partial ACK: the next hole is lost too; resend it now.
                 self.cc.on_partial_ack(acked);
                 self.rtx_pending = Some(self.snd_una);
             }
+            // With SACK, a partial ACK changes nothing: pipe and the
+            // scoreboard decide what goes next (RFC 6675 step B).
         } else {
             self.cc.on_ack(acked);
+        }
+        if self.rto_recovery && self.recover.is_none_or(|r| self.snd_una >= r) {
+            self.rto_recovery = false;
+            if let Some(sb) = self.sack.as_mut() {
+                sb.end_timeout_recovery();
+            }
         }
 
         // RFC 6298 (5.2)/(5.3).
@@ -147,11 +189,22 @@ impl Sender {
         } else {
             Some(now.saturating_add(self.rto.rto()))
         };
+        self.sack_maybe_enter_recovery();
+        self.arm_probe(now);
     }
 
-    fn on_duplicate_ack(&mut self) {
+    /// `new_sack_info`: the ACK SACKed bytes not SACKed before (with SACK
+    /// on, only such ACKs count as duplicates, RFC 6675 §2).
+    fn on_duplicate_ack(&mut self, new_sack_info: bool) {
         if self.snd_una == self.snd_max {
             return; // nothing outstanding: a pure window update
+        }
+        if self.sack.is_some() {
+            if new_sack_info {
+                self.dupacks += 1;
+            }
+            self.sack_maybe_enter_recovery();
+            return;
         }
         self.dupacks += 1;
         if self.in_recovery {
@@ -171,8 +224,45 @@ impl Sender {
         }
     }
 
+    /// RFC 6675 §5: enter loss recovery on DupThresh duplicate ACKs, or as
+    /// soon as the scoreboard declares the first unacked segment lost.
+    /// `recover` holds RecoveryPoint + 1 (exclusive), so "HighACK beyond
+    /// RecoveryPoint" is `snd_una >= recover`: a loss in data sent after the
+    /// previous episode's data is a new episode.
+    fn sack_maybe_enter_recovery(&mut self) {
+        let Some(sb) = self.sack.as_mut() else {
+            return;
+        };
+        let una = self.snd_una;
+        if self.in_recovery || self.rto_recovery || una == self.snd_max {
+            return;
+        }
+        if self.dupacks < self.dupack_threshold && !sb.is_lost(una) {
+            return;
+        }
+        if self.recover.is_some_and(|r| una < r) {
+            return;
+        }
+        self.stats.fast_retransmits += 1;
+        self.in_recovery = true;
+        self.recover = Some(self.snd_max);
+        self.cc.on_enter_sack_recovery(self.snd_max - una);
+        // Step (4.3): resend the first hole at once, whatever pipe says.
+        sb.start_episode((una + self.mss).min(sb.hole_end(una, self.snd_max)));
+        self.rtx_pending = Some(una);
+        self.cancel_probe();
+    }
+
     /// Must be called when `now >= poll_timeout()`; otherwise a no-op.
     pub fn on_timeout(&mut self, now: Time) {
+        if self
+            .tlp
+            .as_ref()
+            .and_then(Tlp::deadline)
+            .is_some_and(|d| now >= d)
+        {
+            return self.on_probe_timeout(now);
+        }
         match self.rto_deadline {
             Some(d) if now >= d => {}
             _ => return,
@@ -186,15 +276,34 @@ impl Sender {
             .on_timeout(self.snd_nxt - self.snd_una, self.timed_out_unrepaired);
         self.rto.on_timeout_backoff();
         self.timed_out_unrepaired = true;
+        self.rto_recovery = true;
         // Everything outstanding is presumed lost (like Linux's loss state):
         // restart from snd_una; the receiver acks past what it already holds.
         self.in_recovery = false;
         self.rtx_pending = None;
         self.dupacks = 0;
         self.recover = Some(self.snd_max);
-        self.snd_nxt = self.snd_una;
+        match self.sack.as_mut() {
+            // With SACK the holes are resent as cwnd and pipe allow.
+            Some(sb) => sb.on_timeout(self.snd_una, self.snd_max),
+            None => self.snd_nxt = self.snd_una,
+        }
+        if let Some(tlp) = self.tlp.as_mut() {
+            tlp.on_rto();
+        }
         self.rtt_probe = None; // Karn: the timed segment will be resent
         self.rto_deadline = Some(now.saturating_add(self.rto.rto())); // (5.6)
+    }
+
+    /// The PTO fired: a probe goes out at the next transmit if the episode
+    /// rules allow, and the RTO is re-armed from now (RFC 8985 §7.3).
+    fn on_probe_timeout(&mut self, now: Time) {
+        if let Some(tlp) = self.tlp.as_mut() {
+            tlp.on_expiry();
+        }
+        if self.snd_una < self.snd_max {
+            self.rto_deadline = Some(now.saturating_add(self.rto.rto()));
+        }
     }
 
     /// The next segment to put on the wire now, if any.
@@ -202,9 +311,23 @@ impl Sender {
         // Fast-recovery retransmissions are not limited by cwnd (RFC 5681 §3.2).
         if let Some(seq) = self.rtx_pending.take() {
             if seq >= self.snd_una && seq < self.snd_max {
-                let len = self.mss.min(self.snd_max - seq);
-                return Some(self.emit(now, seq, len, true));
+                let end = match self.sack.as_ref() {
+                    Some(sb) => sb.hole_end(seq, self.snd_max), // not into SACKed data
+                    None => self.snd_max,
+                };
+                let len = self.mss.min(end - seq);
+                if len > 0 {
+                    return Some(self.emit(now, seq, len, true));
+                }
             }
+        }
+        if self.tlp.as_mut().is_some_and(Tlp::take_due) {
+            if let Some(seg) = self.send_probe(now) {
+                return Some(seg);
+            }
+        }
+        if self.sack.is_some() && (self.in_recovery || self.rto_recovery) {
+            return self.sack_next_segment(now);
         }
 
         let seq = self.snd_nxt;
@@ -226,7 +349,120 @@ impl Sender {
         }
         self.snd_nxt += len;
         self.snd_max = self.snd_max.max(self.snd_nxt);
-        Some(self.emit(now, seq, len, resend))
+        let seg = self.emit(now, seq, len, resend);
+        if !resend {
+            self.last_seg_start = seq;
+            self.arm_probe(now);
+        }
+        Some(seg)
+    }
+
+    /// RFC 6675 NextSeg() while recovering with SACK (fast recovery, or
+    /// after a timeout), sending only while `cwnd - pipe >= 1 SMSS`.
+    fn sack_next_segment(&mut self, now: Time) -> Option<Segment> {
+        let (una, max) = (self.snd_una, self.snd_max);
+        let sb = self.sack.as_mut()?;
+        if self.cc.cwnd().saturating_sub(sb.pipe(una, max)) < self.mss {
+            return None;
+        }
+        // (1) The first lost hole not yet resent.
+        if let Some((s, e)) = sb.next_lost(una, max) {
+            let len = self.mss.min(e - s);
+            sb.on_retransmit(s + len);
+            return Some(self.emit(now, s, len, true));
+        }
+        // (2) New data, as the receiver's window allows.
+        let len = self.mss.min(self.written - max);
+        if len > 0 && max + len - una <= self.peer_wnd {
+            self.snd_nxt = max + len;
+            self.snd_max = max + len;
+            self.last_seg_start = max;
+            return Some(self.emit(now, max, len, false));
+        }
+        if !self.in_recovery {
+            return None; // rules 3 and 4 belong to fast recovery
+        }
+        // (3) A hole below the highest SACKed byte, even if not yet lost.
+        if let Some((s, e)) = sb.next_unsacked(una, max) {
+            let len = self.mss.min(e - s);
+            sb.on_retransmit(s + len);
+            return Some(self.emit(now, s, len, true));
+        }
+        // (4) One rescue retransmission of the tail per episode.
+        let (s, e) = sb.rescue(una, max)?;
+        sb.on_rescue(self.recover.unwrap_or(max));
+        Some(self.emit(now, s, e - s, true))
+    }
+
+    /// RFC 8985 §7.3 TLP_send(): new data if the receiver's window allows,
+    /// else the last segment sent again. Not limited by cwnd.
+    fn send_probe(&mut self, now: Time) -> Option<Segment> {
+        let (una, max) = (self.snd_una, self.snd_max);
+        if una == max {
+            return None;
+        }
+        let new_len = self.mss.min(self.written - max);
+        let seg = if self.snd_nxt == max && new_len > 0 && max + new_len - una <= self.peer_wnd {
+            self.snd_nxt = max + new_len;
+            self.snd_max = max + new_len;
+            self.last_seg_start = max;
+            self.emit(now, max, new_len, false)
+        } else {
+            let start = self.last_seg_start.clamp(una, max - 1);
+            self.emit(now, start, (max - start).min(self.mss), true)
+        };
+        self.stats.tail_loss_probes += 1;
+        if let Some(tlp) = self.tlp.as_mut() {
+            tlp.on_probe_sent(self.snd_max, seg.retransmission);
+        }
+        Some(seg)
+    }
+
+    /// RFC 8985 §7.2: a probe may be scheduled only in the open state, with
+    /// data outstanding and nothing delivered out of order.
+    fn probe_allowed(&self) -> bool {
+        !self.in_recovery
+            && !self.rto_recovery
+            && self.dupacks == 0
+            && self.snd_una < self.snd_max
+            && self.sack.as_ref().is_none_or(Scoreboard::is_empty)
+    }
+
+    /// (Re)starts the PTO after new data or a cumulative ACK, if allowed.
+    fn arm_probe(&mut self, now: Time) {
+        if self.tlp.is_none() {
+            return;
+        }
+        let allowed = self.probe_allowed();
+        let one_segment = self.snd_max - self.snd_una <= self.mss;
+        let (srtt, rto_deadline) = (self.rto.srtt(), self.rto_deadline);
+        let tlp = self.tlp.as_mut().unwrap();
+        if allowed {
+            tlp.arm(now, srtt, one_segment, rto_deadline);
+        } else {
+            tlp.cancel();
+        }
+    }
+
+    fn cancel_probe(&mut self) {
+        if let Some(tlp) = self.tlp.as_mut() {
+            tlp.cancel();
+        }
+    }
+
+    /// RFC 8985 §7.4: the probe's episode, and the congestion response
+    /// when the probe turns out to have repaired a loss.
+    fn tlp_on_ack(&mut self, ack: &Ack) {
+        let Some(tlp) = self.tlp.as_mut() else {
+            return;
+        };
+        let advanced = ack.ack > self.snd_una;
+        let pure_dupack = !advanced && ack.sack.is_empty();
+        if tlp.on_ack(ack.ack, advanced, pure_dupack) && !self.in_recovery {
+            // As Linux does (CWR): the reduction of an entered-and-finished recovery.
+            self.cc.on_enter_sack_recovery(self.snd_max - self.snd_una);
+            self.cc.on_exit_recovery();
+        }
     }
 
     /// Bookkeeping common to every transmission.
@@ -250,9 +486,13 @@ impl Sender {
         }
     }
 
-    /// Retransmission timer deadline; `None` when nothing is outstanding.
+    /// The next timer deadline (probe or retransmission); `None` when
+    /// nothing is outstanding.
     pub fn poll_timeout(&self) -> Option<Time> {
-        self.rto_deadline
+        match (self.tlp.as_ref().and_then(Tlp::deadline), self.rto_deadline) {
+            (Some(p), Some(r)) => Some(p.min(r)),
+            (p, r) => p.or(r),
+        }
     }
 
     pub fn stats(&self) -> &SenderStats {
@@ -289,6 +529,7 @@ impl Sender {
 #[cfg(test)]
 mod tests {
     use super::super::testnet::Net;
+    use super::super::{SackBlocks, MAX_SACK_BLOCKS};
     use super::*;
     use crate::time::{MS, SEC};
 
@@ -308,10 +549,7 @@ mod tests {
     }
 
     fn ack(ack: u64) -> Ack {
-        Ack {
-            ack,
-            window: 1 << 20,
-        }
+        Ack::new(ack, 1 << 20)
     }
 
     fn drain(s: &mut Sender, now: Time) -> Vec<(u64, u64, bool)> {
@@ -346,38 +584,14 @@ mod tests {
         let mut s = Sender::new(&cfg());
         s.write(20_000);
         assert_eq!(drain(&mut s, 0).len(), 10);
-        s.on_ack(
-            MS,
-            Ack {
-                ack: 1000,
-                window: 2500,
-            },
-        );
+        s.on_ack(MS, Ack::new(1000, 2500));
         assert_eq!(drain(&mut s, MS), vec![]); // 9000 in flight > 2500
-        s.on_ack(
-            MS,
-            Ack {
-                ack: 9000,
-                window: 2500,
-            },
-        );
+        s.on_ack(MS, Ack::new(9000, 2500));
         assert_eq!(drain(&mut s, MS), vec![(10_000, 1000, false)]);
-        s.on_ack(
-            MS,
-            Ack {
-                ack: 10_000,
-                window: 500,
-            },
-        );
+        s.on_ack(MS, Ack::new(10_000, 500));
         assert_eq!(drain(&mut s, MS), vec![]);
         // Nothing in flight: one segment may go even though the window is smaller.
-        s.on_ack(
-            MS,
-            Ack {
-                ack: 11_000,
-                window: 500,
-            },
-        );
+        s.on_ack(MS, Ack::new(11_000, 500));
         assert_eq!(drain(&mut s, MS), vec![(11_000, 1000, false)]);
     }
 
@@ -388,13 +602,7 @@ mod tests {
         drain(&mut s, 0);
         s.on_ack(MS, ack(7000)); // beyond snd_max
         s.on_ack(MS, ack(3000));
-        s.on_ack(
-            MS,
-            Ack {
-                ack: 1000,
-                window: 0,
-            },
-        ); // old: must not shrink the window
+        s.on_ack(MS, Ack::new(1000, 0)); // old: must not shrink the window
         assert_eq!(s.acked(), 3000);
         s.write(10_000);
         assert!(!drain(&mut s, MS).is_empty());
@@ -554,13 +762,7 @@ mod tests {
                 now += rnd(300 * MS);
                 match rnd(6) {
                     0 => s.write(rnd(100_000)),
-                    1 => s.on_ack(
-                        now,
-                        Ack {
-                            ack: rnd(s.written() + 10),
-                            window: rnd(30_000),
-                        },
-                    ),
+                    1 => s.on_ack(now, Ack::new(rnd(s.written() + 10), rnd(30_000))),
                     2 => s.on_timeout(now),
                     3 => r.on_segment(
                         now,
@@ -582,6 +784,93 @@ mod tests {
                     }
                 }
                 assert!(s.acked() <= s.written() && s.in_flight() <= s.written() - s.acked());
+            }
+        }
+    }
+
+    /// The same with SACK and TLP on, ACKs carrying random (often
+    /// nonsensical) SACK blocks, and the receiver's real ones.
+    #[test]
+    fn fuzz_with_sack_and_tlp_never_panics() {
+        let mut x: u64 = 0x2545_F491_4F6C_DD1D;
+        let mut rnd = |m: u64| {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            x % m.max(1)
+        };
+        for round in 0..300 {
+            let c = TcpConfig {
+                mss: 1 + rnd(3000),
+                rcvbuf: rnd(20_000),
+                sndbuf: rnd(50_000),
+                dupack_threshold: rnd(4),
+                delayed_ack: round % 2 == 0,
+                sack: round % 3 != 2,
+                tail_loss_probe: round % 3 != 1,
+                ..Default::default()
+            };
+            let mut s = Sender::new(&c);
+            if round % 4 == 0 {
+                s.seed_handshake_rtt(rnd(5 * MS));
+            }
+            let mut r = super::super::Receiver::new(&c);
+            let mut now = 0;
+            for _ in 0..300 {
+                now += rnd(if round % 2 == 0 { 300 * MS } else { MS });
+                match rnd(8) {
+                    0 => s.write(rnd(100_000)),
+                    1 | 6 => {
+                        let base = rnd(s.written() + 10);
+                        let mut sack = SackBlocks::default();
+                        for _ in 0..rnd(6) {
+                            let a = base.saturating_add(rnd(60_000)).saturating_sub(rnd(3000));
+                            sack.push(a, a.saturating_add(rnd(8000)).saturating_sub(rnd(2000)));
+                        }
+                        s.on_ack(
+                            now,
+                            Ack {
+                                ack: base,
+                                window: rnd(30_000),
+                                sack,
+                            },
+                        );
+                    }
+                    2 => s.on_timeout(now),
+                    3 => {
+                        if let Some(t) = s.poll_timeout() {
+                            now = now.max(t);
+                            s.on_timeout(now);
+                        }
+                    }
+                    4 => r.on_segment(
+                        now,
+                        Segment {
+                            seq: rnd(60_000),
+                            len: rnd(5000),
+                            retransmission: false,
+                        },
+                    ),
+                    5 => r.on_timeout(now),
+                    _ => {
+                        while let Some(g) = s.poll_transmit(now) {
+                            assert!(g.len > 0 && g.seq + g.len <= s.written());
+                            if rnd(4) != 0 {
+                                r.on_segment(now, g); // some are lost
+                            }
+                        }
+                        while let Some(a) = r.poll_ack(now) {
+                            assert!(a.sack.len() <= MAX_SACK_BLOCKS);
+                            s.on_ack(now, a);
+                        }
+                    }
+                }
+                assert!(s.snd_una <= s.snd_nxt && s.snd_nxt <= s.snd_max && s.snd_max <= s.written);
+                assert!(s.sack.is_none() || s.snd_nxt == s.snd_max);
+                assert!(
+                    s.snd_una == s.snd_max || s.poll_timeout().is_some(),
+                    "data outstanding, no timer"
+                );
             }
         }
     }

@@ -260,4 +260,81 @@ mod tests {
             assert!(st.fast_retransmits > 0, "{st:?}");
         }
     }
+
+    /// With SACK and TLP off, lossy transfers give exactly the counters and
+    /// times recorded before either option existed.
+    #[test]
+    fn options_off_match_the_recorded_baseline() {
+        // (seed, delayed ACK, rcvbuf, loss) -> (end, ACKs, sender counters)
+        type Run = ((u64, bool, u64, f64), (Time, usize, [u64; 6]));
+        let runs: [Run; 5] = [
+            (
+                (1, false, 100_000, 0.03),
+                (2187360000, 2000, [2060000, 60000, 2060, 60, 4, 47]),
+            ),
+            (
+                (7, true, 100_000, 0.03),
+                (4491200000, 1189, [2065000, 65000, 2065, 65, 11, 39]),
+            ),
+            (
+                (12345, false, 2 << 20, 0.01),
+                (683360000, 2000, [2016000, 16000, 2016, 16, 0, 16]),
+            ),
+            (
+                (99, true, 60_000, 0.05),
+                (10352320000, 1214, [2113000, 113000, 2113, 113, 37, 46]),
+            ),
+            (
+                (5, false, 30_000, 0.1),
+                (18361120000, 2015, [2214000, 214000, 2214, 214, 61, 84]),
+            ),
+        ];
+        for ((seed, delayed_ack, rcvbuf, p), want) in runs {
+            let cfg = TcpConfig {
+                delayed_ack,
+                rcvbuf,
+                ..cfg()
+            };
+            assert!(!cfg.sack && !cfg.tail_loss_probe);
+            let mut net = Net::new(&cfg, 50_000_000, 2 * MS);
+            net.random_loss(p, seed);
+            net.write(2_000_000);
+            assert!(net.run(600 * SEC));
+            let s = net.tx.stats();
+            let got = [
+                s.bytes_sent,
+                s.bytes_retransmitted,
+                s.segments_sent,
+                s.segments_retransmitted,
+                s.timeouts,
+                s.fast_retransmits,
+            ];
+            assert_eq!((net.now, net.acked.len(), got), want, "seed {seed}");
+            assert_eq!(s.tail_loss_probes, 0);
+            assert!(net.acked.iter().all(|a| a.1.sack.is_empty()));
+        }
+    }
+
+    #[test]
+    fn random_loss_transfer_completes_with_sack_and_tlp() {
+        for (seed, delack) in [(1, false), (7, true), (12345, false), (99, true)] {
+            let cfg = TcpConfig {
+                delayed_ack: delack,
+                rcvbuf: 100_000,
+                sack: true,
+                tail_loss_probe: true,
+                ..cfg()
+            };
+            let mut net = Net::new(&cfg, 50_000_000, 2 * MS);
+            net.random_loss(0.03, seed);
+            net.write(2_000_000);
+            assert!(
+                net.run(600 * SEC),
+                "seed {seed} stuck at {}",
+                net.rx.delivered()
+            );
+            assert_eq!(net.rx.delivered(), 2_000_000);
+            assert!(net.acked.iter().any(|a| !a.1.sack.is_empty()));
+        }
+    }
 }
