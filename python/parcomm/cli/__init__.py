@@ -13,6 +13,7 @@ import click
 from .common import UserError
 from .compare import compare
 from .emu import emu
+from .heat import heat
 from .mcast import mcast
 from .model import measure, model
 from .repro import repro
@@ -36,6 +37,7 @@ def cli() -> None:
     compare  put the simulator's and the emulation's times side by side
     run      run rank programs for real: local TCP processes, MPI, or one TCP rank
     mcast    reliable multicast with repair routers: model, placement, simulation
+    heat     parallel 2D heat equation on M x M tasks (seed 002): run, model, benchmark
 
     Run `parcomm COMMAND --help` for each command's options.
     """
@@ -49,6 +51,7 @@ cli.add_command(emu)
 cli.add_command(compare)
 cli.add_command(run)
 cli.add_command(mcast)
+cli.add_command(heat)
 
 
 def main(argv: list[str] | None = None) -> int:

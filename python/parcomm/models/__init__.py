@@ -15,6 +15,7 @@ from .params import PlogPParams
 from .plogp import PlogP
 from .plogp_br import PlogPBR, rto_penalty_count
 from .selection import MODELS, make_model, predict_all, select
+from .stencil import StencilModel, implied_parameters as stencil_implied_parameters
 
 __all__ = [
     "MODELS",

@@ -16,6 +16,7 @@ STUDIES: dict[str, str] = {
     "rto": "parcomm.studies.rto",
     "shimokuni": "parcomm.studies.shimokuni",
     "nomura": "parcomm.studies.nomura",
+    "hironaka": "parcomm.studies.hironaka",
 }
 
 
