@@ -74,6 +74,7 @@ class Request:
 
     def _finish(self, value: Any = None, status: Status | None = None) -> None:
         self.done, self.value, self.status = True, value, status
+        self.comm._world.touched.add(self.comm.rank)
 
     async def wait(self, status: Status | None = None) -> Any:
         return await self.comm.wait(self, status)
@@ -201,6 +202,8 @@ class _World:
         self.envelope = envelope_bytes
         self.matchers = [Matcher() for _ in range(size)]
         self.ops: dict[int, tuple] = {}
+        # Ranks whose requests completed since the driver last looked.
+        self.touched: set[int] = set()
         if rendezvous not in ("sender", "receiver"):
             raise CommError(f"rendezvous must be 'sender' or 'receiver', got {rendezvous!r}")
         self.receiver_driven = rendezvous == "receiver"
@@ -402,9 +405,10 @@ def _drive(world: _World, coros: list, step, blocked: list, running: list, time_
                 )
                 raise DeadlockError(f"deadlock at t={world.sim.now_ns * 1e-9:.6f} s: {what}")
             raise CommError(f"time limit {time_limit} s reached with ranks {waiting[:8]} still running")
+        world.touched.clear()
         for op, kind, _host, _t in done:
             world.on_completion(op, kind)
-        for r in range(size):
+        for r in sorted(world.touched):  # rank order: deterministic
             b = blocked[r]
             if running[r] and b is not None and all(q.done for q in b.requests):
                 blocked[r] = None
