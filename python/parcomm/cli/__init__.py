@@ -15,6 +15,7 @@ from .compare import compare
 from .emu import emu
 from .heat import heat
 from .mcast import mcast
+from .mine import mine
 from .model import measure, model
 from .repro import repro
 from .run import run
@@ -37,6 +38,7 @@ def cli() -> None:
     compare  put the simulator's and the emulation's times side by side
     run      run rank programs for real: local TCP processes, MPI, or one TCP rank
     mcast    reliable multicast with repair routers: model, placement, simulation
+    mine     association-rule mining: Quest data, serial Apriori, HPA (seed 000)
     heat     parallel 2D heat equation on M x M tasks (seed 002): run, model, benchmark
 
     Run `parcomm COMMAND --help` for each command's options.
@@ -51,6 +53,7 @@ cli.add_command(emu)
 cli.add_command(compare)
 cli.add_command(run)
 cli.add_command(mcast)
+cli.add_command(mine)
 cli.add_command(heat)
 
 

@@ -1,0 +1,187 @@
+"""``parcomm mine``: association-rule mining (seed 000): the Quest generator,
+serial Apriori and HPA on any backend."""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+import click
+
+from ..platform.units import parse_count, parse_size
+from .common import UserError, emit_json, parse_with
+
+
+def _fraction(value: str, option: str) -> float:
+    try:
+        v = float(value[:-1]) / 100 if value.endswith("%") else float(value)
+    except ValueError:
+        raise click.UsageError(f"{option}: {value!r} is not a fraction (0.007) or a percentage (0.7%)") from None
+    if not 0 <= v <= 1:
+        raise click.UsageError(f"{option}: {value!r} is not between 0 and 1 (0% and 100%)")
+    return v
+
+
+@click.group()
+def mine() -> None:
+    """Association-rule mining: Quest data, serial Apriori, HPA (seed 000).
+
+    \b
+    parcomm mine gen data.qtx --transactions 100k --items 1000 --parts 16
+    parcomm mine run data.qtx --algo hpa --procs 16 --platform atm:16 --min-support 0.7%
+    """
+
+
+@mine.command()
+@click.argument("out", type=click.Path(dir_okay=False))
+@click.option("--transactions", "-D", default="10k", show_default=True, help="number of transactions D (10M, 100k, ...)")
+@click.option("--avg-len", "-T", type=float, default=10.0, show_default=True, help="average transaction length T")
+@click.option("--avg-pattern-len", "-I", type=float, default=4.0, show_default=True, help="average pattern length I")
+@click.option("--items", "-N", default="1000", show_default=True, help="number of items N")
+@click.option("--patterns", "-L", default="2000", show_default=True, help="number of patterns L")
+@click.option("--correlation", type=float, default=0.5, show_default=True)
+@click.option("--corruption", type=float, default=0.5, show_default=True)
+@click.option("--seed", type=int, default=1, show_default=True)
+@click.option("--parts", "-P", type=int, default=1, show_default=True, help="partitions (nodes) in the binary file")
+@click.option("--format", "fmt", type=click.Choice(["binary", "text"]), default="binary", show_default=True)
+@click.option("--json", "as_json", is_flag=True)
+def gen(out, transactions, avg_len, avg_pattern_len, items, patterns, correlation, corruption, seed, parts, fmt, as_json) -> None:
+    """Generate IBM Quest synthetic transactions (Agrawal & Srikant, VLDB '94) into OUT."""
+    from ..apps.hpa.quest import QuestParams, generate_transactions, write_quest, write_text
+
+    d = parse_with(lambda v: parse_count(v, "--transactions"), transactions, "--transactions")
+    n = parse_with(lambda v: parse_count(v, "--items"), items, "--items")
+    l = parse_with(lambda v: parse_count(v, "--patterns"), patterns, "--patterns")
+    p = QuestParams(transactions=d, avg_len=avg_len, avg_pattern_len=avg_pattern_len, items=n, patterns=l,
+                    correlation=correlation, corruption=corruption, seed=seed)
+    try:
+        p.check()
+        if parts < 1:
+            raise ValueError(f"--parts must be >= 1, got {parts}")
+        if fmt == "binary":
+            info = write_quest(out, p, parts)
+        else:
+            tx = generate_transactions(p)
+            write_text(out, tx)
+            info = {"transactions": len(tx), "items_total": int(len(tx.items)),
+                    "avg_len": len(tx.items) / max(1, len(tx)), "bytes": os.path.getsize(out)}
+    except (ValueError, OSError) as e:
+        raise UserError(str(e)) from None
+    if as_json:
+        emit_json({"file": out, **info})
+    else:
+        click.echo(f"{out}: {info['transactions']} transactions, average length {info['avg_len']:.2f}, {info['bytes']} bytes")
+
+
+@mine.command()
+@click.argument("file", type=click.Path(dir_okay=False))
+@click.option("--algo", type=click.Choice(["serial", "hpa"]), default="hpa", show_default=True)
+@click.option("--procs", "-n", type=int, default=None, help="ranks for hpa (default: hosts of the platform, or 4)")
+@click.option("--backend", type=click.Choice(["sim", "local", "mpi"]), default="sim", show_default=True)
+@click.option("--platform", "platform_spec", default="atm:16", show_default=True, help="simulated platform (--backend sim)")
+@click.option("--rto-min", default=None, help="TCP RTO minimum (sim), e.g. 200ms")
+@click.option("--rto-max", default=None, help="TCP RTO maximum (sim), e.g. 60s")
+@click.option("--min-support", default="1%", show_default=True, help="fraction (0.007) or percentage (0.7%)")
+@click.option("--min-conf", default="50%", show_default=True, help="minimum rule confidence")
+@click.option("--block", default="8KiB", show_default=True, help="HPA message block size (8 KB in the paper)")
+@click.option("--max-len", type=int, default=None, help="stop after itemsets of this length")
+@click.option("--seed", type=int, default=1, show_default=True, help="simulator seed")
+@click.option("--itemsets-out", type=click.Path(dir_okay=False), default=None, help="write frequent itemsets here")
+@click.option("--rules-out", type=click.Path(dir_okay=False), default=None, help="write rules here")
+@click.option("--timeout", type=float, default=600.0, show_default=True, help="seconds (local, mpi)")
+@click.option("--json", "as_json", is_flag=True)
+def run(file, algo, procs, backend, platform_spec, rto_min, rto_max, min_support, min_conf, block, max_len, seed,
+        itemsets_out, rules_out, timeout, as_json) -> None:
+    """Mine FILE (a `mine gen` binary file or a text file of integer item ids,
+    one transaction per line) and print Table 2's columns per pass."""
+    from ..apps.hpa.apriori import apriori, rules
+    from ..apps.hpa.hpa import levels_to_dict, merge_result
+    from ..apps.hpa.quest import TransactionFileError, load
+
+    minsup = _fraction(min_support, "--min-support")
+    minconf = _fraction(min_conf, "--min-conf")
+    block_bytes = parse_with(lambda v: parse_size(v, "--block"), block, "--block")
+    if block_bytes < 64:
+        raise click.UsageError(f"--block must be at least 64 bytes, got {block}")
+    if not os.path.exists(file):
+        raise UserError(f"{file}: no such file")
+    extra: dict[str, Any] = {}
+    try:
+        if algo == "serial":
+            res = apriori(load(file), minsup, max_len)
+            summary = {"n_transactions": res.n_transactions, "min_count": res.min_count, "passes": res.passes,
+                       "time_s": sum(p["time_s"] for p in res.passes)}
+            itemsets = res.itemsets()
+            procs = 1
+            backend = "serial"
+        else:
+            kwargs = {"path": os.path.abspath(file), "min_support": minsup, "block_bytes": block_bytes,
+                      "max_len": max_len}
+            prog = "parcomm.apps.hpa.hpa:hpa"
+            if backend == "sim":
+                from ..comm import run_sim
+                from ..apps.hpa.hpa import hpa
+                from .common import load_platform
+
+                plat = load_platform(platform_spec, rto_min, rto_max, None)
+                procs = procs or len(plat["hosts"])
+                r = run_sim(hpa, plat, procs, seed=seed, kwargs=kwargs)
+                results = r.results
+                extra = {"platform": platform_spec, "sim_time_s": r.time, **r.host_totals(), "port_drops": r.port_drops()}
+            elif backend == "local":
+                from ..comm import run_local
+
+                procs = procs or 4
+                results = run_local(prog, procs, kwargs=kwargs, timeout=timeout).results
+            else:
+                from ..comm import run_mpi
+
+                procs = procs or 4
+                results = run_mpi(prog, procs, kwargs=kwargs, timeout=timeout).results
+            summary = merge_result(results)
+            itemsets = levels_to_dict(summary.pop("levels"))
+        rl = rules(itemsets, summary["n_transactions"], minconf)
+    except TransactionFileError as e:
+        raise UserError(str(e)) from None
+    except (ValueError, OSError) as e:
+        raise UserError(f"{type(e).__name__}: {e}") from None
+    except Exception as e:  # CommError and friends: one line
+        from ..comm import CommError
+
+        if isinstance(e, CommError):
+            raise UserError(str(e)) from None
+        raise
+    n = summary["n_transactions"]
+    try:
+        if itemsets_out:
+            with open(itemsets_out, "w") as f:
+                for iset, c in sorted(itemsets.items(), key=lambda kv: (len(kv[0]), kv[0])):
+                    f.write(f"{' '.join(map(str, iset))}\t{c}\t{c / n:.6g}\n")
+        if rules_out:
+            with open(rules_out, "w") as f:
+                for r_ in rl:
+                    f.write(f"{' '.join(map(str, r_.lhs))} -> {' '.join(map(str, r_.rhs))}\t{r_.count}\t"
+                            f"{r_.support:.6g}\t{r_.confidence:.6g}\n")
+    except OSError as e:
+        raise UserError(str(e)) from None
+    out = {"file": file, "algo": algo, "backend": backend, "procs": procs, "min_support": minsup,
+           "min_confidence": minconf, **summary, "itemsets": len(itemsets), "rules": len(rl), **extra}
+    if as_json:
+        emit_json(out)
+        return
+    from rich.console import Console
+    from rich.table import Table
+
+    t = Table(title=f"{algo} on {file} ({backend}, {procs} rank{'s' if procs != 1 else ''}), "
+                    f"{n} transactions, min support {minsup:g} (count {summary['min_count']})")
+    for col in ("pass", "C (candidates)", "L (large)", "T [s]"):
+        t.add_column(col, justify="right")
+    for p in summary["passes"]:
+        t.add_row(str(p["pass"]), str(p["candidates"]), str(p["large"]), f"{p['time_s']:.4f}")
+    con = Console()
+    con.print(t)
+    con.print(f"{len(itemsets)} frequent itemsets, {len(rl)} rules with confidence >= {minconf:g}; "
+              f"total {summary['time_s']:.4f} s" + (f" (simulated)" if backend == "sim" else ""))
+    if extra.get("bytes_retransmitted"):
+        con.print(f"retransmitted bytes {extra['bytes_retransmitted']}, timeouts {extra['timeouts']}, "
+                  f"port drops {extra['port_drops']}")
