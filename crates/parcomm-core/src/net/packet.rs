@@ -9,7 +9,20 @@ pub const HEADER_BYTES: u64 = 40;
 #[derive(Clone, Copy, Debug)]
 pub enum Payload {
     Data(Segment),
-    Ack(Ack),
+    Ack(AckHeader),
+}
+
+/// No SACK blocks travel with this ACK.
+pub const NO_SACK: u32 = u32::MAX;
+
+/// An ACK as it sits in queues: its SACK blocks (up to 64 bytes) wait in the
+/// simulation's side table (`sack_slot`), so every queued packet stays small
+/// whether or not SACK is in use.
+#[derive(Clone, Copy, Debug)]
+pub struct AckHeader {
+    pub ack: u64,
+    pub window: u64,
+    pub sack_slot: u32,
 }
 
 #[derive(Clone, Copy, Debug)]
@@ -34,8 +47,16 @@ impl Packet {
     }
 
     /// A pure ACK; SACK blocks add their TCP option bytes to the header.
+    /// The blocks themselves are in slot `sack_slot` of the side table (or
+    /// `NO_SACK`).
+    pub fn ack_in_slot(src: u32, dst: u32, stream: u32, ack: &Ack, sack_slot: u32) -> Packet {
+        let header = AckHeader { ack: ack.ack, window: ack.window, sack_slot };
+        Packet::new(src, dst, stream, Payload::Ack(header), HEADER_BYTES + ack.sack.option_bytes())
+    }
+
+    /// An ACK whose size counts its SACK option but which carries no blocks.
     pub fn ack(src: u32, dst: u32, stream: u32, ack: Ack) -> Packet {
-        Packet::new(src, dst, stream, Payload::Ack(ack), HEADER_BYTES + ack.sack.option_bytes())
+        Packet::ack_in_slot(src, dst, stream, &ack, NO_SACK)
     }
 
     fn new(src: u32, dst: u32, stream: u32, payload: Payload, ip_bytes: u64) -> Packet {

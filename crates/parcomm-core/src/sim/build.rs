@@ -185,5 +185,7 @@ pub(super) fn build(spec: &PlatformSpec, seed: u64) -> Result<Simulation, SpecEr
         next_op: 0,
         completions: Vec::new(),
         bus_actions: Vec::new(),
+        sack_table: Vec::new(),
+        sack_free: Vec::new(),
     })
 }

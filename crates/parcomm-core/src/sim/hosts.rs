@@ -266,11 +266,38 @@ impl Simulation {
     fn send_acks(&mut self, s: u32) {
         let now = self.q.now();
         while let Some(ack) = self.streams[s as usize].receiver.poll_ack(now) {
+            let slot = self.store_sack(&ack);
             let st = &self.streams[s as usize];
-            let pkt = Packet::ack(st.dst, st.src, s, ack);
+            let pkt = Packet::ack_in_slot(st.dst, st.src, s, &ack, slot);
             let iface = self.routes.next(st.dst, st.src);
             self.enqueue(iface, pkt, super::NO_PORT);
         }
+    }
+
+    /// Park an ACK's SACK blocks in the side table while the ACK travels.
+    /// (A slot of an ACK lost on the way is not reused: a few bytes each.)
+    fn store_sack(&mut self, ack: &crate::transport::Ack) -> u32 {
+        if ack.sack.is_empty() {
+            return crate::net::packet::NO_SACK;
+        }
+        match self.sack_free.pop() {
+            Some(slot) => {
+                self.sack_table[slot as usize] = ack.sack;
+                slot
+            }
+            None => {
+                self.sack_table.push(ack.sack);
+                (self.sack_table.len() - 1) as u32
+            }
+        }
+    }
+
+    fn take_sack(&mut self, slot: u32) -> crate::transport::SackBlocks {
+        if slot == crate::net::packet::NO_SACK {
+            return Default::default();
+        }
+        self.sack_free.push(slot);
+        self.sack_table[slot as usize]
     }
 
     pub(crate) fn host_receive(&mut self, h: u32, pkt: Packet) {
@@ -288,7 +315,9 @@ impl Simulation {
                 self.arm_receiver_timer(s);
                 self.deliver(s);
             }
-            Payload::Ack(ack) => {
+            Payload::Ack(header) => {
+                let mut ack = crate::transport::Ack::new(header.ack, header.window);
+                ack.sack = self.take_sack(header.sack_slot);
                 self.streams[s as usize].sender.on_ack(now, ack);
                 self.fill_socket_buffer(s);
                 let st = &mut self.streams[s as usize];

@@ -117,6 +117,9 @@ pub struct Simulation {
     pub(crate) next_op: OpId,
     pub(crate) completions: Vec<Completion>,
     pub(crate) bus_actions: Vec<crate::net::bus::BusAction>,
+    /// SACK blocks of ACKs in flight (see `net::packet::AckHeader`).
+    pub(crate) sack_table: Vec<crate::transport::SackBlocks>,
+    pub(crate) sack_free: Vec<u32>,
 }
 
 impl Simulation {
