@@ -1,0 +1,158 @@
+"""The hash list of an object: sha256 of every piece and of the whole, stored next to
+it as the sidecar object ``KEY.parcomm.json``.
+
+``parcomm bcast prepare s3://BUCKET/KEY`` (:func:`prepare`) streams the object
+once to compute it; every node :func:`load`-s it before a broadcast and checks each
+piece with :func:`verify_piece`. The sidecar records the object's size and ETag,
+so a sidecar left over from an older version of the object is refused.
+
+Sidecar JSON (version 1)::
+
+    {"format": "parcomm-bcast-manifest", "version": 1,
+     "size": 1048576, "etag": "...", "piece_size": 1048576,
+     "piece_sha256": "<base64 of the concatenated 32-byte digests>",
+     "sha256": "<hex digest of the whole object>"}
+
+The pieces' digests are one base64 string (1.33 bytes per digest byte) because a
+large object has many pieces; the whole digest is hex, comparable with sha256sum.
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import hmac
+import json
+from dataclasses import dataclass
+
+from .s3 import ObjectInfo, ObjectNotFound, S3Client, S3Error, parse_s3_url
+
+SIDECAR_SUFFIX = ".parcomm.json"
+MANIFEST_FORMAT = "parcomm-bcast-manifest"
+MANIFEST_VERSION = 1
+DIGEST_SIZE = 32
+DEFAULT_FETCH_SIZE = 16 * 1024 * 1024  # bytes per GET while preparing
+
+
+class ManifestError(S3Error):
+    """The sidecar is missing, stale or unreadable; the message says how to fix it."""
+
+
+@dataclass(frozen=True)
+class Manifest:
+    size: int
+    etag: str
+    piece_size: int
+    piece_digests: tuple[bytes, ...]
+    sha256: bytes  # of the whole object
+
+    @property
+    def num_pieces(self) -> int:
+        return len(self.piece_digests)
+
+    def piece_range(self, index: int) -> tuple[int, int]:
+        """Byte range ``[start, end)`` of piece ``index`` (the last may be short)."""
+        if not 0 <= index < self.num_pieces:
+            raise IndexError(f"piece {index} out of range 0..{self.num_pieces - 1}")
+        start = index * self.piece_size
+        return start, min(start + self.piece_size, self.size)
+
+    def to_json(self) -> str:
+        return json.dumps({
+            "format": MANIFEST_FORMAT,
+            "version": MANIFEST_VERSION,
+            "size": self.size,
+            "etag": self.etag,
+            "piece_size": self.piece_size,
+            "piece_sha256": base64.b64encode(b"".join(self.piece_digests)).decode("ascii"),
+            "sha256": self.sha256.hex(),
+        }, indent=1)
+
+    @classmethod
+    def from_json(cls, text: str | bytes) -> "Manifest":
+        """Parse and check a sidecar; raises ValueError if it is malformed."""
+        doc = json.loads(text)
+        if doc.get("format") != MANIFEST_FORMAT or doc.get("version") != MANIFEST_VERSION:
+            raise ValueError(f"not a version-{MANIFEST_VERSION} parcomm manifest")
+        size, piece_size = int(doc["size"]), int(doc["piece_size"])
+        blob = base64.b64decode(doc["piece_sha256"], validate=True)
+        if size < 0 or piece_size <= 0 or len(blob) != num_pieces(size, piece_size) * DIGEST_SIZE:
+            raise ValueError("sizes and the number of piece digests disagree")
+        digests = tuple(blob[i:i + DIGEST_SIZE] for i in range(0, len(blob), DIGEST_SIZE))
+        whole = bytes.fromhex(doc["sha256"])
+        if len(whole) != DIGEST_SIZE:
+            raise ValueError("bad whole-object digest")
+        return cls(size, str(doc["etag"]), piece_size, digests, whole)
+
+
+def num_pieces(size: int, piece_size: int) -> int:
+    """Pieces of an object; a 0-byte object has none."""
+    return -(-size // piece_size)
+
+
+def sidecar_url(url: str) -> str:
+    loc = parse_s3_url(url)
+    return f"s3://{loc.bucket}/{loc.key}{SIDECAR_SUFFIX}"
+
+
+def verify_piece(manifest: Manifest, index: int, data: bytes | bytearray | memoryview) -> bool:
+    """True if ``data`` is exactly piece ``index`` of the object."""
+    if not 0 <= index < manifest.num_pieces:
+        return False
+    start, end = manifest.piece_range(index)
+    if len(data) != end - start:
+        return False
+    return hmac.compare_digest(hashlib.sha256(data).digest(), manifest.piece_digests[index])
+
+
+def compute(url: str, piece_size: int, *, client: S3Client | None = None,
+            fetch_size: int = DEFAULT_FETCH_SIZE) -> Manifest:
+    """Stream the object once and hash it (GETs pinned to one ETag via If-Match)."""
+    if piece_size <= 0:
+        raise ValueError("piece_size must be positive")
+    client = client or S3Client()
+    info = client.head(url)
+    # Fetch whole pieces per request so every callback is exactly one piece.
+    fetch = max(piece_size, fetch_size - fetch_size % piece_size)
+    pieces: list[bytes] = []
+    whole = hashlib.sha256()
+
+    def on_piece(offset: int, data: bytes) -> None:
+        pieces.append(hashlib.sha256(data).digest())
+        whole.update(data)
+
+    for start in range(0, info.size, fetch):
+        client.get_range(url, start, min(start + fetch, info.size), on_piece, chunk_size=piece_size, etag=info.etag)
+    return Manifest(info.size, info.etag, piece_size, tuple(pieces), whole.digest())
+
+
+def prepare(url: str, piece_size: int, *, client: S3Client | None = None,
+            fetch_size: int = DEFAULT_FETCH_SIZE) -> Manifest:
+    """Compute the manifest and store it as the sidecar ``KEY.parcomm.json``."""
+    client = client or S3Client()
+    manifest = compute(url, piece_size, client=client, fetch_size=fetch_size)
+    client.put_bytes(sidecar_url(url), manifest.to_json().encode(), content_type="application/json")
+    return manifest
+
+
+def load(url: str, *, client: S3Client | None = None, info: ObjectInfo | None = None) -> Manifest:
+    """Fetch the sidecar of ``url`` and check it still describes the object.
+
+    ``info`` (from an earlier HEAD of the object) saves a request.
+    """
+    client = client or S3Client()
+    info = info or client.head(url)
+    fix = f"run `parcomm bcast prepare {url}` to create it"
+    try:
+        raw = client.get_bytes(sidecar_url(url))
+    except ObjectNotFound:
+        raise ManifestError(url, f"no hash list ({sidecar_url(url)} not found); {fix}") from None
+    try:
+        manifest = Manifest.from_json(raw)
+    except (ValueError, KeyError, TypeError) as exc:
+        raise ManifestError(url, f"unreadable hash list {sidecar_url(url)} ({exc}); {fix.replace('create', 'recreate')}") from None
+    if manifest.size != info.size or manifest.etag != info.etag:
+        raise ManifestError(
+            url, f"stale hash list: made for size {manifest.size} etag {manifest.etag}, the object now has "
+                 f"size {info.size} etag {info.etag}; {fix.replace('create', 'recreate')}")
+    return manifest

@@ -1,0 +1,222 @@
+"""How the nodes of a broadcast learn each other's peer address, without MPI.
+
+Each node first opens its peer listener (``wire.serve_peers``), then publishes that
+endpoint and learns everyone's, as a table indexed by rank:
+
+* :func:`via_address` — rank 0 listens on a known rendezvous address, the others
+  connect (retrying until it is up) and register; when all have, rank 0 sends
+  everyone the table.
+* :func:`via_directory` — a directory on a shared filesystem: each rank writes
+  ``rank-R.json`` (atomically) and waits for all of them.
+* :func:`reserve_local_sockets` — ``--local N``: the parent binds N listening
+  sockets on 127.0.0.1, so the ports are known (and held) before the children
+  start; each child serves on its inherited socket.
+
+``job`` names the broadcast (e.g. the object URL and ETag, or a batch job id) so
+registrations of another broadcast are refused.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import socket
+import time
+from pathlib import Path
+
+from .wire import Record, WireError, encode_record, read_record
+
+Endpoint = tuple[str, int]
+
+RV_REGISTER = 0xFF01  # fields (rank, world); payload JSON {"host", "port", "job"}
+RV_TABLE = 0xFF02     # payload JSON [[host, port], ...] by rank
+RV_REFUSE = 0xFF03    # payload: the reason, UTF-8
+_MAX_MESSAGE = 1 << 20
+
+
+class RendezvousError(Exception):
+    pass
+
+
+def _missing(table: dict[int, Endpoint], world: int) -> str:
+    missing = [r for r in range(world) if r not in table]
+    shown = ", ".join(map(str, missing[:10])) + (" ..." if len(missing) > 10 else "")
+    return f"{len(missing)} of {world} ranks missing ({shown})"
+
+
+def _check_args(rank: int, world: int) -> None:
+    if world < 1 or not 0 <= rank < world:
+        raise RendezvousError(f"rank {rank} is not in 0..{world - 1}")
+
+
+# -- (a) through a rendezvous address -------------------------------------------
+async def via_address(rank: int, world: int, address: Endpoint, me: Endpoint, *,
+                      job: str = "", timeout: float = 60.0) -> list[Endpoint]:
+    """The peer table; rank 0 serves ``address``, the others register with it."""
+    _check_args(rank, world)
+    if rank == 0:
+        return await _serve_table(world, address, me, job, timeout)
+    return await _register(rank, world, address, me, job, timeout)
+
+
+async def _serve_table(world: int, address: Endpoint, me: Endpoint, job: str, timeout: float) -> list[Endpoint]:
+    table: dict[int, Endpoint] = {0: me}
+    waiting: list[asyncio.StreamWriter] = []
+    complete = asyncio.Event()
+    if world == 1:
+        return [me]
+
+    async def on_register(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        try:
+            record = await asyncio.wait_for(read_record(reader, _MAX_MESSAGE), timeout)
+            reason = _registration_problem(record, world, job, table)
+        except (WireError, asyncio.TimeoutError, ConnectionError, ValueError, KeyError) as exc:
+            record, reason = None, f"bad registration: {exc}"
+        if reason is not None or record is None:
+            writer.write(_frame(RV_REFUSE, payload=(reason or "no registration").encode()))
+            writer.close()
+            return
+        info = json.loads(record.payload or b"{}")
+        table[record.fields[0]] = (str(info["host"]), int(info["port"]))
+        waiting.append(writer)
+        if len(table) == world:
+            complete.set()
+
+    server = await asyncio.start_server(on_register, address[0], address[1])
+    try:
+        try:
+            await asyncio.wait_for(complete.wait(), timeout)
+        except asyncio.TimeoutError:
+            raise RendezvousError(f"rendezvous on {address[0]}:{address[1]} timed out after {timeout:.0f} s: "
+                                  f"{_missing(table, world)}") from None
+        ordered = [table[r] for r in range(world)]
+        message = _frame(RV_TABLE, payload=json.dumps(ordered).encode())
+        for writer in waiting:
+            writer.write(message)
+        await asyncio.gather(*(w.drain() for w in waiting), return_exceptions=True)
+        return ordered
+    finally:
+        server.close()
+        for writer in waiting:
+            writer.close()
+
+
+def _registration_problem(record: Record | None, world: int, job: str, table: dict[int, Endpoint]) -> str | None:
+    if record is None or record.type_code != RV_REGISTER or len(record.fields) != 2:
+        return "expected a registration"
+    rank, their_world = record.fields
+    info = json.loads(record.payload or b"{}")
+    if their_world != world:
+        return f"world size {their_world}, rank 0 has {world}"
+    if info.get("job", "") != job:
+        return f"job {info.get('job')!r}, rank 0 serves {job!r}"
+    if not 0 < rank < world:
+        return f"rank {rank} is not in 1..{world - 1}"
+    if rank in table:
+        return f"rank {rank} registered twice"
+    return None
+
+
+async def _register(rank: int, world: int, address: Endpoint, me: Endpoint, job: str, timeout: float) -> list[Endpoint]:
+    deadline = time.monotonic() + timeout
+    delay = 0.05
+    while True:  # rank 0 may not be listening yet: retry, bounded by the deadline
+        try:
+            reader, writer = await asyncio.wait_for(asyncio.open_connection(*address), max(0.1, deadline - time.monotonic()))
+            break
+        except (ConnectionError, OSError, asyncio.TimeoutError) as exc:
+            if time.monotonic() + delay > deadline:
+                raise RendezvousError(f"cannot reach the rendezvous {address[0]}:{address[1]} within {timeout:.0f} s: {exc}") from None
+            await asyncio.sleep(delay)
+            delay = min(delay * 2, 1.0)
+    try:
+        payload = json.dumps({"host": me[0], "port": me[1], "job": job}).encode()
+        writer.write(_frame(RV_REGISTER, (rank, world), payload))
+        await writer.drain()
+        try:
+            record = await asyncio.wait_for(read_record(reader, _MAX_MESSAGE), max(0.1, deadline - time.monotonic()))
+        except asyncio.TimeoutError:
+            raise RendezvousError(f"no peer table from the rendezvous within {timeout:.0f} s") from None
+        if record is None:
+            raise RendezvousError("the rendezvous closed the connection without a table")
+        if record.type_code == RV_REFUSE:
+            raise RendezvousError(f"the rendezvous refused rank {rank}: {(record.payload or b'').decode(errors='replace')}")
+        if record.type_code != RV_TABLE:
+            raise RendezvousError(f"unexpected message {record.type_code:#x} from the rendezvous")
+        table = [(str(h), int(p)) for h, p in json.loads(record.payload or b"[]")]
+        if len(table) != world:
+            raise RendezvousError(f"table of {len(table)} entries for a world of {world}")
+        return table
+    finally:
+        writer.close()
+
+
+def _frame(type_code: int, fields: tuple[int, ...] = (), payload: bytes | None = None) -> bytes:
+    return encode_record(Record(type_code, fields, payload))
+
+
+# -- (b) through a shared directory ----------------------------------------------
+def via_directory(directory: str | os.PathLike[str], rank: int, world: int, me: Endpoint, *,
+                  job: str = "", timeout: float = 60.0, poll: float = 0.05) -> list[Endpoint]:
+    """Publish ``me`` as ``DIR/rank-R.json`` and wait until all ``world`` ranks have.
+
+    Entries of another job or world size are ignored (a directory may hold stale
+    files of an earlier run); a fresh directory per run is simplest.
+    """
+    _check_args(rank, world)
+    folder = Path(directory)
+    folder.mkdir(parents=True, exist_ok=True)
+    entry = {"rank": rank, "world": world, "host": me[0], "port": me[1], "job": job}
+    final = folder / f"rank-{rank}.json"
+    temp = folder / f".rank-{rank}.json.{os.getpid()}.tmp"
+    temp.write_text(json.dumps(entry))
+    os.replace(temp, final)  # readers never see half a file
+
+    deadline = time.monotonic() + timeout
+    table: dict[int, Endpoint] = {}
+    while True:
+        for r in range(world):
+            if r not in table:
+                found = _read_entry(folder / f"rank-{r}.json", r, world, job)
+                if found is not None:
+                    table[r] = found
+        if len(table) == world:
+            return [table[r] for r in range(world)]
+        if time.monotonic() > deadline:
+            raise RendezvousError(f"rendezvous in {folder} timed out after {timeout:.0f} s: {_missing(table, world)}")
+        time.sleep(poll)
+        poll = min(poll * 1.5, 0.5)
+
+
+def _read_entry(path: Path, rank: int, world: int, job: str) -> Endpoint | None:
+    try:
+        entry = json.loads(path.read_text())
+    except (OSError, ValueError):
+        return None
+    if entry.get("rank") != rank or entry.get("world") != world or entry.get("job", "") != job:
+        return None
+    return str(entry["host"]), int(entry["port"])
+
+
+# -- (c) local processes: the parent picks the ports -----------------------------
+def reserve_local_sockets(n: int, host: str = "127.0.0.1", backlog: int = 128) -> list[socket.socket]:
+    """``n`` listening sockets on free ports; pass them to the children (``pass_fds``)."""
+    socks: list[socket.socket] = []
+    try:
+        for _ in range(n):
+            sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+            socks.append(sock)
+            sock.bind((host, 0))
+            sock.listen(backlog)
+            sock.set_inheritable(True)
+    except OSError:
+        for sock in socks:
+            sock.close()
+        raise
+    return socks
+
+
+def local_table(socks: list[socket.socket]) -> list[Endpoint]:
+    """The endpoints of sockets from :func:`reserve_local_sockets`, by rank."""
+    return [sock.getsockname()[:2] for sock in socks]

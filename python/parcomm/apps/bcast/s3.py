@@ -1,0 +1,404 @@
+"""S3 access for ``parcomm bcast``: HEAD, ranged GETs streamed to a callback, small PUTs.
+
+botocore's own retries are off; :class:`S3Client` retries 5xx, 503 SlowDown,
+connection errors, timeouts and truncated bodies itself, with exponential backoff
+and full jitter, bounded in attempts and in time, and a ranged GET that fails
+midway resumes from the last whole chunk it delivered.
+
+Errors are :class:`S3Error` subclasses whose message names the URL, so the CLI can
+print them as one line: :class:`ObjectNotFound`, :class:`AccessDenied`,
+:class:`ObjectChanged`, :class:`StorageUnavailable` (retries exhausted).
+
+One :class:`S3Client` may be shared by threads: boto3 clients are thread safe and
+the client is built once, under a lock, from a private session.
+"""
+
+from __future__ import annotations
+
+import os
+import random
+import threading
+import time
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+DEFAULT_CHUNK_SIZE = 256 * 1024
+
+ChunkCallback = Callable[[int, bytes], None]
+"""``on_chunk(offset, data)``: ``data`` is the object's bytes at ``offset``."""
+
+
+# -- errors --------------------------------------------------------------------
+class S3Error(Exception):
+    """A storage error worth one line to the user; ``url`` is the object concerned."""
+
+    def __init__(self, url: str, message: str) -> None:
+        super().__init__(f"{url}: {message}")
+        self.url = url
+
+
+class InvalidS3Url(S3Error, ValueError):
+    pass
+
+
+class ObjectNotFound(S3Error):
+    pass
+
+
+class AccessDenied(S3Error):
+    pass
+
+
+class ObjectChanged(S3Error):
+    """The object's ETag is no longer the one the caller asked for."""
+
+
+class StorageUnavailable(S3Error):
+    """Retryable failures went on past the retry budget."""
+
+
+class TruncatedBody(Exception):
+    """The body ended before the requested range did (retryable)."""
+
+
+class _CallbackFailed(Exception):
+    """Carries an exception raised by the caller's callback through the retry loop."""
+
+
+# -- urls and configuration ----------------------------------------------------
+@dataclass(frozen=True)
+class S3Url:
+    bucket: str
+    key: str
+
+    def __str__(self) -> str:
+        return f"s3://{self.bucket}/{self.key}"
+
+
+def parse_s3_url(url: str | S3Url) -> S3Url:
+    """``s3://bucket/key`` -> :class:`S3Url` (the key may contain slashes)."""
+    if isinstance(url, S3Url):
+        return url
+    if not url.startswith("s3://"):
+        raise InvalidS3Url(url, "not an S3 URL (expected s3://BUCKET/KEY)")
+    bucket, sep, key = url[len("s3://"):].partition("/")
+    if not bucket or not sep or not key:
+        raise InvalidS3Url(url, "expected s3://BUCKET/KEY with a non-empty bucket and key")
+    return S3Url(bucket, key)
+
+
+@dataclass(frozen=True)
+class S3Config:
+    """Where and as whom to connect; ``None`` fields fall back to boto3's own chain."""
+
+    endpoint_url: str | None = None
+    access_key: str | None = None
+    secret_key: str | None = None
+    session_token: str | None = None
+    region: str | None = None
+
+    @classmethod
+    def from_env(cls, endpoint_url: str | None = None, access_key: str | None = None,
+                 secret_key: str | None = None, region: str | None = None,
+                 environ: dict[str, str] | None = None) -> "S3Config":
+        """Explicit arguments first, then the usual AWS environment variables."""
+        env = os.environ if environ is None else environ
+        # A session token from the environment belongs to the environment's keys only.
+        token = env.get("AWS_SESSION_TOKEN") if access_key is None else None
+        return cls(
+            endpoint_url=endpoint_url or env.get("AWS_ENDPOINT_URL_S3") or env.get("AWS_ENDPOINT_URL") or None,
+            access_key=access_key or env.get("AWS_ACCESS_KEY_ID") or None,
+            secret_key=secret_key or env.get("AWS_SECRET_ACCESS_KEY") or None,
+            session_token=token or None,
+            region=region or env.get("AWS_REGION") or env.get("AWS_DEFAULT_REGION") or "us-east-1",
+        )
+
+
+@dataclass(frozen=True)
+class RetryPolicy:
+    """Exponential backoff with full jitter: sleep U(0, min(max_delay, base * 2**n)).
+
+    ``max_attempts`` bounds consecutive failures that made no progress;
+    ``total_timeout`` bounds the time one call may spend, retries included.
+    """
+
+    max_attempts: int = 10
+    base_delay: float = 0.1
+    max_delay: float = 5.0
+    total_timeout: float = 300.0
+
+    def delay(self, failures: int, rng: random.Random) -> float:
+        return rng.uniform(0.0, min(self.max_delay, self.base_delay * (2 ** max(0, failures - 1))))
+
+
+@dataclass(frozen=True)
+class ObjectInfo:
+    size: int
+    etag: str  # without the surrounding quotes
+    metadata: dict[str, str] = field(default_factory=dict)
+
+
+@dataclass
+class S3Stats:
+    """Counters since the client was made (all threads together)."""
+
+    requests: int = 0
+    bytes_received: int = 0  # body bytes read, including those discarded by retries
+    retries: int = 0
+    errors: dict[str, int] = field(default_factory=dict)
+
+
+# -- classification of failures -----------------------------------------------
+_RETRYABLE_CODES = {"SlowDown", "ServiceUnavailable", "InternalError", "RequestTimeout",
+                    "Throttling", "ThrottlingException", "RequestLimitExceeded", "503", "500"}
+_NOT_FOUND_CODES = {"NoSuchKey", "NoSuchBucket", "NotFound", "404"}
+# versitygw answers an unknown access key with 404 XAdminUserNotFound (AWS: 403 InvalidAccessKeyId).
+_DENIED_CODES = {"AccessDenied", "InvalidAccessKeyId", "SignatureDoesNotMatch", "ExpiredToken",
+                 "InvalidToken", "AllAccessDisabled", "XAdminUserNotFound", "403", "401"}
+
+
+def _retryable_exceptions() -> tuple[type[BaseException], ...]:
+    import botocore.exceptions as bex
+    import urllib3.exceptions as uex
+
+    return (bex.ConnectionError, bex.HTTPClientError, bex.ResponseStreamingError,
+            bex.IncompleteReadError, uex.HTTPError, ConnectionError, TimeoutError, TruncatedBody)
+
+
+def _error_code(exc: Any) -> tuple[str, int]:
+    err = exc.response.get("Error", {})
+    status = exc.response.get("ResponseMetadata", {}).get("HTTPStatusCode", 0)
+    return str(err.get("Code", status)), int(status or 0)
+
+
+# -- the client ----------------------------------------------------------------
+class S3Client:
+    """Thread-safe S3 access with our retry policy (botocore's is disabled)."""
+
+    def __init__(self, config: S3Config | None = None, *, retry: RetryPolicy | None = None,
+                 connect_timeout: float = 5.0, read_timeout: float = 30.0,
+                 max_pool_connections: int = 16, seed: int | None = None) -> None:
+        self.config = config if config is not None else S3Config.from_env()
+        self.retry = retry or RetryPolicy()
+        self.connect_timeout = connect_timeout
+        self.read_timeout = read_timeout
+        self.max_pool_connections = max_pool_connections
+        self.stats = S3Stats()
+        self._rng = random.Random(seed)
+        self._lock = threading.Lock()
+        self._client: Any = None
+        self._retryable = _retryable_exceptions()
+
+    # boto3 is imported lazily: it costs ~0.3 s and the simulator never needs it.
+    def _boto(self) -> Any:
+        with self._lock:
+            if self._client is None:
+                import boto3.session
+                from botocore.config import Config
+
+                cfg = self.config
+                session = boto3.session.Session()
+                self._client = session.client(
+                    "s3",
+                    endpoint_url=cfg.endpoint_url,
+                    aws_access_key_id=cfg.access_key,
+                    aws_secret_access_key=cfg.secret_key,
+                    aws_session_token=cfg.session_token,
+                    region_name=cfg.region,
+                    config=Config(
+                        retries={"total_max_attempts": 1, "mode": "standard"},
+                        connect_timeout=self.connect_timeout,
+                        read_timeout=self.read_timeout,
+                        max_pool_connections=self.max_pool_connections,
+                        # A custom endpoint (versitygw, MinIO...) rarely has virtual-host DNS.
+                        s3={"addressing_style": "path" if cfg.endpoint_url else "auto"},
+                        # We verify pieces ourselves; skip CRC work on every GET/PUT.
+                        request_checksum_calculation="when_required",
+                        response_checksum_validation="when_required",
+                    ),
+                )
+            return self._client
+
+    def _count(self, requests: int = 0, received: int = 0, retries: int = 0, error: str | None = None) -> None:
+        with self._lock:
+            self.stats.requests += requests
+            self.stats.bytes_received += received
+            self.stats.retries += retries
+            if error:
+                self.stats.errors[error] = self.stats.errors.get(error, 0) + 1
+
+    def _jitter(self, failures: int) -> float:
+        with self._lock:
+            return self.retry.delay(failures, self._rng)
+
+    # -- the retry loop ----------------------------------------------------
+    def _call(self, url: str, what: str, attempt: Callable[[], Any], progress: Callable[[], int] = lambda: 0) -> Any:
+        """Run ``attempt`` until it succeeds, a permanent error, or the budget ends."""
+        from botocore.exceptions import ClientError, NoCredentialsError
+
+        policy = self.retry
+        started = time.monotonic()
+        failures = 0
+        total_failures = 0
+        last = ""
+        while True:
+            before = progress()
+            try:
+                return attempt()
+            except _CallbackFailed as exc:
+                raise exc.__cause__ from None  # type: ignore[misc]
+            except NoCredentialsError:
+                raise AccessDenied(url, "no S3 credentials found (set AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY)") from None
+            except ClientError as exc:
+                code, status = _error_code(exc)
+                self._count(error=code)
+                if code in _DENIED_CODES or status in (401, 403):
+                    raise AccessDenied(url, f"access denied ({code}): check the credentials and the endpoint") from None
+                if code in _NOT_FOUND_CODES or status == 404:
+                    what_missing = "bucket" if code == "NoSuchBucket" else "object"
+                    raise ObjectNotFound(url, f"{what_missing} not found") from None
+                if code == "PreconditionFailed" or status == 412:
+                    raise ObjectChanged(url, "the object changed during the transfer (ETag differs)") from None
+                if not (code in _RETRYABLE_CODES or status >= 500 or status == 429):
+                    raise S3Error(url, f"{what} failed: {code} {exc.response.get('Error', {}).get('Message', '')}".rstrip()) from None
+                last = f"{code} (HTTP {status})"
+            except self._retryable as exc:
+                self._count(error=type(exc).__name__)
+                last = f"{type(exc).__name__}: {exc}"
+            # Progress made by the failed attempt resets the consecutive-failure count.
+            failures = 1 if progress() > before else failures + 1
+            total_failures += 1
+            elapsed = time.monotonic() - started
+            pause = self._jitter(failures)
+            if failures >= policy.max_attempts or elapsed + pause > policy.total_timeout:
+                raise StorageUnavailable(
+                    url, f"{what} failed {total_failures} times in {elapsed:.1f} s; last error: {last}") from None
+            self._count(retries=1)
+            time.sleep(pause)
+
+    # -- operations --------------------------------------------------------
+    def head(self, url: str | S3Url) -> ObjectInfo:
+        """Size, ETag (unquoted) and user metadata of an object."""
+        loc = parse_s3_url(url)
+
+        def attempt() -> ObjectInfo:
+            from botocore.exceptions import ClientError
+
+            self._count(requests=1)
+            try:
+                resp = self._boto().head_object(Bucket=loc.bucket, Key=loc.key)
+            except ClientError as exc:
+                code, status = _error_code(exc)
+                if status == 404 and code in ("404", "NotFound"):
+                    # A HEAD error has no body, so its reason (no key? no bucket? unknown
+                    # access key?) is lost: a 1-byte GET raises the informative error.
+                    self._count(requests=1)
+                    self._boto().get_object(Bucket=loc.bucket, Key=loc.key, Range="bytes=0-0")["Body"].close()
+                raise
+            return ObjectInfo(int(resp["ContentLength"]), resp.get("ETag", "").strip('"'), dict(resp.get("Metadata", {})))
+
+        return self._call(str(loc), "HEAD", attempt)
+
+    def get_range(self, url: str | S3Url, start: int, end: int, on_chunk: ChunkCallback, *,
+                  chunk_size: int = DEFAULT_CHUNK_SIZE, etag: str | None = None) -> int:
+        """Fetch bytes ``[start, end)`` and hand them to ``on_chunk(offset, data)``.
+
+        Chunks are exactly ``chunk_size`` bytes (the last may be shorter) and
+        aligned on ``start``, so with ``chunk_size`` = piece size and a piece-aligned
+        ``start`` each callback is one piece. A chunk is delivered once; a retry
+        resumes after the last delivered chunk. ``etag`` (If-Match) makes a changed
+        object an :class:`ObjectChanged` error instead of mixed data. Returns the
+        number of bytes delivered (``end - start``).
+        """
+        loc = parse_s3_url(url)
+        if start < 0 or end < start:
+            raise ValueError(f"bad range [{start}, {end})")
+        if chunk_size <= 0:
+            raise ValueError("chunk_size must be positive")
+        if end == start:
+            return 0  # S3 cannot express an empty range (and a 0-byte object has none)
+        state = {"next": start}
+
+        def attempt() -> int:
+            self._fetch(loc, state, end, on_chunk, chunk_size, etag)
+            return end - start
+
+        return self._call(str(loc), f"GET bytes {start}-{end - 1}", attempt, progress=lambda: state["next"])
+
+    def _fetch(self, loc: S3Url, state: dict[str, int], end: int, on_chunk: ChunkCallback,
+               chunk_size: int, etag: str | None) -> None:
+        offset = state["next"]
+        kwargs: dict[str, Any] = {"Bucket": loc.bucket, "Key": loc.key, "Range": f"bytes={offset}-{end - 1}"}
+        if etag:
+            kwargs["IfMatch"] = f'"{etag}"'
+        self._count(requests=1)
+        resp = self._boto().get_object(**kwargs)
+        body = resp["Body"]
+        try:
+            self._check_content_range(loc, resp.get("ContentRange") or "", offset, end)
+            while offset < end:
+                want = min(chunk_size, end - offset)
+                data = self._read_exact(body, want)
+                if len(data) < want:
+                    raise TruncatedBody(f"body ended at byte {offset + len(data)}, expected {end}")
+                try:
+                    on_chunk(offset, data)
+                except BaseException as exc:
+                    raise _CallbackFailed() from exc
+                offset += want
+                state["next"] = offset
+        finally:
+            # Closing drops a half-read connection instead of returning it to the pool.
+            body.close()
+
+    @staticmethod
+    def _check_content_range(loc: S3Url, content_range: str, offset: int, end: int) -> None:
+        """``bytes FIRST-LAST/TOTAL`` must start at ``offset``; a range past the end is an error."""
+        if not content_range:
+            return
+        if not content_range.startswith(f"bytes {offset}-"):
+            raise TruncatedBody(f"server answered {content_range!r} to a request for bytes {offset}-{end - 1}")
+        total = content_range.rpartition("/")[2]
+        if total.isdigit() and end > int(total):
+            raise S3Error(str(loc), f"range ends at byte {end}, beyond the end of the object ({total} bytes)")
+
+    def _read_exact(self, body: Any, n: int) -> bytes:
+        parts: list[bytes] = []
+        got = 0
+        while got < n:
+            part = body.read(min(n - got, 1 << 20))
+            if not part:
+                break
+            parts.append(part)
+            got += len(part)
+            self._count(received=len(part))
+        return b"".join(parts)
+
+    def get_bytes(self, url: str | S3Url, start: int = 0, end: int | None = None, *, etag: str | None = None) -> bytes:
+        """The bytes ``[start, end)`` (``end=None``: to the end of the object) in memory."""
+        if end is None:
+            end = self.head(url).size
+        out = bytearray(end - start)
+
+        def keep(offset: int, data: bytes) -> None:
+            out[offset - start: offset - start + len(data)] = data
+
+        self.get_range(url, start, end, keep, etag=etag)
+        return bytes(out)
+
+    def put_bytes(self, url: str | S3Url, data: bytes, metadata: dict[str, str] | None = None,
+                  content_type: str = "application/octet-stream") -> str:
+        """Upload a small object in one PUT (retried: a PUT is idempotent); returns its ETag."""
+        loc = parse_s3_url(url)
+
+        def attempt() -> str:
+            self._count(requests=1)
+            resp = self._boto().put_object(Bucket=loc.bucket, Key=loc.key, Body=data,
+                                           Metadata=metadata or {}, ContentType=content_type)
+            return str(resp.get("ETag", "")).strip('"')
+
+        return self._call(str(loc), "PUT", attempt)
+
+    def create_bucket(self, bucket: str) -> None:
+        url = f"s3://{bucket}/"
+        self._call(url, "CreateBucket", lambda: self._boto().create_bucket(Bucket=bucket))
