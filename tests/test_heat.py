@@ -33,6 +33,70 @@ def test_blocked_kernel_equals_naive_expression_bit_for_bit(shape, block):
     assert np.array_equal(c, b)
 
 
+@pytest.mark.parametrize("shape", [(3, 3), (7, 9), (50, 33), (130, 131), (402, 258)])
+@pytest.mark.parametrize("r", [0.05, 0.2, 0.23, 0.25])
+def test_rust_kernel_equals_numpy_kernel_bit_for_bit(shape, r):
+    from parcomm.apps.heat.kernel import RUST_KERNEL
+
+    assert RUST_KERNEL, "parcomm._core lacks heat_update: rebuild"
+    rng = np.random.default_rng(shape[0] * 1000 + shape[1])
+    u = rng.random(shape) * 100 - 50
+    fast, ref = HeatKernel(shape, r), HeatKernel(shape, r, backend="numpy")
+    assert fast.backend == "rust" and ref.backend == "numpy"
+    a, b = np.zeros_like(u), np.zeros_like(u)
+    fast.update(u, a)
+    ref.update(u, b)
+    assert np.array_equal(a, b) and a.tobytes() == b.tobytes()
+    # interior + boundary ring (the solver's overlapped order) and several steps
+    c = np.zeros_like(u)
+    if min(shape) > 2:
+        assert fast.interior(u, c) + fast.boundary(u, c) == (shape[0] - 2) * (shape[1] - 2)
+        assert c.tobytes() == b.tobytes()
+    # several steps with the fixed boundary temperature 0 in the halo ring (the numpy
+    # kernel resets halo columns to 0 after its flat pass; the Rust one never touches them)
+    u[0, :] = u[-1, :] = u[:, 0] = u[:, -1] = 0.0
+    x, y, p, q = u.copy(), np.zeros_like(u), u.copy(), np.zeros_like(u)
+    for _ in range(5):
+        fast.update(x, y)
+        ref.update(p, q)
+        x, y, p, q = y, x, q, p
+    assert x.tobytes() == p.tobytes()
+
+
+def test_rust_kernel_checks_its_arguments():
+    from parcomm import _core
+
+    u = np.zeros((6, 6))
+    with pytest.raises(ValueError, match="share memory"):
+        _core.heat_update(u, u, 0.2, 1, 5, 1, 5)
+    with pytest.raises(ValueError, match="stability limit"):
+        _core.heat_update(u, np.zeros_like(u), 0.3, 1, 5, 1, 5)
+    with pytest.raises(ValueError, match="interior"):
+        _core.heat_update(u, np.zeros_like(u), 0.2, 0, 5, 1, 5)
+    with pytest.raises(ValueError, match="but v is"):
+        _core.heat_update(u, np.zeros((6, 7)), 0.2, 1, 5, 1, 5)
+    with pytest.raises(ValueError, match="writable"):
+        ro = np.zeros_like(u)
+        ro.flags.writeable = False
+        _core.heat_update(u, ro, 0.2, 1, 5, 1, 5)
+    with pytest.raises((ValueError, BufferError)):
+        _core.heat_update(u.astype(np.float32), np.zeros_like(u), 0.2, 1, 5, 1, 5)
+    # a non-contiguous view takes the numpy path of HeatKernel, same bits
+    big = np.random.default_rng(2).random((10, 12))
+    view = big[:, ::2]
+    k = HeatKernel(view.shape, 0.2)
+    a, b = np.zeros(view.shape), np.zeros(view.shape)
+    k.update(view, a)
+    naive_step(np.ascontiguousarray(view), b, 0.2)
+    assert np.array_equal(a, b)
+
+
+def test_solver_uses_the_rust_kernel_by_default():
+    from parcomm.apps.heat.kernel import RUST_KERNEL
+
+    assert RUST_KERNEL and HeatKernel((10, 10), 0.2).backend == "rust"
+
+
 def test_kernel_allocates_nothing_per_step():
     import tracemalloc
 
@@ -86,6 +150,22 @@ def test_sine_mode_decays_at_the_analytic_rate():
     assert 0 < rel < exponent * (math.pi * h) ** 2
 
 
+def test_kernel_benchmark_reports_rust_numpy_and_copy_bound_from_one_run():
+    import importlib.util
+    from pathlib import Path
+
+    path = Path(__file__).resolve().parent.parent / "benchmarks" / "heat_kernel.py"
+    spec = importlib.util.spec_from_file_location("heat_kernel_bench", path)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    row = mod.measure(64, 2)
+    for k in ("copy_ns_per_point", "scale_ns_per_point", "rust_ns_per_point", "numpy_ns_per_point", "rust_of_bound",
+              "numpy_of_bound", "rust_speedup_over_numpy"):
+        assert row[k] > 0
+    assert row["bound_s"] == min(row["copy_s"], row["scale_s"])
+    assert row["rust_of_bound"] == pytest.approx(row["bound_s"] / row["rust_s"])
+
+
 # --- decomposition --------------------------------------------------------------------------
 
 
@@ -117,13 +197,19 @@ def test_placements_use_distinct_hosts_and_blocks_cut_fewer_messages():
 # --- solver ---------------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("N,M", [(12, 1), (12, 2), (12, 3), (12, 4), (12, 6), (30, 5)])
+@pytest.mark.parametrize("N,M", [(12, 1), (12, 2), (12, 3), (12, 4), (12, 6), (30, 5), (66, 11)])
 def test_parallel_equals_serial_bit_for_bit(N, M):
     steps = 9
     serial = solve_serial(N, steps, 0.2)
+    # the default (fused Rust) kernel and the numpy reference: the same bits, serial or cut into tasks
+    assert serial.tobytes() == solve_serial(N, steps, 0.2, kernel="numpy").tobytes()
     res = run_sim(heat_program, f"star:{M * M}", kwargs={"N": N, "M": M, "steps": steps, "gather": True, "mflops": 4.6})
+    assert res.results[0]["kernel"] == "rust"
     assert np.array_equal(res.results[0]["field"], serial)
     assert res.results[0]["max"] == serial.max()
+    ref = run_sim(heat_program, f"star:{M * M}", kwargs={"N": N, "M": M, "steps": steps, "gather": True,
+                                                           "kernel": "numpy"})
+    assert ref.results[0]["field"].tobytes() == serial.tobytes()
 
 
 def test_blocking_order_gives_the_same_field():
@@ -157,6 +243,7 @@ def test_real_mpi_4_ranks_agree_with_serial():
     res = run_mpi("parcomm.apps.heat.solver:heat_program", 4,
                   kwargs={"N": N, "M": 2, "steps": steps, "gather": True}, timeout=60)
     assert np.array_equal(res.results[0]["field"], serial)
+    assert len(res.results) == 4 and all(x["kernel"] == "rust" for x in res.results)
     assert summarize(res.results, N, steps)["mflops"] > 0
 
 
@@ -194,6 +281,33 @@ def test_model_fit_recovers_b_and_latency_and_paper_implied_parameters():
     assert imp["F"] == pytest.approx(0.5e6) and imp["B"] == pytest.approx(8000)
 
 
+def test_shared_segment_model_shares_b_and_overlaps_the_interior():
+    m = StencilModel.shared_segment(F=4.6e6, B_idle=1e5, latency_s=1e-3, m_seg=50)
+    assert m.B == pytest.approx(4 * 1e5 / 50) and m.overlap and m.latency_s == 1e-3
+    N, M = 330, 11
+    n = N / M
+    comm = 4 * 1e-3 + 50 * n / 1e5  # the busiest segment's 50 messages, one after the other
+    assert m.comm_time(N, M) == pytest.approx(comm)
+    interior, ring = 6 * (n - 2) ** 2 / 4.6e6, 6 * (n * n - (n - 2) ** 2) / 4.6e6
+    assert m.step_time(N, M) == pytest.approx(max(interior, comm) + ring)
+    # compute-bound end: the exchange hides under the interior
+    big = StencilModel.shared_segment(F=4.6e6, B_idle=1e9, latency_s=0.0, m_seg=50)
+    assert big.step_time(2640, 11) == pytest.approx(6 * 240 * 240 / 4.6e6)
+    # the paper's form drops latency and overlap
+    p = m.paper_form()
+    assert not p.overlap and p.latency_s == 0 and p.step_time(N, M) == pytest.approx(6 * n * n / 4.6e6 + 4 * n / p.B)
+    assert StencilModel.fit_F(900, 3, 6 * 900 * 3 / 4.6e6) == pytest.approx(4.6e6)
+    with pytest.raises(ValueError):
+        StencilModel.shared_segment(4.6e6, 1e5, 0.0, 2)
+
+
+def test_f_fitted_from_a_one_task_run_is_the_hosts_rate():
+    plat = as_platform("segments:16")
+    one = run_sim(heat_program, plat, 1, hosts=[0], kwargs={"N": 60, "M": 1, "steps": 2, "mflops": 4.6})
+    F = StencilModel.fit_F(60 * 60, 2, one.results[0]["elapsed_s"])
+    assert F == pytest.approx(4.6e6, rel=1e-6)
+
+
 # --- §5 benchmarks --------------------------------------------------------------------------
 
 
@@ -224,6 +338,17 @@ def test_cli_heat_run_serial_and_sim_json(capsys):
     sim = json.loads(capsys.readouterr().out)
     assert sim["max_temperature"] == ser["max_temperature"]
     assert sim["mflops"] > 0 and 0 <= sim["comm_share"] <= 1 and sim["tasks"] == 4
+
+
+def test_cli_heat_kernel_choice_gives_the_same_result(capsys):
+    out = {}
+    for kernel in ("rust", "numpy"):
+        assert main(["heat", "run", "--backend", "sim", "-N", "24", "-M", "2", "--steps", "4", "--platform",
+                     "segments:2x2", "--kernel", kernel, "--json"]) == 0
+        out[kernel] = json.loads(capsys.readouterr().out)
+        assert out[kernel]["kernel"] == kernel
+    assert out["rust"]["max_temperature"] == out["numpy"]["max_temperature"]
+    assert out["rust"]["time_s"] == out["numpy"]["time_s"]  # simulated time does not depend on the kernel
 
 
 def test_cli_heat_errors_are_one_line(capsys):
@@ -258,4 +383,18 @@ def test_hironaka_study_quick_writes_its_report(tmp_path):
     assert len(rep.figures) == 5 and all(open(f, "rb").read(4) == b"\x89PNG" for f in rep.figures)
     verdicts = {c.quantity: c.agrees for c in rep.comparisons}
     assert verdicts["Fig. 5: knee near 1000 bytes (1 pair)"] is True
+    # the model beside the simulator across the whole sweep, errors reported, paper form and refined variant
+    model = json.loads((out / "model.json").read_text())
+    assert [r["N"] for r in model] == [330, 660, 1320, 2640]
+    for r in model:
+        for label in ("paper", "shared_segment"):
+            assert math.isfinite(r[f"{label}_error"]) and math.isfinite(r[f"{label}_error_vs_median"])
+            assert r[f"{label}_mflops"] / r["sim_mflops"] - 1 == pytest.approx(r[f"{label}_error"])
+    params = {p["model"]: p for p in json.loads((out / "model_parameters.json").read_text())}
+    assert params["paper"]["latency_s"] == 0 and not params["paper"]["overlap"]
+    assert params["paper"]["F_flops"] == pytest.approx(4.6e6, rel=1e-6)  # fitted from the one-task run
+    assert params["shared_segment"]["B_values_per_s"] == pytest.approx(
+        4 * params["paper"]["B_values_per_s"] / params["shared_segment"]["m_seg"])
+    assert any(q.startswith("model 'shared_segment'") for q in verdicts)
+    assert any(q.startswith("time per step, N = 2640") for q in verdicts)
     assert "paper vs parcomm" in (tmp_path / "index.html").read_text()

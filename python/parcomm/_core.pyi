@@ -30,3 +30,10 @@ class Simulation:
 # "release": {...}, "packet": {...}, "receivers"/"buffers"/"networks": columns, "end_time_s",
 # "events", "wall_s"}. Raises ValueError naming the offending field.
 def mcast_simulate(tree_json: str, params_json: str) -> dict[str, object]: ...
+
+# Fused 5-point heat-equation step (seed 002; crates/parcomm-core/src/kernels/heat.rs):
+# writes rows i0..i1 x cols j0..j1 (padded indices, half open) of the new grid into v,
+# in place; u, v: C-contiguous 2-D float64 arrays (any buffer) of one shape, distinct memory,
+# v writable. Same operations in the same order as parcomm.apps.heat.kernel (bit-identical).
+# Returns the number of points updated; ValueError on a bad r, shape or rectangle.
+def heat_update(u: object, v: object, r: float, i0: int, i1: int, j0: int, j1: int) -> int: ...

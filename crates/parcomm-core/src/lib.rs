@@ -7,6 +7,7 @@
 //! (platforms as data) and `sim` (one `Simulation` tying them together).
 
 pub mod engine;
+pub mod kernels;
 pub mod mcast;
 pub mod net;
 pub mod rng;

@@ -9,6 +9,8 @@ use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
 use pyo3::types::PyDict;
 
+mod heat;
+
 fn err(e: String) -> PyErr {
     PyValueError::new_err(e)
 }
@@ -196,5 +198,6 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     m.add_class::<Simulation>()?;
     m.add_function(wrap_pyfunction!(mcast_simulate, m)?)?;
+    m.add_function(wrap_pyfunction!(heat::heat_update, m)?)?;
     Ok(())
 }

@@ -53,13 +53,16 @@ def heat() -> None:
               help="simulated CPU speed per host, MFlop/s (SPARCstation LX, seed 002 Table 1; --backend sim)")
 @click.option("--overlap/--no-overlap", default=True, show_default=True,
               help="update the interior while the boundary messages fly")
+@click.option("--kernel", type=click.Choice(["auto", "rust", "numpy"]), default="auto", show_default=True,
+              help="grid update: the fused Rust kernel (auto: when built) or the numpy reference; same bits")
 @click.option("--seed", type=int, default=1, show_default=True)
 @click.option("--timeout", type=float, default=300.0, show_default=True, help="seconds (mpi/local)")
 @click.option("--json", "as_json", is_flag=True)
-def run_cmd(backend, N, M, steps, r, init, platform_spec, placement, mflops, overlap, seed, timeout, as_json) -> None:
+def run_cmd(backend, N, M, steps, r, init, platform_spec, placement, mflops, overlap, kernel, seed, timeout,
+            as_json) -> None:
     """Solve for STEPS steps; report time per step, MFlop/s, communication share and the maximum temperature."""
     from ..apps.heat.decomposition import Decomposition, place, segment_groups
-    from ..apps.heat.kernel import FLOPS_PER_POINT, StabilityError, check_r
+    from ..apps.heat.kernel import FLOPS_PER_POINT, HeatKernel, StabilityError, check_r
     from ..apps.heat.solver import solve_serial, summarize
     from ..comm import CommError
 
@@ -70,17 +73,18 @@ def run_cmd(backend, N, M, steps, r, init, platform_spec, placement, mflops, ove
         d = Decomposition(N, 1 if backend == "serial" else M)
     except (StabilityError, ValueError) as e:
         raise UserError(str(e)) from None
-    kw = {"N": N, "M": d.M, "steps": steps, "r": r, "init": init, "overlap": overlap}
+    kw = {"N": N, "M": d.M, "steps": steps, "r": r, "init": init, "overlap": overlap, "kernel": kernel}
     summary: dict[str, Any] = {"backend": backend}
     try:
         if backend == "serial":
             t0 = time.perf_counter()
-            field = solve_serial(N, steps, r, init)
+            field = solve_serial(N, steps, r, init, kernel)
             wall = time.perf_counter() - t0
             summary.update({"N": N, "tasks": 1, "steps": steps, "time_s": wall,
                             "time_per_step_s": wall / steps if steps else 0.0,
                             "mflops": FLOPS_PER_POINT * N * N * steps / wall / 1e6 if wall > 0 else float("nan"),
-                            "comm_share": 0.0, "max_temperature": float(field.max())})
+                            "comm_share": 0.0, "max_temperature": float(field.max()),
+                            "kernel": HeatKernel((3, 3), r, backend=kernel).backend})
         elif backend == "sim":
             from ..comm import run_sim
             from ..platform import as_platform

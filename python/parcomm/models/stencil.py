@@ -20,6 +20,28 @@ The paper's model has no per-message cost. :class:`StencilModel` adds an
 optional fixed cost ``latency_s`` per boundary message (4 per step; 0 gives
 the paper's formula exactly), fitted with B from ping-pong measurements by
 :meth:`StencilModel.fit_comm`.
+
+**Refined variant: shared segments** (:meth:`StencilModel.shared_segment`).
+§3.1's B is "the network's bandwidth" seen by one task; §4 item 1 notes that
+tasks on one Ethernet share it. On the seed-002 cluster all boundary messages
+of a step leave at once, and every message that starts or ends on a segment
+(one forwarded by the router uses both its segments) occupies that segment's
+medium: the busiest segment must carry ``m_seg`` messages per step (50 for
+121 tasks placed in host order on 16 segments of 8-9 hosts), one after the
+other. A task's exchange ends when the busiest segment has carried them, so
+the per-task bandwidth is the idle-segment bandwidth B (ping-pong) shared
+``m_seg / 4`` ways:
+
+    B_eff = 4 B / m_seg,   comm = 4 L + 4 (N/M) / B_eff = 4 L + m_seg (N/M) / B
+
+with L the fixed cost per message (ping-pong intercept). With ``overlap``
+(the solver updates its interior while messages fly, then the ring):
+
+    step = max(C (N/M - 2)^2 / F, comm) + C (4 N/M - 4) / F
+
+It predicts a *typical* step; the simulator's mean adds a stochastic tail
+(CSMA/CD backoff, rare frames dropped after 16 collisions and the 1 s TCP
+retransmission timeout) that no per-step formula carries.
 """
 
 from __future__ import annotations
@@ -40,6 +62,7 @@ class StencilModel:
     B: float  # boundary values per second a task's messages move
     C: float = 6.0  # operations per grid point and step
     latency_s: float = 0.0  # fixed cost per boundary message (0: the paper's model)
+    overlap: bool = False  # interior computed while the messages fly (False: §3.1's sum)
 
     def __post_init__(self):
         for k in ("F", "B", "C"):
@@ -56,8 +79,24 @@ class StencilModel:
         return (4 * N / (self.B * M) if M > 1 else 0.0) + msgs * self.latency_s
 
     def step_time(self, N: float, M: float) -> float:
-        """Seconds per step: C N^2/(F M^2) + 4N/(B M) (+ 4 latency)."""
+        """Seconds per step: C N^2/(F M^2) + 4N/(B M) (+ 4 latency); with
+        ``overlap``, max(interior compute, communication) + the outer ring."""
+        if self.overlap and M > 1:
+            n = N / M
+            interior = self.C * max(n - 2, 0.0) ** 2 / self.F
+            ring = self.compute_time(N, M) - interior
+            return max(interior, self.comm_time(N, M)) + ring
         return self.compute_time(N, M) + self.comm_time(N, M)
+
+    @classmethod
+    def shared_segment(cls, F: float, B_idle: float, latency_s: float, m_seg: float, C: float = 6.0,
+                       overlap: bool = True) -> "StencilModel":
+        """The refined variant (module docstring): B_idle (values/s) and
+        latency_s from a ping-pong on an idle segment, shared by the
+        ``m_seg`` messages per step of the busiest segment: B = 4 B_idle / m_seg."""
+        if not m_seg >= 4:
+            raise ValueError(f"m_seg (messages per step on the busiest segment) must be >= 4, got {m_seg}")
+        return cls(F=F, B=4.0 * B_idle / m_seg, C=C, latency_s=latency_s, overlap=overlap)
 
     def performance(self, N: float, M: float) -> float:
         """Operations per second of the whole cluster: C N^2 / step time
@@ -93,8 +132,16 @@ class StencilModel:
         return 1.0 / (slope * VALUE_BYTES), max(0.0, my - slope * mx)
 
     def paper_form(self) -> "StencilModel":
-        """The same F, B, C without the per-message cost (§3.1 exactly)."""
-        return replace(self, latency_s=0.0)
+        """The same F, B, C without the per-message cost and overlap (§3.1 exactly)."""
+        return replace(self, latency_s=0.0, overlap=False)
+
+    @staticmethod
+    def fit_F(points: float, steps: int, seconds: float, C: float = 6.0) -> float:
+        """F (op/s) from a compute-only measurement: ``steps`` steps over
+        ``points`` grid points took ``seconds``."""
+        if not (points > 0 and steps > 0 and seconds > 0):
+            raise ValueError("points, steps and seconds must be positive")
+        return C * points * steps / seconds
 
 
 def implied_parameters(M: int, points: Sequence[tuple[float, float]], C: float = 6.0) -> dict[str, float]:

@@ -85,6 +85,16 @@ SUNOS_4_1_3_TCP = tcp_spec(
 #: bandwidth -> 0.15 us/byte; with 0.8 us/byte on the 10 Mbit/s wire the
 #: size-dependent cost of 1000 bytes is ~1.1 ms, so the fixed cost is split
 #: 0.5 ms per send and 0.5 ms per receive.
+#: Route: these overheads describe a task-to-task TCP connection (PVM's
+#: PvmRouteDirect). The paper does not say which route it used; PVM 3.3's
+#: default route goes task -> local pvmd (Unix-domain socket) ->
+#: remote pvmd (UDP with the daemons' own acknowledgement protocol) -> task
+#: (PVM developers' description of the routes, section "Performance" of
+#: https://netlib.org/utk/papers/pvm-ijsa/node3.html); pvm_advise(3PVM) puts the direct route
+#: "up to a factor of two better". The knee of Fig. 5 was measured on whatever
+#: route the paper used, so the estimate below already holds that route's
+#: costs to the extent the knee does; the study's what-if doubles them as a
+#: bound (parcomm.studies.hironaka).
 SPARC_LX_SEND_OVERHEAD = {"fixed_s": 0.5e-3, "per_byte_s": 0.15e-6}
 SPARC_LX_RECV_OVERHEAD = {"fixed_s": 0.5e-3, "per_byte_s": 0.15e-6}
 

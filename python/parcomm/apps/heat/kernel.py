@@ -16,7 +16,22 @@ Arrays are *padded*: a task's n_y x n_x points live in ``u[1:-1, 1:-1]`` of an
 ``(n_y + 2) x (n_x + 2)`` array whose outer ring holds the neighbours'
 boundary values (halo) or the fixed boundary temperature (0).
 
-Speed: numpy evaluates an expression one operation at a time, each a full
+Two implementations of exactly this update, selected by ``HeatKernel(backend=...)``:
+
+* ``"rust"`` (the default when the compiled core has it):
+  ``parcomm._core.heat_update``, the fused loop of
+  ``crates/parcomm-core/src/kernels/heat.rs``, in place on the numpy arrays
+  through the buffer protocol. One pass per row reads ``u`` and writes ``v``
+  once: the main-memory traffic of a STREAM copy. For grids larger than the
+  cache it runs at about the speed of a STREAM-like copy or scale of the same
+  data (83-102 % at 32-128 MiB on this machine), but at ~60 % of glibc's
+  ``memcpy`` for a 288 MiB grid, where ``memcpy`` switches to non-temporal
+  stores (``benchmarks/heat_kernel.py``; results in
+  ``benchmarks/results/heat_kernel.json``). Same operations in the same
+  order, no fused multiply-add: the same bits as the numpy kernel.
+* ``"numpy"``: the reference and fallback, below.
+
+The numpy kernel. numpy evaluates an expression one operation at a time, each a full
 pass over its operands, so a naive ``v[1:-1,1:-1] = ...`` streams the grid
 through main memory ~10 times and allocates temporaries every step; and an
 operation on a 2D view with padded rows goes through numpy's buffered
@@ -34,16 +49,27 @@ iterator, which copies every operand once more. This kernel
 
 What bounds it on a small core is then numpy's per-pass speed in cache, not
 memory: six passes of ~0.45 ns per element here against ~1.1-1.5 ns per point
-for the copy (``benchmarks/heat_kernel.py`` measures both, interleaved). A
-fused loop (C, Rust, numba) would reach the copy bound; numpy alone reaches
-about 40 % of it on this machine (and 4-5x the naive expression).
+for the copy, so numpy alone reaches about 40 % of the copy bound on this
+machine (and 4-5x the naive expression); the fused Rust loop removes the six
+passes.
 """
 
 from __future__ import annotations
 
 import numpy as np
 
-__all__ = ["FLOPS_PER_POINT", "STABILITY_LIMIT", "StabilityError", "HeatKernel", "check_r", "naive_step"]
+__all__ = ["BACKENDS", "FLOPS_PER_POINT", "RUST_KERNEL", "STABILITY_LIMIT", "StabilityError", "HeatKernel", "check_r",
+           "naive_step"]
+
+try:  # the fused kernel of the compiled core (absent from an older build: numpy only)
+    from ..._core import heat_update as _rust_update
+except ImportError:  # pragma: no cover - depends on the build
+    _rust_update = None
+
+#: Whether the compiled core provides the fused kernel.
+RUST_KERNEL = _rust_update is not None
+#: ``auto`` picks ``rust`` when available, else ``numpy``.
+BACKENDS = ("auto", "rust", "numpy")
 
 #: Operations per grid point and step (the paper's C): 4 additions, 2 multiplications.
 FLOPS_PER_POINT = 6
@@ -77,11 +103,21 @@ def naive_step(u: np.ndarray, v: np.ndarray, r: float) -> None:
 
 
 class HeatKernel:
-    """Blocked, allocation-free 5-point update for padded arrays of one shape."""
+    """Allocation-free 5-point update for padded arrays of one shape: the
+    fused Rust loop (``backend="rust"``, the default when built) or blocked
+    numpy passes (``backend="numpy"``, the reference); both give the same bits.
+    The Rust path needs C-contiguous float64 arrays; other arrays take the
+    numpy path."""
 
     def __init__(self, shape: tuple[int, int], r: float, *, block_bytes: int = DEFAULT_BLOCK_BYTES,
-                 dtype=np.float64):
+                 dtype=np.float64, backend: str = "auto"):
         self.r = check_r(r)
+        if backend not in BACKENDS:
+            raise ValueError(f"unknown kernel backend {backend!r}; known: {', '.join(BACKENDS)}")
+        if backend == "rust" and not RUST_KERNEL:
+            raise ValueError("backend 'rust' needs parcomm._core.heat_update; rebuild with pip install -e .")
+        self.backend = "rust" if backend == "auto" and RUST_KERNEL and np.dtype(dtype) == np.float64 else (
+            "numpy" if backend == "auto" else backend)
         self.c0 = 1.0 - 4.0 * self.r
         ny, nx = int(shape[0]), int(shape[1])
         if ny < 3 or nx < 3:
@@ -97,7 +133,8 @@ class HeatKernel:
         half open; default: every interior point) into ``v``; returns the
         number of points updated.
 
-        A rectangle as wide as the interior (or :meth:`interior`'s) is updated
+        The Rust kernel writes exactly the rectangle and nothing else. In the
+        numpy kernel, a rectangle as wide as the interior (or :meth:`interior`'s) is updated
         as one contiguous range of the flattened array: between two rows the
         range also covers the halo columns (and, for :meth:`interior`, the
         task's first and last column, which :meth:`boundary` writes later).
@@ -111,6 +148,9 @@ class HeatKernel:
         j0, j1 = cols if cols is not None else (1, nx - 1)
         if i1 <= i0 or j1 <= j0:
             return 0
+        if (self.backend == "rust" and u.dtype == np.float64 and v.dtype == np.float64
+                and u.flags.c_contiguous and v.flags.c_contiguous and u.shape == v.shape == self.shape):
+            return _rust_update(u, v, self.r, i0, i1, j0, j1)
         if (j0, j1) in ((1, nx - 1), (2, nx - 2)) and i1 - i0 > 1 and u.flags.c_contiguous and v.flags.c_contiguous:
             self._flat(u.reshape(-1), v.reshape(-1), i0 * nx + j0, (i1 - 1) * nx + j1)
             v[i0:i1, 0] = 0.0

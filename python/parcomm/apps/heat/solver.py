@@ -17,8 +17,8 @@ PVM program of the paper's time would do it.
 Simulated CPU: with ``mflops`` set (the simulator), each update also calls
 ``comm.compute(flops / mflops)`` so simulated time advances by what the
 platform's CPU would take (SPARCstation LX: 4.6 MFlop/s, Table 1), while
-numpy really computes the data, so every backend returns the same numbers.
-Without ``mflops`` (MPI, sockets) the numpy time is the compute time.
+the kernel really computes the data, so every backend returns the same numbers.
+Without ``mflops`` (MPI, sockets) the kernel's own time is the compute time.
 """
 
 from __future__ import annotations
@@ -67,13 +67,14 @@ def sine_decay_factor(N: int, r: float, steps: int) -> tuple[float, float]:
     return discrete, continuous
 
 
-def solve_serial(N: int, steps: int, r: float = 0.2, init: str = "patch") -> np.ndarray:
-    """The whole N x N grid after ``steps`` steps on one process (unpadded)."""
+def solve_serial(N: int, steps: int, r: float = 0.2, init: str = "patch", kernel: str = "auto") -> np.ndarray:
+    """The whole N x N grid after ``steps`` steps on one process (unpadded).
+    ``kernel``: ``auto`` (the fused Rust kernel when built), ``rust`` or ``numpy``."""
     check_r(r)
     u = np.zeros((N + 2, N + 2))
     u[1:-1, 1:-1] = initial_block(N, slice(0, N), slice(0, N), init)
     v = np.zeros_like(u)
-    k = HeatKernel(u.shape, r)
+    k = HeatKernel(u.shape, r, backend=kernel)
     for _ in range(steps):
         k.update(u, v)
         u, v = v, u
@@ -109,10 +110,13 @@ _OPPOSITE = {UP: DOWN, DOWN: UP, LEFT: RIGHT, RIGHT: LEFT}
 
 async def heat_program(comm, N: int, M: int, steps: int, r: float = 0.2, init: str = "patch",
                        mflops: float | None = None, flops_per_point: int = FLOPS_PER_POINT,
-                       overlap: bool = True, gather: bool = False, trace: bool = False) -> dict[str, Any]:
+                       overlap: bool = True, gather: bool = False, trace: bool = False,
+                       kernel: str = "auto") -> dict[str, Any]:
     """One task of the M x M decomposition (rank program, every backend).
 
-    Returns per rank ``{"rank", "elapsed_s", "compute_s", "comm_s", "steps"}``;
+    ``kernel`` picks the update (``auto``: the fused Rust kernel when built,
+    ``rust``, ``numpy``; all give the same bits). Returns per rank
+    ``{"rank", "elapsed_s", "compute_s", "comm_s", "steps", "kernel"}``;
     rank 0 adds ``"max"`` (the global maximum temperature after ``steps``)
     and, with ``gather``, ``"field"`` (the whole N x N grid). With ``trace``
     every rank adds ``"step_end_s"``: its time at the end of each step.
@@ -128,7 +132,7 @@ async def heat_program(comm, N: int, M: int, steps: int, r: float = 0.2, init: s
     u = np.zeros((n + 2, n + 2))
     u[1:-1, 1:-1] = initial_block(N, rows, cols, init)
     v = np.zeros_like(u)
-    k = HeatKernel(u.shape, r)
+    k = HeatKernel(u.shape, r, backend=kernel)
     nbrs = d.neighbours(me)
     msg_bytes = 8 * n
     rate = None if mflops is None else mflops * 1e6 / flops_per_point  # points per second
@@ -166,7 +170,7 @@ async def heat_program(comm, N: int, M: int, steps: int, r: float = 0.2, init: s
             ends.append(comm.wtime() - t0)
     elapsed = comm.wtime() - t0
     out: dict[str, Any] = {"rank": me, "elapsed_s": elapsed, "compute_s": compute_s,
-                           "comm_s": elapsed - compute_s, "steps": steps}
+                           "comm_s": elapsed - compute_s, "steps": steps, "kernel": k.backend}
     if trace:
         out["step_end_s"] = ends
     local = u[1:-1, 1:-1]
@@ -204,4 +208,5 @@ def summarize(results: list[dict], N: int, steps: int, flops_per_point: int = FL
         "mflops": flops / elapsed / 1e6 if elapsed > 0 else float("nan"),
         "comm_share": comm_share,
         "max_temperature": results[0].get("max"),
+        "kernel": results[0].get("kernel"),
     }
