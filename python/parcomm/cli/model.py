@@ -78,8 +78,11 @@ def measure(backend, platform_spec, procs, sizes, patterns, pattern_ks, rel_ci, 
         if isinstance(e, CommError):
             raise UserError(f"measurement failed on backend {backend}: {e}") from None
         raise
+    q = params.queue_bytes
+    overflowed = params.meta.get("queue_overflow_seen")
+    bound = " (a lower bound: the flood never overflowed the port)" if overflowed is False else ""
     con.print(f"L = {params.L * 1e6:.2f} us, g(0) = {params.g[0] * 1e6:.2f} us, "
-              f"q = {params.queue_bytes if params.queue_bytes is None else round(params.queue_bytes)} B; wrote {out}")
+              f"q = {q if q is None else round(q)} B{bound}; wrote {out}")
 
 
 @click.group()
@@ -147,12 +150,19 @@ def predict(algorithm, params_path, procs, size, as_json) -> None:
 
     params = _load(params_path)
     nbytes = parse_with(lambda v: parse_size(v, "--size"), size, "--size")
-    try:
-        times = {name: make_model(name, params).predict(algorithm, procs, nbytes) for name in MODELS}
-    except ValueError as e:
-        raise UserError(str(e)) from None
+    times, missing = {}, {}
+    for name in MODELS:
+        try:
+            times[name] = make_model(name, params).predict(algorithm, procs, nbytes)
+        except ValueError as e:
+            missing[name] = str(e)
+    if not times:  # the same error for every model (bad algorithm, bad P): say it once
+        raise UserError(next(iter(missing.values())))
     if as_json:
-        emit_json({"algorithm": algorithm, "procs": procs, "size_bytes": nbytes, "predicted_s": times})
+        emit_json({"algorithm": algorithm, "procs": procs, "size_bytes": nbytes, "predicted_s": times,
+                   "unavailable": missing})
         return
     for name, t in times.items():
         click.echo(f"  {name:10} {t * 1e3:12.4f} ms")
+    for name, why in missing.items():  # e.g. PlogP-BR from a file without q
+        click.echo(f"  {name:10} {'n/a':>12}    ({why})")

@@ -15,12 +15,16 @@ Procedures (Kielmann, Bal & Verstoep 2000, as summarized in seed 001 §2.3):
 * o_s(m): duration of the send call; o_r(m): duration of a receive whose
   message has long arrived.
 * Bidirectional variant (seed 001 §3.3): both ranks send at once, and the
-  exchange is repeated and averaged; g(m, C_e) comes from it.
+  exchange is repeated and averaged; T_Ce comes from it, while g(m, C_e)
+  in eq. 3 is PlogP's g(m) ("g(m, C_e), which corresponds to PlogP's g(m)").
 * g(m, C) (eq. 3): every pair of pattern C exchanges m bytes there and back
   simultaneously; T_C is the largest delay over the ranks, and
   g(m, C) = T_C / T_Ce · (g(m, C_e) + L) - L.
 * q (§3.1): the extra delay a small message sees at a port that other ranks
-  fill, times the link rate (taken from the large-message slope of g).
+  fill, times the link rate. The rate is that of back-to-back messages
+  (:func:`stream_rate`), not the slope of g(m): that slope also holds the
+  per-byte copies at both hosts, which do not drain a switch queue (with
+  it, q came out ~15 % short of the simulated 128 KiB port).
 
 Every mean is repeated until its 95 % confidence interval is within
 ``rel_ci`` of it (:mod:`.stats`), not a fixed count.
@@ -77,6 +81,12 @@ async def overhead_program(comm, m: int, reps: int, wait_s: float):
     return out
 
 
+async def _exchange(comm, peer: int, m: int) -> None:
+    req = comm.irecv(source=peer, tag=TAG)
+    await comm.send(None, dest=peer, tag=TAG, nbytes=m)
+    await comm.wait(req)
+
+
 async def exchange_program(comm, m: int, reps: int, ks: Sequence[int], pair_only: bool = False):
     """For each pattern xor-k: every rank exchanges m bytes with r^k, there and back.
 
@@ -91,28 +101,42 @@ async def exchange_program(comm, m: int, reps: int, ks: Sequence[int], pair_only
             if pair_only and r > 1:
                 continue
             peer = r ^ k
+            # An untimed zero-byte exchange first: ranks leave a barrier at
+            # different times, and that skew is not the pattern's cost.
+            await _exchange(comm, peer, 0)
             t0 = comm.wtime()
             for _ in range(2):  # there and back: each step both directions at once
-                req = comm.irecv(source=peer, tag=TAG)
-                await comm.send(None, dest=peer, tag=TAG, nbytes=m)
-                await comm.wait(req)
+                await _exchange(comm, peer, m)
             out[k].append(comm.wtime() - t0)
     return out
 
 
-async def queue_probe_program(comm, flood_bytes: int, probes: int, probe_gap_s: float):
-    """Ranks 2.. flood rank 1 while rank 0 pings it; rank 0 returns the ping RTTs."""
+async def queue_probe_program(comm, flood_bytes: int, chunk: int, probes: int, probe_gap_s: float):
+    """Ranks 2.. flood rank 1's switch port while rank 0 pings rank 1; rank 0 returns the ping RTTs,
+    each flooder its longest send call.
+
+    The flood goes as ``chunk``-byte messages small enough to travel eagerly,
+    and rank 1 receives them only after the last ping: rank 1's CPU then
+    spends nothing on the flood while it answers, so a ping's extra delay is
+    the switch queue alone, not the receiver's per-message overhead."""
     r = comm.rank
+    n_chunks = max(1, flood_bytes // chunk)
     await comm.barrier()
     if r >= 2:
-        await comm.send(None, dest=1, tag=TAG + 1, nbytes=flood_bytes)
-        return None
+        # The longest send call: a send that waited ~T_RTO shows that the port overflowed.
+        longest = 0.0
+        for _ in range(n_chunks):
+            t0 = comm.wtime()
+            await comm.send(None, dest=1, tag=TAG + 1, nbytes=chunk)
+            longest = max(longest, comm.wtime() - t0)
+        return longest
     if r == 1:
-        floods = [comm.irecv(source=s, tag=TAG + 1) for s in range(2, comm.size)]
         for _ in range(probes):
             await comm.recv(source=0, tag=TAG)
             await comm.send(None, dest=0, tag=TAG, nbytes=0)
-        await comm.waitall(floods)
+        for s in range(2, comm.size):
+            for _ in range(n_chunks):
+                await comm.recv(source=s, tag=TAG + 1)
         return None
     rtts = []
     for _ in range(probes):
@@ -197,12 +221,21 @@ def measure(runner: Runner, procs: int, sizes: Sequence[int] = DEFAULT_SIZES, *,
             g_pattern[xor_pattern(k)] = per_k[nearest]
 
     queue_bytes = None
-    if probe_queue and procs >= 3 and not flow_control:
-        progress("switch queue length q")
-        queue_bytes = _probe_queue(runner, rtt0, sizes, g, rto_s)
+    link_rate = None
+    extra_meta: dict[str, Any] = {}
+    if probe_queue and procs >= 4 and not flow_control:
+        # Two or more flooders are needed: one sender alone cannot outrun the port.
+        progress("streaming rate and switch queue length q")
+        link_rate = stream_rate(runner, rel_ci, max_reps)
+        queue_bytes, overflowed = _probe_queue(runner, rtt0, link_rate, rto_s, procs)
+        extra_meta["queue_overflow_seen"] = overflowed
+        if not overflowed:
+            progress("the flood never overflowed the port: q is a lower bound (more ranks would fill it)")
 
     return PlogPParams(procs=procs, L=L, sizes=list(sizes), g=g, o_s=o_s, o_r=o_r, g_pattern=g_pattern,
-                       queue_bytes=queue_bytes, flow_control=flow_control, rto_s=rto_s, meta=dict(meta or {}))
+                       queue_bytes=queue_bytes, flow_control=flow_control, rto_s=rto_s,
+                       meta={**(meta or {}), **extra_meta,
+                             **({"link_rate_bytes_per_s": link_rate} if link_rate else {})})
 
 
 def _interp_at(sizes: list[int], values: list[float], m: int) -> float:
@@ -232,16 +265,62 @@ def _max_over_ranks(runner: Runner, m: int, ks: list[int], rel_ci: float, max_re
     return {k: max(statistics.fmean(r[k]) for r in results if r and r.get(k)) for k in ks}
 
 
-def _probe_queue(runner: Runner, rtt0: float, sizes: list[int], g: list[float], rto_s: float) -> float | None:
-    from .hockney import large_message_slope
+def _mean(runner: Runner, program, kw: dict, rel_ci: float, max_reps: int, rank: int = 0) -> float:
+    def draw(k: int) -> list[float]:
+        return runner(program, {**kw, "reps": k})[rank]
+    return sample_until(draw, rel_ci=rel_ci, max_n=max_reps)[0]
 
-    slope = large_message_slope(PlogPParams(procs=2, L=0.0, sizes=sizes, g=g, o_s=g, o_r=g))
-    if slope <= 0:
-        return None
-    rate_bytes_per_s = 1.0 / slope
-    results = runner(queue_probe_program, {"flood_bytes": 4 << 20, "probes": 40, "probe_gap_s": 200e-6})
-    rtts = sorted(x for x in results[0] if x < rto_s)  # a lost probe waits for an RTO: not queueing
+
+# Message sizes for the streaming rate: large enough that the wire, not the
+# per-message overhead, paces a burst, and below every eager limit we know
+# (MPICH CH3: 128 KiB), so a burst is not slowed by rendezvous hand-shakes.
+STREAM_SIZES = (16384, 65536)
+STREAM_BURST = 8
+
+
+def stream_rate(runner: Runner, rel_ci: float = 0.05, max_reps: int = 20) -> float:
+    """Payload bytes per second of back-to-back messages (the link rate as data sees it).
+
+    The slope of g(m) from single round trips also contains the per-byte
+    copies at both hosts, which do not drain a switch queue; in a burst
+    they overlap with the wire. A burst of n m-byte messages takes
+    (n-1)·g_s(m) longer than one, and the rate is the slope of g_s between
+    two sizes, so per-message costs cancel."""
+    def g_stream(m: int) -> float:
+        one = _mean(runner, rtt_program, {"m": m, "back": 0}, rel_ci, max_reps)
+        many = _mean(runner, rtt_program, {"m": m, "back": 0, "burst": STREAM_BURST}, rel_ci, max_reps)
+        return (many - one) / (STREAM_BURST - 1)
+
+    m1, m2 = STREAM_SIZES
+    dg = g_stream(m2) - g_stream(m1)
+    return (m2 - m1) / dg if dg > 0 else 0.0
+
+
+def _probe_queue(runner: Runner, rtt0: float, rate_bytes_per_s: float, rto_s: float,
+                 procs: int) -> tuple[float | None, bool]:
+    """q (§3.1): (delay at a full port - delay at an empty port) x link rate.
+
+    ``rtt0`` is the empty-port round trip; the full-port one is the largest
+    probe round trip that did not wait for an RTO (a probe dropped at the
+    full port waits T_RTO; that is loss, not queueing). The queue is full
+    only at moments (flooding TCP flows back off after losses), so the
+    largest delay, not a percentile, is the full-port delay. The result is
+    in payload bytes, the unit of (n-1)·m in eq. 1.
+
+    Returns (q, overflowed). The port is full only if the flooders can keep
+    more than q in flight (P-2 TCP windows); if no flooder's send ever waited
+    for an RTO, the port never overflowed and q is only a lower bound."""
+    if rate_bytes_per_s <= 0:
+        return None, False
+    # Flood volume: twice the probing time if a probe waits ~1 ms (a ~120 KB
+    # queue at 1 Gbit/s), shared by the flooders. A longer queue still fills
+    # (the flood starts at once); the later probes then just see it drain.
+    probes, gap = 60, 200e-6
+    flood = int(2 * probes * (gap + 1e-3) * rate_bytes_per_s / max(1, procs - 2)) + STREAM_SIZES[1]
+    results = runner(queue_probe_program, {"flood_bytes": flood, "chunk": STREAM_SIZES[1], "probes": probes,
+                                           "probe_gap_s": gap})
+    rtts = [x for x in results[0] if x < rto_s]
+    overflowed = any(t is not None and t >= rto_s / 2 for t in results[2:])
     if not rtts:
-        return None
-    full = rtts[int(0.9 * (len(rtts) - 1))]
-    return max(0.0, (full - rtt0)) * rate_bytes_per_s
+        return None, overflowed
+    return max(0.0, max(rtts) - rtt0) * rate_bytes_per_s, overflowed
