@@ -4,6 +4,7 @@ all:
 	bash .ci/run
 install:
 	python3 -m pip install -e '.[test]'
+	bash scripts/install-versitygw.sh
 test:
 	cargo test -p parcomm-core
 	python3 -m pytest -q

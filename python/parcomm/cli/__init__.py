@@ -10,6 +10,7 @@ import sys
 
 import click
 
+from .bcast import bcast
 from .common import UserError
 from .compare import compare
 from .emu import emu
@@ -40,6 +41,7 @@ def cli() -> None:
     mcast    reliable multicast with repair routers: model, placement, simulation
     mine     association-rule mining: Quest data, serial Apriori, HPA (seed 000)
     heat     parallel 2D heat equation on M x M tasks (seed 002): run, model, benchmark
+    bcast    broadcast a large object from S3 to many nodes (seed 004): tool, simulation, demo
 
     Run `parcomm COMMAND --help` for each command's options.
     """
@@ -55,6 +57,7 @@ cli.add_command(run)
 cli.add_command(mcast)
 cli.add_command(mine)
 cli.add_command(heat)
+cli.add_command(bcast)
 
 
 def main(argv: list[str] | None = None) -> int:

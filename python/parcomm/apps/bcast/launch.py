@@ -1,0 +1,244 @@
+"""How the nodes of a real broadcast start and find each other.
+
+* :func:`run_one` — this process is one node; it learns the others through a
+  rendezvous address, a shared directory, or MPI (``mpiexec -n N``).
+* :func:`run_local` — N node processes on this machine (``--local N``): the
+  parent reserves their listening sockets, starts them, shows progress from
+  their status files and collects their reports.
+
+Every node checks the object and its hash list *before* joining, so a
+missing object or bad credentials is one clear error per node and no output
+file anywhere.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Callable
+
+from . import manifest as manifests
+from .node import BcastConfig
+from .real import BcastError, NodeReport, Progress, RealNode, write_status
+from .rendezvous import Endpoint, RendezvousError, local_table, reserve_local_sockets, via_address, via_directory
+from .s3 import S3Client, S3Config
+
+
+@dataclass(frozen=True)
+class Job:
+    """What every node of one broadcast is told."""
+
+    url: str
+    out: str  # may contain {rank}
+    algo: str = "steal"
+    config: BcastConfig = BcastConfig()
+    s3: S3Config = S3Config()
+    timeout: float = 3600.0
+    linger: float = 60.0
+    faults: dict = dataclasses.field(default_factory=dict)  # rank -> [fault, ...] (tests)
+
+    def out_for(self, rank: int) -> str:
+        return self.out.replace("{rank}", str(rank))
+
+    def to_json(self) -> str:
+        return json.dumps({**dataclasses.asdict(self), "config": self.config.to_dict()})
+
+    @classmethod
+    def from_json(cls, text: str) -> "Job":
+        raw = json.loads(text)
+        return cls(**{**raw, "config": BcastConfig(**raw["config"]), "s3": S3Config(**raw["s3"]),
+                      "faults": {int(k): v for k, v in raw.get("faults", {}).items()}})
+
+
+def open_listener(host: str = "127.0.0.1", port: int = 0) -> socket.socket:
+    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    sock.bind((host, port))
+    sock.listen(128)
+    return sock
+
+
+def check_object(job: Job, client: S3Client) -> manifests.Manifest:
+    """HEAD the object and load its hash list (raises S3Error subclasses)."""
+    info = client.head(job.url)
+    return manifests.load(job.url, client=client, info=info)
+
+
+def _node(job: Job, rank: int, table: list[Endpoint], listen: socket.socket, client: S3Client,
+          manifest: manifests.Manifest, on_progress: Callable[[Progress], None] | None) -> NodeReport:
+    config = replace(job.config, piece_size=manifest.piece_size)
+    node = RealNode(rank, table, listen, job.url, job.out_for(rank), manifest, algo=job.algo, config=config,
+                    client=client, on_progress=on_progress, timeout=job.timeout, linger=job.linger,
+                    faults=tuple(job.faults.get(rank, ())))
+    return node.run()
+
+
+def run_one(job: Job, *, rank: int | None = None, nodes: int | None = None, rendezvous: str | None = None,
+            rendezvous_dir: str | None = None, mpi: bool = False, bind: str = "127.0.0.1",
+            advertise: str | None = None,
+            on_progress: Callable[[Progress], None] | None = None) -> NodeReport:
+    """This process is one node of the broadcast."""
+    comm = None
+    if mpi:
+        from mpi4py import MPI  # only this mode needs MPI
+
+        comm = MPI.COMM_WORLD
+        rank, nodes = comm.Get_rank(), comm.Get_size()
+    if rank is None or nodes is None:
+        raise BcastError("give --rank and --nodes with --rendezvous/--rendezvous-dir (or use --mpi or --local)")
+    if not 0 <= rank < nodes:
+        raise BcastError(f"--rank {rank} is not in 0..{nodes - 1}")
+    client = S3Client(job.s3, seed=rank)
+    manifest = check_object(job, client)
+    listen = open_listener(bind)
+    me = (advertise or listen.getsockname()[0], listen.getsockname()[1])
+    name = f"{job.url}#{manifest.etag}"
+    try:
+        if comm is not None:
+            table = [tuple(e) for e in comm.allgather(me)]
+        elif rendezvous_dir is not None:
+            table = via_directory(rendezvous_dir, rank, nodes, me, job=name, timeout=min(job.timeout, 300))
+        elif rendezvous is not None:
+            host, _, port = rendezvous.rpartition(":")
+            if not host or not port.isdigit():
+                raise BcastError(f"--rendezvous must be HOST:PORT, got {rendezvous!r}")
+            table = asyncio.run(via_address(rank, nodes, (host, int(port)), me, job=name,
+                                            timeout=min(job.timeout, 300)))
+        else:
+            raise BcastError("choose how nodes meet: --local N, --mpi, --rendezvous HOST:PORT or --rendezvous-dir DIR")
+    except RendezvousError as exc:
+        listen.close()
+        raise BcastError(str(exc)) from None
+    try:
+        return _node(job, rank, table, listen, client, manifest, on_progress)
+    finally:
+        listen.close()
+
+
+# ---------------------------------------------------------------- --local N
+
+
+def child_main(argv: list[str]) -> int:
+    """Entry of one ``--local`` child: ``python -m parcomm.apps.bcast.launch SPEC``."""
+    spec = json.loads(argv[0])
+    job = Job.from_json(spec["job"])
+    rank, status = spec["rank"], Path(spec["status"])
+    listen = socket.socket(fileno=spec["fd"])
+    table = [tuple(e) for e in spec["table"]]
+    progress_file = status / f"progress-{rank}.json"
+    report_file = status / f"report-{rank}.json"
+    write_status(progress_file, {"pid": os.getpid(), "held": 0, "pieces": 0})
+
+    def on_progress(p: Progress) -> None:
+        write_status(progress_file, {"pid": os.getpid(), **dataclasses.asdict(p)})
+
+    try:
+        client = S3Client(job.s3, seed=rank)
+        manifest = check_object(job, client)
+        report = _node(job, rank, table, listen, client, manifest, on_progress)
+    except Exception as exc:  # reported to the parent, which prints one line per node
+        write_status(report_file, {"rank": rank, "error": str(exc) or type(exc).__name__})
+        return 1
+    write_status(report_file, {"rank": rank, "report": report.to_dict()})
+    return 0
+
+
+@dataclass
+class LocalResult:
+    reports: list[NodeReport]
+    errors: dict[int, str]
+    seconds: float
+
+
+def run_local(job: Job, nodes: int, *, on_tick: Callable[[dict[int, dict]], None] | None = None,
+              status_dir: str | None = None) -> LocalResult:
+    """Run ``nodes`` node processes here; returns every node's report or error.
+
+    ``on_tick(progress_by_rank)`` is called a few times a second (progress bars).
+    """
+    if nodes < 1:
+        raise BcastError(f"--local must be at least 1, got {nodes}")
+    socks = reserve_local_sockets(nodes)
+    table = local_table(socks)
+    tmp = tempfile.TemporaryDirectory(prefix="parcomm-bcast-") if status_dir is None else None
+    status = Path(status_dir or tmp.name)
+    status.mkdir(parents=True, exist_ok=True)
+    procs: list[subprocess.Popen] = []
+    start = time.monotonic()
+    # Secrets go to the children through their environment, never their argv (ps shows argv).
+    env = dict(os.environ)
+    for var, value in (("AWS_ACCESS_KEY_ID", job.s3.access_key), ("AWS_SECRET_ACCESS_KEY", job.s3.secret_key),
+                       ("AWS_SESSION_TOKEN", job.s3.session_token)):
+        if value is not None:
+            env[var] = value
+    public = replace(job, s3=replace(job.s3, access_key=None, secret_key=None, session_token=None))
+    try:
+        for rank, sock in enumerate(socks):
+            spec = {"job": public.to_json(), "rank": rank, "fd": sock.fileno(), "table": table, "status": str(status)}
+            procs.append(subprocess.Popen([sys.executable, "-m", "parcomm.apps.bcast.launch", json.dumps(spec)],
+                                          pass_fds=[sock.fileno()], env=env))
+        for sock in socks:
+            sock.close()  # the children hold them now
+        deadline = start + job.timeout + 30
+        while any(p.poll() is None for p in procs):
+            if on_tick is not None:
+                on_tick(_read_progress(status, nodes))
+            if time.monotonic() > deadline:
+                break
+            time.sleep(0.2)
+        if on_tick is not None:
+            on_tick(_read_progress(status, nodes))
+        reports, errors = [], {}
+        for rank, proc in enumerate(procs):
+            if proc.poll() is None:
+                proc.kill()  # our own child, past the job's timeout
+                proc.wait()
+                errors[rank] = f"killed after {job.timeout:.0f} s without finishing"
+                continue
+            result = _read_json(status / f"report-{rank}.json")
+            if result is None:
+                errors[rank] = f"exited with status {proc.returncode} without a report"
+            elif "error" in result:
+                errors[rank] = result["error"]
+            else:
+                reports.append(NodeReport(**{k: v for k, v in result["report"].items() if k != "throughput_Bps"}))
+        return LocalResult(reports, errors, time.monotonic() - start)
+    finally:
+        for sock in socks:
+            sock.close()
+        for proc in procs:
+            if proc.poll() is None:
+                proc.send_signal(signal.SIGTERM)
+                proc.wait()
+        if tmp is not None:
+            tmp.cleanup()
+
+
+def _read_json(path: Path) -> dict | None:
+    try:
+        return json.loads(path.read_text())
+    except (OSError, ValueError):
+        return None
+
+
+def _read_progress(status: Path, nodes: int) -> dict[int, dict]:
+    found = {}
+    for rank in range(nodes):
+        entry = _read_json(status / f"progress-{rank}.json")
+        if entry is not None:
+            found[rank] = entry
+    return found
+
+
+if __name__ == "__main__":
+    sys.exit(child_main(sys.argv[1:]))

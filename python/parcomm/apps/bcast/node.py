@@ -1,0 +1,290 @@
+"""One broadcast participant as a sans-IO state machine: :class:`BcastNode`.
+
+The node combines the phase-1 :class:`~.works.WorkPlanner` (storage fetches
+and stealing) and the phase-2 :class:`~.exchange.PieceExchange` over one
+possession array. Drivers feed it events and carry out the actions it
+returns (see :mod:`.messages` and the package docstring); it never reads a
+clock, does I/O or spawns anything, so a run is a pure function of the
+event sequence and ``config.seed``.
+
+Phases. In the paper's faithful mode (``overlap_phases=False``) a node opens
+the exchange only when every live rank announced ``Done`` (non-steal §4.2:
+"nodes that finished wait for the others"; steal likewise ends phase 1 when
+no works are left anywhere). With ``overlap_phases=True`` the exchange runs
+from the start and storage and peers feed the node at once (the paper's
+future work, §6). ``flat`` never talks to peers.
+
+Orphans. A piece no live neighbour holds may be lost for good (its only
+holder died after a double failure, or was banned for corrupt pieces). A
+node in the exchange that has been idle -- nothing in flight, nothing new
+-- for ``orphan_timeout`` seconds (times a per-node factor in [1, 2), so
+that one node usually goes first and the others then get the pieces from
+it) while some missing piece has no holder among its neighbours fetches the
+works of those pieces from storage itself. Healthy runs never get there:
+a node keeps receiving pieces until it is complete.
+
+Observability: ``storage_done_at`` (this node's storage work ended),
+``exchange_started_at`` (phase 2 opened here), ``finished_at`` (every piece
+held), and the byte counters ``bytes_from_storage`` / ``bytes_from_peers``
+(verified, first copies only).
+"""
+
+from __future__ import annotations
+
+import random
+from dataclasses import asdict, dataclass, fields
+
+import numpy as np
+
+from .exchange import PieceExchange
+from .layout import DEFAULT_PIECE_SIZE, DEFAULT_WORK_PIECES, PAPER_PIECE_SIZE, PAPER_WORK_PIECES, Layout
+from .messages import (
+    Action,
+    Complete,
+    Done,
+    Event,
+    Failed,
+    Finished,
+    GiveWork,
+    GrantWorks,
+    NoWork,
+    PeerLost,
+    PeerMessage,
+    PeerPiece,
+    PhaseDone,
+    S3FetchDone,
+    S3FetchFailed,
+    S3Piece,
+    Send,
+    Start,
+    Tick,
+)
+from .works import ALGOS, WorkPlanner
+
+
+
+@dataclass(frozen=True)
+class BcastConfig:
+    """Protocol knobs (defaults: our product choices; :meth:`paper` for seed 004's)."""
+
+    piece_size: int = DEFAULT_PIECE_SIZE  # bytes; unit of verification and exchange
+    work_pieces: int = DEFAULT_WORK_PIECES  # pieces per work = per ranged GET / steal unit
+    s3_connections: int = 2  # concurrent GETs per node (paper: 1)
+    peers: int = 4  # neighbours a node connects to (it also accepts incoming ones)
+    upload_slots: int = 4  # regular unchokes (BitTorrent: 4) plus one optimistic
+    max_requests: int = 4  # outstanding piece requests per neighbour
+    endgame_copies: int = 2  # neighbours asked for one piece at once in the end game
+    choke_interval: float = 5.0  # s between choke rounds (BitTorrent: 10 s)
+    stall_timeout: float = 30.0  # s without progress on outstanding requests -> drop
+    orphan_timeout: float = 30.0  # s idle with holderless pieces -> fetch them from storage
+    max_fetch_attempts: int = 5  # GETs of one work before the node fails
+    overlap_phases: bool = False  # exchange while fetching (off: the paper's barrier)
+    seed: int = 0
+
+    def __post_init__(self) -> None:
+        for f in fields(self):
+            value = getattr(self, f.name)
+            kind = {"int": int, "float": (int, float), "bool": bool}[f.type]
+            if not isinstance(value, kind) or (f.type != "bool" and isinstance(value, bool)):
+                raise TypeError(f"BcastConfig.{f.name} must be {f.type}, got {value!r}")
+            if f.type != "bool" and f.name != "seed" and value <= 0:
+                raise ValueError(f"BcastConfig.{f.name} must be > 0, got {value!r}")
+
+    @classmethod
+    def paper(cls, **overrides) -> "BcastConfig":
+        """Seed 004's setting: 32 KB pieces, works of 100 pieces, one S3 connection."""
+        base = dict(piece_size=PAPER_PIECE_SIZE, work_pieces=PAPER_WORK_PIECES, s3_connections=1)
+        return cls(**{**base, **overrides})
+
+    def layout(self, size: int) -> Layout:
+        return Layout(size, self.piece_size, self.work_pieces)
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+
+class BcastNode:
+    """Rank ``rank`` of ``nranks`` receiving the object described by ``layout``."""
+
+    def __init__(self, rank: int, nranks: int, layout: Layout, algo: str = "steal",
+                 config: BcastConfig | None = None) -> None:
+        if algo not in ALGOS:
+            raise ValueError(f"algo must be one of {ALGOS}, got {algo!r}")
+        if not 0 <= rank < nranks:
+            raise ValueError(f"rank {rank} out of range for {nranks} ranks")
+        self.rank, self.nranks, self.layout, self.algo = rank, nranks, layout, algo
+        self.cfg = cfg = config or BcastConfig()
+        rng = random.Random(f"{cfg.seed}/{rank}")
+        self.have = np.zeros(layout.pieces, bool)
+        self.reserved = np.zeros(layout.pieces, bool)  # being fetched from storage
+        self.held = 0
+        self._now = 0.0
+        self._reserved_for = (0, 0)
+        self.planner = WorkPlanner(rank, nranks, layout, algo, cfg.s3_connections,
+                                   cfg.max_fetch_attempts, rng, self._missing)
+        self.exchange = PieceExchange(rank, nranks, layout, cfg, rng, self.have, self.reserved)
+        self.storage_done_at: float | None = None
+        self.exchange_started_at: float | None = None
+        self.finished_at: float | None = None
+        self.failed: str | None = None
+        self.complete_ranks: set[int] = set()  # ranks that announced Complete
+        self.bytes_from_storage = 0
+        self.bytes_from_peers = 0
+        self.last_gain = 0.0  # time of the last new piece
+        self.orphan_wait = cfg.orphan_timeout * (1.0 + rng.random())
+        self.orphan_fetches = 0  # works fetched because their pieces had no holder
+
+    # ------------------------------------------------------------ driver interface
+
+    def handle(self, now: float, event: Event) -> list[Action]:
+        """Apply one event at time ``now`` (seconds, non-decreasing); return actions."""
+        if self.failed:
+            return []
+        self._now = now
+        if type(event) is PeerMessage and type(event.msg) is Done:
+            # N - 1 of these per node: only the last one can change anything
+            if event.peer not in self.planner.dead:
+                self.planner.on_done(event.peer)
+            if self.exchange.started or not self.planner.all_done:
+                return []
+            return self._advance(now, [])
+        if isinstance(event, PeerMessage):
+            actions = self._on_message(now, event)
+        elif isinstance(event, S3Piece):
+            actions = self._on_storage_piece(now, event)
+        elif isinstance(event, (S3FetchDone, S3FetchFailed)):
+            actions = self.planner.fetch_ended(event.fetch_id, isinstance(event, S3FetchFailed))
+        elif isinstance(event, PeerPiece):
+            actions = self._on_peer_piece(now, event)
+        elif isinstance(event, Tick):
+            actions = self.exchange.tick(now) + self._fetch_orphans(now)
+        elif isinstance(event, PeerLost):
+            # forget its possessions first: the heir must not count on them
+            actions = self.exchange.exclude(now, event.peer, None)
+            actions += self.planner.on_peer_lost(event.peer) if event.peer != self.rank else []
+        elif isinstance(event, Start):
+            actions = self.planner.plan()
+        else:
+            raise TypeError(f"unknown event {event!r}")
+        return self._advance(now, actions)
+
+    def next_deadline(self) -> float | None:
+        """When to deliver the next :class:`Tick` (None: no timer pending)."""
+        return None if self.failed else self.exchange.next_deadline()
+
+    @property
+    def complete(self) -> bool:
+        return self.held == self.layout.pieces
+
+    @property
+    def finished(self) -> bool:
+        return self.finished_at is not None
+
+    def quiescent(self) -> bool:
+        """Finished, and every live rank announced Complete: nobody can still
+        need our pieces, so the driver may exit. (Neighbours' possession
+        lists are not enough: a rank that has not reached us yet, or whose
+        neighbour we are not, may still depend on what only we hold.)"""
+        if not self.finished:
+            return False
+        if self.algo == "flat":
+            return True
+        return all(r in self.complete_ranks or r in self.planner.dead for r in range(self.nranks) if r != self.rank)
+
+    # ------------------------------------------------------------ events
+
+    def _on_message(self, now: float, event: PeerMessage) -> list[Action]:
+        peer, msg = event.peer, event.msg
+        if peer in self.planner.dead or peer == self.rank:
+            return []
+        if isinstance(msg, GiveWork):
+            return self.planner.on_give_work(peer)
+        if isinstance(msg, GrantWorks):
+            return self.planner.on_grant(peer, msg.works)
+        if isinstance(msg, NoWork):
+            return self.planner.on_no_work(peer)
+        if isinstance(msg, Complete):
+            self.complete_ranks.add(peer)
+            return []
+        if self.algo == "flat":
+            return []
+        return self.exchange.on_message(now, peer, msg)
+
+    def _on_storage_piece(self, now: float, event: S3Piece) -> list[Action]:
+        if not event.ok or not 0 <= event.piece < self.layout.pieces or self.have[event.piece]:
+            return []  # a bad piece stays missing; fetch_ended retries it
+        self.bytes_from_storage += self._store(event.piece)
+        return self.exchange.acquired(now, event.piece, self.complete)
+
+    def _on_peer_piece(self, now: float, event: PeerPiece) -> list[Action]:
+        if not 0 <= event.piece < self.layout.pieces:
+            return []
+        keep, actions = self.exchange.on_piece(now, event.peer, event.piece, event.ok)
+        if keep:
+            self.bytes_from_peers += self._store(event.piece)
+            actions += self.exchange.acquired(now, event.piece, self.complete, source=event.peer)
+        return actions
+
+    def _store(self, piece: int) -> int:
+        self.have[piece] = True
+        self.held += 1
+        self.last_gain = self._now
+        return self.layout.piece_length(piece)
+
+    def _missing(self, work: int) -> tuple[int, int] | None:
+        """Span of a work still to fetch: None if held, or if a neighbour
+        holds all of it (it comes through the exchange)."""
+        pieces = self.layout.work_pieces_of(work)
+        lacking = np.flatnonzero(~self.have[pieces.start:pieces.stop])
+        if lacking.size == 0 or self.exchange.holds_work(pieces):
+            return None
+        return pieces.start + int(lacking[0]), pieces.start + int(lacking[-1])
+
+    def _fetch_orphans(self, now: float) -> list[Action]:
+        ex = self.exchange
+        if (not ex.started or self.finished or self.planner.pending or self.planner.fetches
+                or now - self.last_gain < self.orphan_wait
+                or any(nb.outstanding for nb in ex.neighbours.values())):
+            return []
+        held_around = np.zeros(self.layout.pieces, bool)
+        for nb in ex.neighbours.values():
+            held_around |= nb.has
+        orphans = np.flatnonzero(~self.have & ~held_around)
+        if orphans.size == 0:
+            return []
+        works = sorted({self.layout.work_of(int(p)) for p in orphans})
+        self.orphan_fetches += len(works)
+        self.last_gain = now  # give the fetches time before looking again
+        return self.planner.adopt(works)
+
+    # ------------------------------------------------------------ phases
+
+    def _advance(self, now: float, actions: list[Action]) -> list[Action]:
+        """Follow phase changes after an event."""
+        fetches = (self.planner.next_fetch_id, len(self.planner.fetches))
+        if fetches != self._reserved_for:  # ids only grow: same pair, same fetches
+            self._reserved_for = fetches
+            self.reserved[:] = False
+            for fetch in self.planner.fetches.values():
+                self.reserved[fetch.first_piece:fetch.last_piece + 1] = True
+        if self.planner.failed and not self.failed:
+            self.failed = next((a.reason for a in actions if isinstance(a, Failed)), "failed")
+            return actions
+        if self.planner.storage_done and self.storage_done_at is None:
+            self.storage_done_at = now
+            actions.append(PhaseDone(1))
+        if (self.algo != "flat" and not self.exchange.started
+                and (self.cfg.overlap_phases or self.planner.all_done)):
+            self.exchange_started_at = now
+            actions += self.exchange.start(now)
+        if self.held == self.layout.pieces and self.finished_at is None:
+            self.finished_at = now
+            if self.storage_done_at is None:
+                self.storage_done_at = now
+                actions.append(PhaseDone(1))
+            actions += self.planner.close()
+            self.reserved[:] = False
+            if self.algo != "flat":
+                actions += [Send(r, Complete()) for r in self.planner.live_others()]
+            actions += [PhaseDone(2), Finished()]
+        return actions

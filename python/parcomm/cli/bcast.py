@@ -1,0 +1,347 @@
+"""``parcomm bcast``: broadcast a large object from S3 to many nodes (seed 004).
+
+``parcomm bcast s3://BUCKET/KEY --out PATH`` is the tool (``get`` is the
+default subcommand); ``prepare`` makes the hash list it verifies against;
+``sim`` runs the same protocol on the simulated storage/network model;
+``serve`` and ``proxy`` give a local S3 (versitygw) and its variability
+proxy for trying it out; ``demo`` does all of it in one go.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+
+import click
+
+from ..platform.units import parse_size
+from .common import UserError, emit_json, parse_with
+
+ALGOS = ("flat", "nonsteal", "steal")
+
+
+class _DefaultGet(click.Group):
+    """``parcomm bcast s3://...`` means ``parcomm bcast get s3://...``."""
+
+    def parse_args(self, ctx, args):
+        if args and args[0] not in self.commands and args[0] not in ("-h", "--help"):
+            args = ["get", *args]
+        return super().parse_args(ctx, args)
+
+
+@click.group(cls=_DefaultGet)
+def bcast() -> None:
+    """Broadcast an object from S3-compatible storage to many nodes (seed 004).
+
+    \b
+    parcomm bcast prepare s3://data/model.bin            # once: hash list for verification
+    parcomm bcast s3://data/model.bin --out /tmp/model.bin --local 4
+    mpiexec -n 32 parcomm bcast s3://data/model.bin --out /scratch/model.bin --mpi
+    parcomm bcast sim --nodes 32 --size 1GB --algo steal  # the protocol on a storage model
+    parcomm bcast demo                                    # local S3 + 4 nodes, end to end
+
+    Endpoint and credentials: --endpoint-url or AWS_ENDPOINT_URL, and
+    AWS_ACCESS_KEY_ID / AWS_SECRET_ACCESS_KEY / AWS_REGION, as for the AWS CLI.
+    """
+
+
+def _s3_options(f):
+    f = click.option("--endpoint-url", default=None, help="S3 endpoint (default: AWS_ENDPOINT_URL or AWS)")(f)
+    f = click.option("--region", default=None, help="S3 region (default: AWS_REGION or us-east-1)")(f)
+    return f
+
+
+def _s3_config(endpoint_url, region):
+    from ..apps.bcast.s3 import S3Config
+
+    return S3Config.from_env(endpoint_url=endpoint_url, region=region)
+
+
+def _bcast_config(piece_size, work_pieces, connections, peers, overlap, seed):
+    from ..apps.bcast.node import BcastConfig
+
+    kwargs = {"work_pieces": work_pieces, "s3_connections": connections, "peers": peers,
+              "overlap_phases": overlap, "seed": seed}
+    if piece_size is not None:
+        kwargs["piece_size"] = parse_with(lambda v: parse_size(v, "--piece-size"), piece_size, "--piece-size")
+    try:
+        return BcastConfig(**kwargs)
+    except (TypeError, ValueError) as exc:
+        raise UserError(str(exc).replace("BcastConfig.", "--").replace("_", "-")) from None
+
+
+def _protocol_options(f):
+    for opt in reversed([
+        click.option("--algo", type=click.Choice(ALGOS), default="steal", show_default=True,
+                     help="flat: every node downloads all; nonsteal/steal: 1/N each, then exchange (seed 004 §4)"),
+        click.option("--work-pieces", type=int, default=8, show_default=True,
+                     help="pieces per work: one ranged GET and the unit of stealing (paper: 100 x 32 KB)"),
+        click.option("--connections", type=int, default=2, show_default=True, help="concurrent S3 GETs per node"),
+        click.option("--peers", type=int, default=4, show_default=True, help="neighbours each node exchanges with"),
+        click.option("--overlap/--no-overlap", default=False, show_default=True,
+                     help="exchange pieces while still downloading (the paper's future work)"),
+        click.option("--seed", type=int, default=0, show_default=True, help="seeds the protocol's random choices"),
+    ]):
+        f = opt(f)
+    return f
+
+
+def _fail(exc: Exception) -> None:
+    raise UserError(str(exc)) from None
+
+
+@bcast.command()
+@click.argument("url")
+@click.option("--out", "-o", required=True, help="output file; with --local N, {rank} in it or .RANK appended")
+@click.option("--local", "local", type=int, default=None, help="run N node processes on this machine")
+@click.option("--mpi", is_flag=True, help="nodes are the ranks of mpiexec; they meet through MPI")
+@click.option("--rendezvous", default=None, metavar="HOST:PORT", help="rank 0 listens here, the others register")
+@click.option("--rendezvous-dir", default=None, type=click.Path(file_okay=False), help="shared directory to meet in")
+@click.option("--rank", type=int, default=None, help="this node's rank (with --rendezvous/--rendezvous-dir)")
+@click.option("--nodes", type=int, default=None, help="number of nodes (with --rendezvous/--rendezvous-dir)")
+@click.option("--bind", default="127.0.0.1", show_default=True, help="address the peer listener binds")
+@click.option("--advertise", default=None, help="address other nodes use to reach this one (default: --bind)")
+@_protocol_options
+@click.option("--timeout", type=float, default=3600.0, show_default=True, help="give up after this many seconds")
+@_s3_options
+@click.option("--json", "as_json", is_flag=True, help="print the per-node reports as JSON")
+def get(url, out, local, mpi, rendezvous, rendezvous_dir, rank, nodes, bind, advertise, algo, work_pieces,
+        connections, peers, overlap, seed, timeout, endpoint_url, region, as_json) -> None:
+    """Download s3://BUCKET/KEY to --out on every node, cooperatively."""
+    from ..apps.bcast.launch import Job, run_local, run_one
+    from ..apps.bcast.real import BcastError
+    from ..apps.bcast.s3 import S3Error, parse_s3_url
+
+    try:
+        parse_s3_url(url)
+    except S3Error as exc:
+        _fail(exc)
+    modes = [m for m, on in (("--local", local is not None), ("--mpi", mpi), ("--rendezvous", rendezvous),
+                             ("--rendezvous-dir", rendezvous_dir)) if on]
+    if len(modes) != 1:
+        raise UserError("choose exactly one of --local N, --mpi, --rendezvous HOST:PORT, --rendezvous-dir DIR"
+                        + (f" (got {' and '.join(modes)})" if modes else ""))
+    if timeout <= 0:
+        raise UserError(f"--timeout must be positive, got {timeout}")
+    if local is not None and local > 1 and "{rank}" not in out:
+        out = out + ".{rank}"
+    job = Job(url, out, algo, _bcast_config(None, work_pieces, connections, peers, overlap, seed),
+              _s3_config(endpoint_url, region), timeout=timeout)
+    try:
+        if local is not None:
+            result = _run_local_with_bars(job, local, quiet=as_json)
+            reports, errors = result.reports, result.errors
+        else:
+            from ..apps.bcast.real import Progress
+
+            bar = _single_bar(as_json)
+            try:
+                report = run_one(job, rank=rank, nodes=nodes, rendezvous=rendezvous, rendezvous_dir=rendezvous_dir,
+                                 mpi=mpi, bind=bind, advertise=advertise, on_progress=bar)
+            finally:
+                bar.close()
+            reports, errors = [report], {}
+            if mpi:
+                from mpi4py import MPI
+
+                gathered = MPI.COMM_WORLD.gather(report, root=0)
+                if MPI.COMM_WORLD.Get_rank() != 0:
+                    return
+                reports = gathered
+    except (BcastError, S3Error, OSError) as exc:
+        _fail(exc)
+    _summarize(reports, errors, as_json)
+    if errors:
+        sys.exit(1)
+
+
+class _single_bar:
+    """A progress line for one node (stderr; silent when not a terminal or with --json)."""
+
+    def __init__(self, quiet: bool) -> None:
+        self.progress = None
+        if not quiet and sys.stderr.isatty():
+            from rich.progress import BarColumn, DownloadColumn, Progress, TransferSpeedColumn
+
+            self.progress = Progress("[bold]bcast", BarColumn(), DownloadColumn(), TransferSpeedColumn(),
+                                     transient=True)
+            self.progress.start()
+            self.task = self.progress.add_task("bcast", total=None)
+
+    def __call__(self, p) -> None:
+        if self.progress is not None:
+            self.progress.update(self.task, total=p.pieces, completed=p.held)
+
+    def close(self) -> None:
+        if self.progress is not None:
+            self.progress.stop()
+
+
+def _run_local_with_bars(job, nodes: int, quiet: bool):
+    from ..apps.bcast.launch import run_local
+
+    if quiet or not sys.stderr.isatty():
+        return run_local(job, nodes)
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TimeElapsedColumn
+
+    shown = min(nodes, 16)  # one bar per node up to 16, then one for all
+    with Progress("{task.description}", BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
+                  transient=False) as progress:
+        if nodes <= shown:
+            tasks = {r: progress.add_task(f"node {r}", total=None) for r in range(nodes)}
+        else:
+            tasks = {"all": progress.add_task(f"{nodes} nodes", total=None)}
+
+        def on_tick(by_rank: dict) -> None:
+            if "all" in tasks:
+                held = sum(e.get("held", 0) for e in by_rank.values())
+                total = sum(e.get("pieces", 0) for e in by_rank.values()) or None
+                progress.update(tasks["all"], completed=held, total=total)
+                return
+            for r, e in by_rank.items():
+                progress.update(tasks[r], completed=e.get("held", 0), total=e.get("pieces") or None)
+
+        return run_local(job, nodes, on_tick=on_tick)
+
+
+def _summarize(reports, errors, as_json: bool) -> None:
+    if as_json:
+        emit_json({"nodes": [r.to_dict() for r in reports], "errors": {str(k): v for k, v in errors.items()}})
+        return
+    from rich.console import Console
+    from rich.table import Table
+
+    for rank, msg in sorted(errors.items()):
+        click.echo(f"node {rank}: {msg}", err=True)  # plain: one line per node, never wrapped
+    console = Console()
+    if not reports:
+        return
+    table = Table(title="parcomm bcast")
+    for col in ("node", "time s", "MB/s", "from S3 MB", "from peers MB", "S3 GETs", "retries", "output"):
+        table.add_column(col, justify="right" if col not in ("output",) else "left")
+    for r in sorted(reports, key=lambda r: r.rank):
+        table.add_row(str(r.rank), f"{r.seconds:.2f}", f"{r.throughput / 1e6:.1f}", f"{r.bytes_from_storage / 1e6:.1f}",
+                      f"{r.bytes_from_peers / 1e6:.1f}", str(r.storage_requests), str(r.storage_retries), r.output)
+    console.print(table)
+    size = reports[0].size
+    egress = sum(r.bytes_from_storage for r in reports)
+    if size:
+        console.print(f"origin egress {egress / 1e6:.1f} MB = {egress / size:.2f} x the object; "
+                      f"slowest node {max(r.seconds for r in reports):.2f} s")
+
+
+@bcast.command()
+@click.argument("url")
+@click.option("--piece-size", default="1MiB", show_default=True, help="unit of verification and exchange")
+@_s3_options
+@click.option("--json", "as_json", is_flag=True)
+def prepare(url, piece_size, endpoint_url, region, as_json) -> None:
+    """Hash every piece of s3://BUCKET/KEY and store the list as KEY.parcomm.json."""
+    from ..apps.bcast import manifest
+    from ..apps.bcast.s3 import S3Client, S3Error
+
+    size = parse_with(lambda v: parse_size(v, "--piece-size"), piece_size, "--piece-size")
+    if size <= 0:
+        raise UserError(f"--piece-size must be positive, got {piece_size!r}")
+    try:
+        m = manifest.prepare(url, size, client=S3Client(_s3_config(endpoint_url, region)))
+    except (S3Error, ValueError) as exc:
+        _fail(exc)
+    info = {"url": url, "size": m.size, "pieces": m.num_pieces, "piece_size": m.piece_size,
+            "sha256": m.sha256.hex(), "hash_list": manifest.sidecar_url(url)}
+    if as_json:
+        emit_json(info)
+    else:
+        click.echo(f"{url}: {m.size} bytes, {m.num_pieces} pieces of {m.piece_size} B, sha256 {m.sha256.hex()}; "
+                   f"hash list at {info['hash_list']}")
+
+
+@bcast.command()
+@click.option("--nodes", type=int, default=8, show_default=True)
+@click.option("--size", default="1GB", show_default=True, help="object size (1GB, 100MiB, ...)")
+@click.option("--piece-size", default=None, help="piece size (default 1MiB; paper 32KB)")
+@_protocol_options
+@click.option("--profile", default=None, help="storage/network profile: a name (default chiba2010) or a TOML/JSON file")
+@click.option("--paper", is_flag=True, help="the paper's protocol settings: 32 KB pieces, works of 100, 1 connection")
+@click.option("--json", "as_json", is_flag=True)
+def sim(nodes, size, piece_size, algo, work_pieces, connections, peers, overlap, seed, profile, paper, as_json) -> None:
+    """Run the broadcast protocol on the simulated storage and network model."""
+    from ..apps.bcast.node import BcastConfig
+    from ..apps.bcast.sim import simulate
+    from ..apps.bcast.storage_model import ProfileError
+
+    nbytes = parse_with(lambda v: parse_size(v, "--size"), size, "--size")
+    if nodes < 1:
+        raise UserError(f"--nodes must be at least 1, got {nodes}")
+    cfg = _bcast_config(piece_size, work_pieces, connections, peers, overlap, seed)
+    if paper:
+        cfg = BcastConfig.paper(peers=peers, overlap_phases=overlap, seed=seed)
+    try:
+        result = simulate(nodes, nbytes, algo, profile, seed, cfg)
+    except (ProfileError, OSError) as exc:
+        _fail(exc)
+    if as_json:
+        emit_json(result.to_dict())
+        return
+    phases = result.phase_means
+    click.echo(f"{algo}: {nodes} nodes, {nbytes / 1e6:.0f} MB, profile {result.profile}: "
+               f"slowest {result.completion_s:.1f} s, total throughput {result.total_mb_s:.1f} MB/s, "
+               f"origin egress {result.origin_egress_bytes / max(nbytes, 1):.2f} x the object"
+               + (f", phase 1 {phases['phase1_s']:.1f} s / phase 2 {phases['phase2_s']:.1f} s" if phases else ""))
+
+
+@bcast.command()
+@click.argument("directory", type=click.Path(file_okay=False))
+@click.option("--port", type=int, default=0, help="port on 127.0.0.1 (default: a free one)")
+def serve(directory, port) -> None:
+    """Serve DIRECTORY as S3 with versitygw on 127.0.0.1 (subdirectories are buckets)."""
+    import signal
+    import time
+
+    from ..apps.bcast.versitygw import VersityGW, VersityGWNotAvailable, VersityGWStartError
+
+    Path(directory).mkdir(parents=True, exist_ok=True)
+    try:
+        gw = VersityGW(directory, port=port or None).start()
+    except (VersityGWNotAvailable, VersityGWStartError, TypeError) as exc:
+        _fail(exc)
+    try:
+        for k, v in gw.environ().items():
+            click.echo(f"export {k}={v}")
+        click.echo("# serving; Ctrl-C stops", err=True)
+        signal.sigwait({signal.SIGINT, signal.SIGTERM}) if hasattr(signal, "sigwait") else time.sleep(1e9)
+    finally:
+        gw.stop()
+
+
+@bcast.command(context_settings={"ignore_unknown_options": True, "allow_extra_args": True})
+@click.pass_context
+def proxy(ctx) -> None:
+    """A pacing/fault proxy in front of an S3 endpoint (see `parcomm bcast proxy -- --help`)."""
+    from ..apps.bcast.proxy import main
+
+    sys.exit(main(ctx.args))
+
+
+@bcast.command()
+@click.option("--nodes", type=int, default=4, show_default=True)
+@click.option("--size", default="64MiB", show_default=True)
+@click.option("--algo", type=click.Choice(ALGOS), default="steal", show_default=True)
+@click.option("--json", "as_json", is_flag=True)
+def demo(nodes, size, algo, as_json) -> None:
+    """End to end on this machine: versitygw on 127.0.0.1, an object, its hash
+    list, and a broadcast to N local nodes; every output checked."""
+    from ..apps.bcast.demo import run_demo
+
+    nbytes = parse_with(lambda v: parse_size(v, "--size"), size, "--size")
+    try:
+        summary = run_demo(nodes, nbytes, algo, quiet=as_json)
+    except Exception as exc:  # versitygw missing, port trouble: one line, no traceback
+        _fail(exc)
+    if as_json:
+        emit_json(summary)
+    else:
+        click.echo(f"demo: {summary['nodes']} nodes got {summary['size']} bytes in {summary['seconds']:.2f} s "
+                   f"({summary['algo']}); every sha256 matched: {summary['all_match']}; "
+                   f"origin egress {summary['egress_ratio']:.2f} x")

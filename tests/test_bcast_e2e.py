@@ -1,0 +1,202 @@
+"""``parcomm bcast`` end to end: real node processes, real TCP between them,
+a real S3 server (versitygw on 127.0.0.1), the pacing/fault proxy in front
+of it for the fault tests. Every output is checked byte for byte (sha256)."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from dataclasses import replace
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from parcomm.apps.bcast import manifest as mf
+from parcomm.apps.bcast.launch import Job, run_local
+from parcomm.apps.bcast.node import BcastConfig
+from parcomm.apps.bcast.proxy import PacingProxy
+from parcomm.apps.bcast.s3 import S3Client
+
+PIECE = 64 * 1024  # small pieces so small objects still have many pieces and works
+WORK = 3  # pieces per work: odd, so object sizes rarely align with works
+
+
+def _blob(size: int, seed: int) -> bytes:
+    return np.random.default_rng(seed).bytes(size)
+
+
+@pytest.fixture(scope="module")
+def s3(versitygw, s3_bucket):
+    """Upload objects on demand (with their hash lists): size -> (url, sha256)."""
+    client = S3Client(versitygw.s3_config())
+    made: dict[int, tuple[str, str]] = {}
+
+    def put(size: int) -> tuple[str, str]:
+        if size not in made:
+            url = f"s3://{s3_bucket}/e2e/obj-{size}.bin"
+            data = _blob(size, size)
+            client.put_bytes(url, data)
+            mf.prepare(url, PIECE, client=client)
+            made[size] = (url, hashlib.sha256(data).hexdigest())
+        return made[size]
+
+    return put
+
+
+def _job(gw, url: str, out: Path, algo: str, endpoint: str | None = None, **kw) -> Job:
+    cfg = BcastConfig(piece_size=PIECE, work_pieces=WORK, s3_connections=2, peers=3, choke_interval=0.5,
+                      stall_timeout=5.0, orphan_timeout=2.0)
+    return Job(url, str(out / "out.{rank}"), algo, cfg, gw.s3_config(endpoint), timeout=120, linger=10, **kw)
+
+
+def _check(result, out: Path, nodes: int, digest: str, skip: tuple[int, ...] = ()) -> None:
+    for rank in range(nodes):
+        if rank in skip:
+            continue
+        path = out / f"out.{rank}"
+        assert path.exists(), f"node {rank}: no output ({result.errors.get(rank)})"
+        assert hashlib.sha256(path.read_bytes()).hexdigest() == digest, f"node {rank}: wrong bytes"
+    if not skip:
+        assert not [p.name for p in out.iterdir() if "parcomm-partial" in p.name]
+
+
+SIZES = {"empty": 0, "one-byte": 1, "one-piece": PIECE, "odd": 5 * PIECE * WORK + 12345}
+
+
+@pytest.mark.parametrize("algo", ["flat", "nonsteal", "steal"])
+@pytest.mark.parametrize("size", list(SIZES))
+def test_four_nodes_every_size(versitygw, s3, tmp_path, algo, size):
+    url, digest = s3(SIZES[size])
+    result = run_local(_job(versitygw, url, tmp_path, algo), 4)
+    assert result.errors == {}
+    _check(result, tmp_path, 4, digest)
+    egress = sum(r.bytes_from_storage for r in result.reports)
+    assert egress == (4 if algo == "flat" else 1) * SIZES[size]
+
+
+@pytest.mark.parametrize("algo", ["flat", "nonsteal", "steal"])
+@pytest.mark.parametrize("nodes", [1, 8])
+def test_one_and_eight_nodes(versitygw, s3, tmp_path, algo, nodes):
+    size = 11 * PIECE * WORK + 777
+    url, digest = s3(size)
+    result = run_local(_job(versitygw, url, tmp_path, algo), nodes)
+    assert result.errors == {}
+    _check(result, tmp_path, nodes, digest)
+    egress = sum(r.bytes_from_storage for r in result.reports)
+    if algo == "flat":
+        assert egress == nodes * size
+    else:
+        assert egress <= 1.05 * size
+
+
+def test_503s_from_storage_are_survived(versitygw, s3, tmp_path):
+    size = 8 * PIECE * WORK + 99
+    url, digest = s3(size)
+    with PacingProxy(versitygw.endpoint_url, error_rate=0.10, seed=7) as proxy:
+        result = run_local(_job(versitygw, url, tmp_path, "steal", endpoint=proxy.endpoint_url), 4)
+        stats = proxy.snapshot()
+    assert result.errors == {}
+    _check(result, tmp_path, 4, digest)
+    assert stats.injected_errors > 0  # the faults really happened
+    assert sum(r.storage_retries for r in result.reports) >= stats.injected_errors - 1
+
+
+def test_corrupting_peer_is_caught(versitygw, s3, tmp_path):
+    size = 10 * PIECE * WORK + 5
+    url, digest = s3(size)
+    job = _job(versitygw, url, tmp_path, "steal", faults={1: ["corrupt-uploads"]})
+    result = run_local(job, 4)
+    honest = [r for r in result.reports if r.rank != 1]
+    assert len(honest) == 3, result.errors
+    _check(result, tmp_path, 4, digest, skip=(1,))  # the liar's own fate does not matter
+    assert sum(r.bad_pieces for r in honest) > 0  # its lies reached someone and were refused
+    assert all(1 in r.peers_dropped for r in honest if r.bad_pieces)
+
+
+def test_killed_node_does_not_stop_the_others(versitygw, s3, tmp_path):
+    """Four independent `parcomm bcast` processes meet in a directory; one is
+    killed mid-transfer (storage paced so the transfer takes seconds)."""
+    size = 24 * PIECE * WORK
+    url, digest = s3(size)
+    meet = tmp_path / "meet"
+    with PacingProxy(versitygw.endpoint_url, profile=[(1.0, 2e5)], seed=1) as proxy:  # 200 kB/s per GET: seconds
+        env = {**os.environ, **versitygw.environ(), "AWS_ENDPOINT_URL_S3": proxy.endpoint_url}
+        procs = [subprocess.Popen(
+            [sys.executable, "-m", "parcomm", "bcast", url, "--out", str(tmp_path / f"out.{r}"),
+             "--rendezvous-dir", str(meet), "--rank", str(r), "--nodes", "4", "--algo", "steal",
+             "--work-pieces", str(WORK), "--timeout", "120", "--json"],
+            env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE) for r in range(4)]
+        try:
+            # Kill rank 3 once it has met the others and started writing its output.
+            deadline = time.monotonic() + 90
+            while not list(tmp_path.glob(".out.3.parcomm-partial-*")) and time.monotonic() < deadline:
+                assert procs[3].poll() is None, procs[3].communicate()
+                time.sleep(0.05)
+            time.sleep(0.5)
+            assert procs[3].poll() is None, "rank 3 finished before it could be killed"
+            procs[3].send_signal(signal.SIGKILL)  # our own child, by pid
+            outs = [p.communicate(timeout=150) for p in procs[:3]]
+        finally:
+            for p in procs:
+                if p.poll() is None:
+                    p.kill()
+                    p.wait()
+    for rank, (stdout, stderr) in enumerate(outs):
+        assert procs[rank].returncode == 0, stderr.decode()[-2000:]
+        report = json.loads(stdout)["nodes"][0]
+        assert 3 in report["peers_lost"]
+        path = tmp_path / f"out.{rank}"
+        assert hashlib.sha256(path.read_bytes()).hexdigest() == digest
+    assert not (tmp_path / "out.3").exists()
+
+
+def _cli(*args, env=None):
+    return subprocess.run([sys.executable, "-m", "parcomm", "bcast", *args], env=env, capture_output=True,
+                          text=True, timeout=120)
+
+
+def test_missing_object_is_a_clear_error_on_every_node(versitygw, s3_bucket, tmp_path):
+    env = {**os.environ, **versitygw.environ()}
+    run = _cli(f"s3://{s3_bucket}/no/such.bin", "--out", str(tmp_path / "x"), "--local", "3", env=env)
+    assert run.returncode != 0
+    assert "Traceback" not in run.stderr + run.stdout
+    for rank in range(3):
+        assert f"node {rank}" in run.stdout + run.stderr
+    assert "not found" in (run.stdout + run.stderr).lower()
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_bad_credentials_are_a_clear_error(versitygw, s3, tmp_path):
+    url, _ = s3(1)
+    env = {**os.environ, **versitygw.environ(), "AWS_SECRET_ACCESS_KEY": "wrong-secret"}
+    run = _cli(url, "--out", str(tmp_path / "x"), "--local", "2", env=env)
+    assert run.returncode != 0
+    assert "Traceback" not in run.stderr + run.stdout
+    assert "denied" in (run.stdout + run.stderr).lower() or "credential" in (run.stdout + run.stderr).lower()
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_missing_hash_list_says_how_to_make_it(versitygw, s3_bucket, tmp_path):
+    client = S3Client(versitygw.s3_config())
+    url = f"s3://{s3_bucket}/e2e/unprepared.bin"
+    client.put_bytes(url, b"abc")
+    run = _cli(url, "--out", str(tmp_path / "x"), "--local", "1", env={**os.environ, **versitygw.environ()})
+    assert run.returncode != 0 and "parcomm bcast prepare" in run.stdout + run.stderr
+    prep = _cli("prepare", url, "--piece-size", "1KiB", "--json", env={**os.environ, **versitygw.environ()})
+    assert prep.returncode == 0, prep.stderr
+    assert json.loads(prep.stdout)["sha256"] == hashlib.sha256(b"abc").hexdigest()
+
+
+def test_cli_usage_errors():
+    for args, needle in [(["s3://b/k", "--out", "x"], "choose exactly one"),
+                         (["http://b/k", "--out", "x", "--local", "2"], "s3://BUCKET/KEY"),
+                         (["s3://b/k", "--out", "x", "--local", "2", "--mpi"], "choose exactly one")]:
+        run = _cli(*args)
+        assert run.returncode == 2, run.stderr
+        assert needle in run.stderr and "Traceback" not in run.stderr

@@ -1,0 +1,354 @@
+"""parcomm bcast state machines (seed 004): layout, messages, work stealing,
+piece exchange, driven event by event without any driver."""
+
+from __future__ import annotations
+
+import pytest
+
+from parcomm.apps.bcast.layout import PAPER_PIECE_SIZE, PAPER_WORK_PIECES, Layout
+from parcomm.apps.bcast.messages import (
+    MESSAGE_TYPES,
+    Bitfield,
+    Done,
+    Drop,
+    Failed,
+    FetchStorage,
+    Finished,
+    GiveWork,
+    GrantWorks,
+    Have,
+    NoWork,
+    PeerLost,
+    PeerMessage,
+    PeerPiece,
+    PhaseDone,
+    Request,
+    S3FetchDone,
+    S3FetchFailed,
+    S3Piece,
+    Send,
+    Start,
+    Tick,
+    Unchoke,
+)
+from parcomm.apps.bcast.node import BcastConfig, BcastNode
+
+KB = 1024
+
+
+def sends(actions, kind=None, peer=None):
+    return [a for a in actions if isinstance(a, Send) and (kind is None or isinstance(a.msg, kind))
+            and (peer is None or a.peer == peer)]
+
+
+def fetches(actions):
+    return [a for a in actions if isinstance(a, FetchStorage)]
+
+
+def complete_fetch(node, now, fetch):
+    """Deliver every piece of a fetch, then its end; return all actions."""
+    out = []
+    for p in range(fetch.first_piece, fetch.last_piece + 1):
+        out += node.handle(now, S3Piece(fetch.fetch_id, p))
+    return out + node.handle(now, S3FetchDone(fetch.fetch_id))
+
+
+# ---------------------------------------------------------------- layout
+
+
+def test_empty_object_has_no_pieces_and_every_algo_finishes_at_start():
+    layout = Layout(0, 64 * KB, 4)
+    assert (layout.pieces, layout.works) == (0, 0)
+    assert list(layout.initial_works(2, 3)) == []
+    for algo in ("flat", "nonsteal", "steal"):
+        node = BcastNode(0, 3, layout, algo)
+        actions = node.handle(0.0, Start())
+        assert any(isinstance(a, Finished) for a in actions) and not fetches(actions)
+        assert node.finished_at == 0.0 and node.storage_done_at == 0.0
+
+
+@pytest.mark.parametrize("size,pieces,works,last", [
+    (1, 1, 1, 1),
+    (64 * KB, 1, 1, 64 * KB),
+    (64 * KB + 1, 2, 1, 1),
+    (4 * 64 * KB, 4, 1, 64 * KB),
+    (4 * 64 * KB + 5, 5, 2, 5),
+    (10 * 64 * KB - 3, 10, 3, 64 * KB - 3),
+])
+def test_layout_sizes_not_multiple_of_piece_or_work(size, pieces, works, last):
+    layout = Layout(size, 64 * KB, 4)
+    assert (layout.pieces, layout.works) == (pieces, works)
+    assert layout.piece_length(pieces - 1) == last
+    assert sum(layout.piece_length(p) for p in range(pieces)) == size
+    spans = [layout.work_bytes(w) for w in range(works)]
+    assert spans[0][0] == 0 and spans[-1][1] == size
+    assert all(a[1] == b[0] for a, b in zip(spans, spans[1:]))  # contiguous, no overlap
+    assert [p for w in range(works) for p in layout.work_pieces_of(w)] == list(range(pieces))
+
+
+def test_layout_rejects_bad_input():
+    with pytest.raises(ValueError, match="size"):
+        Layout(-1)
+    with pytest.raises(ValueError, match="piece_size"):
+        Layout(10, 0)
+    with pytest.raises(TypeError, match="work_pieces"):
+        Layout(10, 4, 1.5)
+    with pytest.raises(IndexError):
+        Layout(10, 4).piece_bytes(3)
+
+
+@pytest.mark.parametrize("works,nranks", [(96, 3), (10, 4), (3, 8), (1000, 33), (0, 5)])
+def test_initial_assignment_partitions_the_works(works, nranks):
+    layout = Layout(works * 4, 1, 4)
+    assert layout.works == works
+    owned = [w for r in range(nranks) for w in layout.initial_works(r, nranks)]
+    assert owned == list(range(works))
+    sizes = [len(layout.initial_works(r, nranks)) for r in range(nranks)]
+    assert max(sizes) - min(sizes) <= 1
+
+
+def test_paper_example_ranges():
+    """§4.2/4.3: 300 MB in 32 KB pieces = 9,600 pieces; A, B, C get
+    0-3,199, 3,200-6,399, 6,400-9,599, i.e. works 0-31, 32-63, 64-95."""
+    layout = Layout(9600 * PAPER_PIECE_SIZE, PAPER_PIECE_SIZE, PAPER_WORK_PIECES)
+    assert layout.pieces == 9600 and layout.works == 96
+    assert [layout.initial_works(r, 3) for r in range(3)] == [range(0, 32), range(32, 64), range(64, 96)]
+    assert layout.work_pieces_of(32)[0] == 3200 and layout.work_pieces_of(63)[-1] == 6399
+
+
+# ---------------------------------------------------------------- messages
+
+
+def test_message_codes_are_stable_and_plain():
+    expected = {1: "Bitfield", 2: "Have", 3: "Request", 4: "Piece", 5: "Cancel", 6: "Choke", 7: "Unchoke",
+                8: "Interested", 9: "NotInterested", 10: "GiveWork", 11: "GrantWorks", 12: "NoWork", 13: "Done",
+                14: "Complete"}
+    assert {code: cls.__name__ for code, cls in MESSAGE_TYPES.items()} == expected
+    assert Have.FIELDS == ("piece",) and GrantWorks.FIELDS == ("works",) and Done.FIELDS == ()
+    assert Have(3) == Have(3) and hash(GrantWorks((1, 2))) == hash(GrantWorks((1, 2)))
+    with pytest.raises(Exception):
+        Have(3).piece = 4  # frozen
+
+
+def test_bitfield_round_trip_and_length_check():
+    import numpy as np
+
+    have = np.zeros(11, bool)
+    have[[0, 7, 8, 10]] = True
+    bf = Bitfield.of(have)
+    assert bf.bits == bytes([0b10000001, 0b10100000])  # MSB first, as BitTorrent
+    assert (bf.unpack(11) == have).all()
+    with pytest.raises(ValueError, match="bitfield"):
+        bf.unpack(17)
+
+
+# ---------------------------------------------------------------- works and stealing
+
+
+def paper_nodes():
+    layout = Layout(9600 * PAPER_PIECE_SIZE, PAPER_PIECE_SIZE, PAPER_WORK_PIECES)
+    cfg = BcastConfig.paper()
+    return layout, [BcastNode(r, 3, layout, "steal", cfg) for r in range(3)]
+
+
+def test_steal_handover_of_the_paper_example():
+    """§4.3: when A sends giveWork, B has fetched works 32-37 and holds
+    [38..63]; it hands over the last 13, [51..63], and keeps [38..50]."""
+    layout, (a, b, c) = paper_nodes()
+    first = fetches(b.handle(0.0, Start()))
+    assert [(f.first_piece, f.last_piece) for f in first] == [(3200, 3299)]  # one connection, head first
+    running = first[0]
+    for _ in range(6):  # works 32..37
+        running = fetches(complete_fetch(b, 1.0, running))[0]
+    assert layout.work_of(running.first_piece) == 38
+    reply = b.handle(10.0, PeerMessage(0, GiveWork()))
+    assert reply == [Send(0, GrantWorks(tuple(range(51, 64))))]
+    assert list(b.planner.pending) == list(range(39, 51))  # 38 is being fetched
+
+    # A ran out: it asks B or C, and fetches what B granted, in order.
+    started = fetches(a.handle(0.0, Start()))
+    running = started[0]
+    actions = []
+    for _ in range(32):
+        actions = complete_fetch(a, 2.0, running)
+        running = (fetches(actions) or [None])[0]
+    ask = sends(actions, GiveWork)
+    assert len(ask) == 1 and ask[0].peer in (1, 2) and running is None
+    got = a.handle(10.0, PeerMessage(ask[0].peer, GrantWorks(tuple(range(51, 64)))))
+    assert [layout.work_of(f.first_piece) for f in fetches(got)] == [51]
+    assert list(a.planner.pending) == list(range(52, 64))
+
+
+def test_victim_without_works_says_nowork_and_thief_tries_the_next():
+    layout, (a, b, c) = paper_nodes()
+    assert b.handle(0.0, PeerMessage(0, GiveWork())) == [Send(0, GrantWorks(tuple(range(48, 64))))]
+    b.planner.pending.clear()
+    assert b.handle(0.0, PeerMessage(0, GiveWork())) == [Send(0, NoWork())]
+    a.planner.pending.clear()
+    ask = sends(a.handle(0.0, Start()), GiveWork)[0]
+    other = 3 - ask.peer
+    actions = a.handle(0.1, PeerMessage(ask.peer, NoWork()))
+    assert sends(actions, GiveWork) == [Send(other, GiveWork())]
+    actions = a.handle(0.2, PeerMessage(other, NoWork()))
+    assert sorted(s.peer for s in sends(actions, Done)) == [1, 2]  # nothing anywhere: storage phase over
+    assert PhaseDone(1) in actions and a.storage_done_at == 0.2
+
+
+def test_nonsteal_waits_for_every_done_before_the_exchange():
+    layout = Layout(3 * 4 * 64 * KB, 64 * KB, 4)
+    node = BcastNode(0, 3, layout, "nonsteal")
+    (fetch,) = fetches(node.handle(0.0, Start()))
+    actions = complete_fetch(node, 1.0, fetch)
+    assert sorted(s.peer for s in sends(actions, Done)) == [1, 2] and not sends(actions, Bitfield)
+    assert not sends(node.handle(2.0, PeerMessage(1, Done())), Bitfield)
+    opened = node.handle(3.0, PeerMessage(2, Done()))
+    assert sorted(s.peer for s in sends(opened, Bitfield)) == [1, 2]
+    assert node.exchange_started_at == 3.0
+
+
+def test_dead_peer_works_go_to_its_heir_and_granted_works_come_back():
+    layout = Layout(4 * 8 * 64 * KB, 64 * KB, 4)  # 8 works, 2 per rank
+    nodes = [BcastNode(r, 4, layout, "steal", BcastConfig(s3_connections=1)) for r in range(4)]
+    for n in nodes:
+        n.handle(0.0, Start())
+    # rank 1 dies: rank 2 is its heir (next live rank), ranks 0 and 3 are not.
+    assert not nodes[0].handle(1.0, PeerLost(1)) and not nodes[3].handle(1.0, PeerLost(1))
+    nodes[2].handle(1.0, PeerLost(1))
+    assert list(nodes[2].planner.pending) == [5, 2, 3]
+    # rank 2 dies too: rank 3 inherits both 1's and 2's works.
+    nodes[3].handle(2.0, PeerLost(2))
+    assert list(nodes[3].planner.pending) == [7, 2, 3, 4, 5]
+    # works granted to a thief that dies come back to the granter.
+    grant = nodes[0].handle(2.0, PeerMessage(3, GiveWork()))
+    assert grant == [Send(3, GrantWorks((1,)))] and list(nodes[0].planner.pending) == []
+    nodes[0].handle(3.0, PeerLost(3))
+    assert 1 in nodes[0].planner.pending
+
+
+def test_storage_failures_are_retried_then_fail_the_node():
+    layout = Layout(4 * 64 * KB, 64 * KB, 4)
+    node = BcastNode(0, 1, layout, "flat", BcastConfig(max_fetch_attempts=3))
+    (fetch,) = fetches(node.handle(0.0, Start()))
+    # pieces 0-1 arrive, piece 2 is corrupt, the GET gives up: fetch 2..3 again
+    node.handle(0.1, S3Piece(fetch.fetch_id, 0))
+    node.handle(0.1, S3Piece(fetch.fetch_id, 1))
+    node.handle(0.1, S3Piece(fetch.fetch_id, 2, ok=False))
+    (retry,) = fetches(node.handle(0.2, S3FetchFailed(fetch.fetch_id, "timeout")))
+    assert (retry.first_piece, retry.last_piece) == (2, 3) and not node.have[2]
+    (retry,) = fetches(node.handle(0.3, S3FetchFailed(retry.fetch_id)))
+    failed = node.handle(0.4, S3FetchFailed(retry.fetch_id))
+    assert any(isinstance(a, Failed) for a in failed) and node.failed
+    assert node.handle(0.5, Tick()) == []
+
+
+# ---------------------------------------------------------------- piece exchange
+
+
+def exchanging_node(**cfg):
+    """Rank 0 of 3, exchange open from the start, both others hold everything and unchoke it."""
+    layout = Layout(3 * 8 * 64 * KB, 64 * KB, 8)  # 24 pieces, 1 work per rank
+    node = BcastNode(0, 3, layout, "nonsteal", BcastConfig(overlap_phases=True, s3_connections=1, **cfg))
+    node.handle(0.0, Start())
+    full = Bitfield(Bitfield.of(__import__("numpy").ones(layout.pieces, bool)).bits)
+    requests = []
+    for peer in (1, 2):
+        node.handle(0.0, PeerMessage(peer, full))
+        requests += sends(node.handle(0.0, PeerMessage(peer, Unchoke())), Request)
+    return node, requests
+
+
+def test_requests_skip_pieces_being_fetched_and_are_bounded_per_peer():
+    node, requests = exchanging_node(max_requests=3)
+    assert len(requests) == 6 and len({r.msg.piece for r in requests}) == 6
+    assert all(r.msg.piece >= 8 for r in requests)  # pieces 0-7 come from our own GET
+
+
+def test_corrupt_piece_bans_sender_and_is_requested_elsewhere():
+    node, requests = exchanging_node(max_requests=9)  # 16 pieces to get: 9 from rank 1, 7 from rank 2
+    assert len(sends(requests, peer=2)) == 7
+    bad = next(r.msg.piece for r in requests if r.peer == 1)
+    actions = node.handle(1.0, PeerPiece(1, bad, ok=False))
+    assert [a for a in actions if isinstance(a, Drop)] == [Drop(1, f"piece {bad} failed verification")]
+    assert not node.have[bad] and node.bytes_from_peers == 0
+    assert Send(2, Request(bad)) in actions
+    assert node.handle(1.1, PeerMessage(1, Have(bad))) == []  # banned: ignored
+    assert node.handle(1.2, PeerPiece(1, bad, ok=True)) == [] and not node.have[bad]
+
+
+def test_stalled_peer_is_dropped_and_its_requests_reissued():
+    node, requests = exchanging_node(max_requests=2, stall_timeout=10.0, choke_interval=5.0)
+    stalled = [r.msg.piece for r in sends(requests, peer=1)]
+    serving = [r.msg.piece for r in sends(requests, peer=2)]
+    drops, now = [], 4.0
+    while not drops and now < 30:  # rank 2 serves every request, rank 1 none
+        actions = []
+        for piece in serving:
+            actions += node.handle(now, PeerPiece(2, piece))
+        actions += node.handle(node.next_deadline(), Tick())
+        drops = [a for a in actions if isinstance(a, Drop)]
+        serving = [r.msg.piece for r in sends(actions, Request, peer=2)]
+        now += 5.0
+    assert [d.peer for d in drops] == [1] and drops[0].reason.startswith("stalled")
+    assert 10.0 <= now - 1.0 <= 10.0 + 5.0  # within stall_timeout + choke_interval
+    assert 1 not in node.exchange.neighbours
+    assert all(node.exchange.requested[p] == 0 or p in serving for p in stalled)
+    asked = set(serving)
+    for _ in range(10):  # rank 2 keeps serving: the stalled pieces come from it
+        actions = []
+        for piece in serving:
+            actions += node.handle(now, PeerPiece(2, piece))
+        serving = [r.msg.piece for r in sends(actions, Request, peer=2)]
+        asked.update(serving)
+    assert set(stalled) <= asked and node.have[stalled].all()
+
+
+def test_node_finishes_from_storage_and_peers_and_counts_bytes_once():
+    node, requests = exchanging_node(max_requests=100)
+    (fetch,) = [a for a in node.planner.fetching()]
+    for r in requests:
+        node.handle(1.0, PeerPiece(r.peer, r.msg.piece))
+    node.handle(1.0, PeerPiece(2, requests[0].msg.piece))  # a duplicate
+    actions = []
+    for p in range(fetch.first_piece, fetch.last_piece + 1):
+        actions += node.handle(2.0, S3Piece(0, p))
+    assert node.finished_at == 2.0 and Finished() in actions
+    assert node.bytes_from_storage + node.bytes_from_peers == node.layout.size
+    assert node.bytes_from_storage == 8 * 64 * KB
+
+
+def test_config_errors_name_the_field():
+    with pytest.raises(ValueError, match="peers"):
+        BcastConfig(peers=0)
+    with pytest.raises(TypeError, match="overlap_phases"):
+        BcastConfig(overlap_phases=1)
+    with pytest.raises(ValueError, match="algo"):
+        BcastNode(0, 1, Layout(1), "tree")
+
+
+def test_codec_round_trips_every_message():
+    from parcomm.apps.bcast import codec
+    from parcomm.apps.bcast.messages import Bitfield, Complete, Piece
+
+    samples = [Bitfield(b"\xff\x80"), Have(7), GrantWorks(tuple(range(300))), Done(), Complete(), Piece(5)]
+    for msg in samples:
+        data = b"payload" if isinstance(msg, Piece) else None
+        back, payload = codec.decode(codec.encode(msg, data))
+        assert back == msg and payload == data
+
+
+def test_a_finished_node_waits_until_every_rank_is_complete():
+    """A node may leave only when every live rank said Complete: a late rank
+    may still need pieces that only this node holds."""
+    from parcomm.apps.bcast.layout import Layout
+    from parcomm.apps.bcast.messages import Complete, PeerLost, PeerMessage, S3FetchDone, S3Piece, Start
+    from parcomm.apps.bcast.node import BcastNode
+
+    node = BcastNode(2, 3, Layout(10, 10, 1), "nonsteal")  # one work: rank 2's
+    fetch = next(a for a in node.handle(0.0, Start()) if type(a).__name__ == "FetchStorage")
+    node.handle(0.1, S3Piece(fetch.fetch_id, 0))
+    node.handle(0.1, S3FetchDone(fetch.fetch_id))
+    assert node.finished and not node.quiescent()
+    node.handle(0.2, PeerMessage(0, Complete()))
+    assert not node.quiescent()
+    node.handle(0.3, PeerLost(1))
+    assert node.quiescent()
