@@ -129,8 +129,9 @@ def test_validate_names_the_offending_field(mutate, field):
 
 
 def test_sack_and_tlp_are_optional_bools_default_off():
-    assert pp.TCP_OPTIONAL == ("sack", "tail_loss_probe")
-    assert all(pp.LINUX_TCP[f] is False for f in pp.TCP_OPTIONAL)
+    assert pp.TCP_OPTIONAL == ("sack", "tail_loss_probe", "sndbuf_initial_bytes")
+    assert all(pp.LINUX_TCP[f] is False for f in ("sack", "tail_loss_probe"))
+    assert pp.LINUX_TCP["sndbuf_initial_bytes"] == 0  # 0 = no send-buffer autotuning
     # A tcp table written before the fields existed is still complete and valid.
     p = pp.star(2)
     for f in pp.TCP_OPTIONAL:
@@ -144,7 +145,7 @@ def test_sack_and_tlp_are_optional_bools_default_off():
         pp.validate(p)
     # No builder turns them on.
     for b in (pp.star(2), pp.opteron_cluster(2), pp.atm_cluster(2), pp.segments_router(2, 1)):
-        assert all(h["tcp"][f] is False for h in b["hosts"] for f in pp.TCP_OPTIONAL)
+        assert all(not h["tcp"][f] for h in b["hosts"] for f in pp.TCP_OPTIONAL)
 
 
 # --- builders ---------------------------------------------------------------

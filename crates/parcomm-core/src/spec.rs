@@ -84,6 +84,14 @@ pub struct TcpSpec {
     /// Tail loss probe (RFC 8985 §7), on the sending host.
     #[serde(default)]
     pub tail_loss_probe: bool,
+    /// Send-buffer autotuning, as Linux does for a socket whose SO_SNDBUF
+    /// the application did not set. 0 (the default): every stream's send
+    /// buffer is `sndbuf_bytes`, fixed. Otherwise a stream's buffer starts
+    /// at this many bytes (Linux: net.ipv4.tcp_wmem[1]) and grows to hold
+    /// two congestion windows (tcp_new_space()) when an ACK frees room
+    /// that a blocked writer waits for, up to `sndbuf_bytes` (tcp_wmem[2]).
+    #[serde(default)]
+    pub sndbuf_initial_bytes: u64,
 }
 
 impl Default for TcpSpec {
@@ -103,6 +111,7 @@ impl Default for TcpSpec {
             dupack_threshold: 3,
             sack: false,
             tail_loss_probe: false,
+            sndbuf_initial_bytes: 0,
         }
     }
 }
@@ -301,6 +310,14 @@ impl PlatformSpec {
                 return Err(format!(
                     "{}: sndbuf_bytes and rcvbuf_bytes must hold at least one segment ({mss} bytes)",
                     f("tcp")
+                ));
+            }
+            let init = t.sndbuf_initial_bytes;
+            if init != 0 && (init < mss || init > t.sndbuf_bytes) {
+                return Err(format!(
+                    "{} ({init}) must be 0 (no autotuning) or between one segment ({mss} bytes) and tcp.sndbuf_bytes ({})",
+                    f("tcp.sndbuf_initial_bytes"),
+                    t.sndbuf_bytes
                 ));
             }
         }

@@ -63,6 +63,11 @@ LINUX_2_6_11_TCP = tcp_spec(
     # the middle value up to the last one on bulk transfers (send side since
     # 2.4, receive side "DRS" since 2.6.7); a static spec takes the ceiling.
     # (Linux advertises 3/4 of rcvbuf as window with tcp_adv_win_scale = 2.)
+    # YAMPI itself calls setsockopt(SO_SNDBUF/SO_RCVBUF, 64 KB) unless told
+    # otherwise (_YAMPI_SOCBUF, GridMPI/YAMPI environment-variable list), which
+    # Linux doubles to ~128 KiB and locks against autotuning: a fixed 128 KiB
+    # send buffer either way. (tcp.sndbuf_initial_bytes models the unlocked,
+    # autotuned case; it stays off here.)
     sndbuf_bytes=131072,
     rcvbuf_bytes=174760,
     # Linux delays ACKs; TCP_DELACK_MIN = HZ/25 = 40 ms.

@@ -86,13 +86,16 @@ LINUX_TCP: dict[str, Any] = {
     # Off by default so that results stay comparable; Linux has both on.
     "sack": False,  # RFC 2018 blocks + RFC 6675 recovery (both ends must enable it)
     "tail_loss_probe": False,  # RFC 8985 section 7
+    # 0: fixed send buffer of sndbuf_bytes. Otherwise Linux send-buffer
+    # autotuning starting here (tcp_wmem[1]), growing to sndbuf_bytes.
+    "sndbuf_initial_bytes": 0,
 }
 
 #: Field names of ``TcpSpec``, in declaration order.
 TCP_FIELDS = tuple(LINUX_TCP)
 
-#: ``TcpSpec`` fields with ``#[serde(default)]`` (false): a ``tcp`` table may omit them.
-TCP_OPTIONAL = ("sack", "tail_loss_probe")
+#: ``TcpSpec`` fields with ``#[serde(default)]`` (false or 0, i.e. off): a ``tcp`` table may omit them.
+TCP_OPTIONAL = ("sack", "tail_loss_probe", "sndbuf_initial_bytes")
 
 #: Keyword options of ``host`` other than the name (what builders pass through).
 HOST_OPTIONS = ("mtu", "nic_queue_packets", "send_overhead", "recv_overhead", "tcp")
@@ -110,6 +113,7 @@ _TCP_KIND = {
     "dupack_threshold": "count",
     "sack": "bool",
     "tail_loss_probe": "bool",
+    "sndbuf_initial_bytes": "size",
 }
 
 
@@ -447,7 +451,7 @@ def validate(p: Mapping[str, Any]) -> dict:
                 elif kind == "duration":
                     _f64(t, f, f"{w}.tcp")
                 else:
-                    _u64(t, f, f"{w}.tcp")
+                    _u64(t, f, f"{w}.tcp", LINUX_TCP[f] if f in TCP_OPTIONAL else None)
     for i, s in enumerate(switches):
         _fields(s, _SWITCH, {"name", "buffer"}, f"switches[{i}]")
         w = f"switches.{_str(s, 'name', f'switches[{i}]')}"
@@ -526,6 +530,12 @@ def validate(p: Mapping[str, Any]) -> dict:
         if t["sndbuf_bytes"] < mss or t["rcvbuf_bytes"] < mss:
             raise PlatformError(
                 f"{f('tcp')}: sndbuf_bytes and rcvbuf_bytes must hold at least one segment ({mss} bytes)"
+            )
+        init = t.get("sndbuf_initial_bytes", 0)
+        if init != 0 and not mss <= init <= t["sndbuf_bytes"]:
+            raise PlatformError(
+                f"{f('tcp.sndbuf_initial_bytes')} ({init}) must be 0 (no autotuning) or between one segment "
+                f"({mss} bytes) and tcp.sndbuf_bytes ({t['sndbuf_bytes']})"
             )
     max_mtu = max(h.get("mtu", DEFAULT_MTU) for h in hosts)
     for s in switches:

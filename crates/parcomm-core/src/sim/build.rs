@@ -29,6 +29,7 @@ fn tcp_config(h: &crate::spec::HostSpec) -> TcpConfig {
         dupack_threshold: t.dupack_threshold,
         sack: t.sack,
         tail_loss_probe: t.tail_loss_probe,
+        sndbuf_initial: t.sndbuf_initial_bytes,
     }
 }
 

@@ -318,7 +318,13 @@ impl Simulation {
             Payload::Ack(header) => {
                 let mut ack = crate::transport::Ack::new(header.ack, header.window);
                 ack.sack = self.take_sack(header.sack_slot);
-                self.streams[s as usize].sender.on_ack(now, ack);
+                let st = &mut self.streams[s as usize];
+                let una = st.sender.acked();
+                st.sender.on_ack(now, ack);
+                // tcp_check_space(): the ACK freed room a blocked writer waits for.
+                if st.sender.acked() > una && !st.pending.is_empty() {
+                    st.sender.expand_sndbuf();
+                }
                 self.fill_socket_buffer(s);
                 let st = &mut self.streams[s as usize];
                 if !st.in_ready {

@@ -55,6 +55,10 @@ pub struct TcpConfig {
     /// Tail loss probe (RFC 8985 §7): one probe segment after 2·SRTT of
     /// silence instead of waiting for the retransmission timeout.
     pub tail_loss_probe: bool,
+    /// 0: the send buffer is `sndbuf`, fixed. Otherwise Linux-style
+    /// autotuning: it starts at `sndbuf_initial` bytes and grows up to
+    /// `sndbuf` (see `Sender::expand_sndbuf`).
+    pub sndbuf_initial: u64,
 }
 
 impl Default for TcpConfig {
@@ -75,6 +79,7 @@ impl Default for TcpConfig {
             dupack_threshold: 3,
             sack: false,
             tail_loss_probe: false,
+            sndbuf_initial: 0,
         }
     }
 }

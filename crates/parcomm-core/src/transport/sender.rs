@@ -17,7 +17,9 @@ use crate::time::Time;
 #[derive(Debug)]
 pub struct Sender {
     mss: u64,
+    /// Send buffer now; grows up to `sndbuf_max` when autotuning.
     sndbuf: u64,
+    sndbuf_max: u64,
     dupack_threshold: u64,
     written: u64,
     snd_una: u64,
@@ -77,7 +79,8 @@ impl Sender {
         };
         Sender {
             mss,
-            sndbuf: cfg.sndbuf,
+            sndbuf: if cfg.sndbuf_initial > 0 { cfg.sndbuf_initial.min(cfg.sndbuf) } else { cfg.sndbuf },
+            sndbuf_max: cfg.sndbuf,
             dupack_threshold,
             written: 0,
             snd_una: 0,
@@ -109,6 +112,32 @@ impl Sender {
         if self.rto.srtt().is_none() {
             self.rto.on_rtt_sample(rtt);
         }
+    }
+
+    /// The send buffer's size now (bytes of payload).
+    pub fn sndbuf(&self) -> u64 {
+        self.sndbuf
+    }
+
+    /// Linux's send-buffer autotuning, `tcp_new_space()` (net/ipv4/tcp_input.c,
+    /// 2.6.11), which `tcp_check_space()` calls after an ACK shrank the write
+    /// queue while a writer found the buffer full (SOCK_NOSPACE): if fewer
+    /// than cwnd segments are in flight, the buffer grows to hold
+    /// 2 * max(cwnd, tcp_reordering + 1) segments, up to tcp_wmem[2].
+    /// Linux counts each segment's whole skb (`truesize`); here a segment
+    /// counts as its payload, so the growth in segments is Linux's. The caller
+    /// says when a writer is blocked; a no-op unless autotuning is on.
+    pub fn expand_sndbuf(&mut self) {
+        if self.sndbuf >= self.sndbuf_max {
+            return;
+        }
+        let cwnd = self.cc.cwnd();
+        if self.snd_max - self.snd_una >= cwnd {
+            return; // packets_out >= snd_cwnd: the window, not the buffer, limits
+        }
+        let demanded = (cwnd / self.mss).max(self.dupack_threshold + 1);
+        let want = (2 * demanded * self.mss).min(self.sndbuf_max);
+        self.sndbuf = self.sndbuf.max(want);
     }
 
     pub fn buffer_space(&self) -> u64 {
@@ -556,6 +585,53 @@ mod tests {
         std::iter::from_fn(|| s.poll_transmit(now))
             .map(|g| (g.seq, g.len, g.retransmission))
             .collect()
+    }
+
+    #[test]
+    fn sndbuf_autotuning_grows_to_two_windows_up_to_the_ceiling() {
+        // Off (the default): the buffer is fixed and expand_sndbuf does nothing.
+        let mut fixed = Sender::new(&TcpConfig { sndbuf: 64_000, ..cfg() });
+        fixed.expand_sndbuf();
+        assert_eq!(fixed.sndbuf(), 64_000);
+        // On: starts at tcp_wmem[1]; a writer blocked on it can queue no more.
+        let mut s = Sender::new(&TcpConfig {
+            sndbuf: 64_000,
+            sndbuf_initial: 16_000,
+            initial_cwnd_segments: 3,
+            ..cfg()
+        });
+        assert_eq!(s.sndbuf(), 16_000);
+        s.write(100_000);
+        assert_eq!((s.written(), s.buffer_space()), (16_000, 0));
+        // cwnd 3 segments in flight = cwnd: the window limits, no growth.
+        assert_eq!(drain(&mut s, 0).len(), 3);
+        s.expand_sndbuf();
+        assert_eq!(s.sndbuf(), 16_000);
+        // One segment acked: cwnd 4 (slow start), 2 in flight < 4:
+        // 2 * max(4, dupthresh + 1 = 4) segments of 1000 = 8000 < 16000, no change.
+        s.on_ack(MS, ack(1000));
+        s.expand_sndbuf();
+        assert_eq!(s.sndbuf(), 16_000);
+        // Grow cwnd to 10 segments: 2 * 10 * 1000 = 20000.
+        let mut acked = 1000;
+        for _ in 0..6 {
+            drain(&mut s, 2 * MS);
+            acked += 1000;
+            s.on_ack(2 * MS, ack(acked));
+        }
+        assert_eq!(s.cc.cwnd(), 10_000);
+        s.expand_sndbuf();
+        assert_eq!(s.sndbuf(), 20_000);
+        // Never past the ceiling (tcp_wmem[2]).
+        for _ in 0..40 {
+            drain(&mut s, 3 * MS);
+            acked = (acked + 1000).min(s.snd_max);
+            s.on_ack(3 * MS, ack(acked));
+            let w = 100_000 - s.written();
+            s.write(w);
+            s.expand_sndbuf();
+        }
+        assert_eq!(s.sndbuf(), 64_000);
     }
 
     #[test]
