@@ -17,6 +17,8 @@ STUDIES: dict[str, str] = {
     "shimokuni": "parcomm.studies.shimokuni",
     "nomura": "parcomm.studies.nomura",
     "hironaka": "parcomm.studies.hironaka",
+    "oguchi": "parcomm.studies.oguchi",
+    "chiba": "parcomm.studies.chiba",
 }
 
 
