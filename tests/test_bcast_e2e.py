@@ -200,3 +200,21 @@ def test_cli_usage_errors():
         run = _cli(*args)
         assert run.returncode == 2, run.stderr
         assert needle in run.stderr and "Traceback" not in run.stderr
+
+
+def test_mpi_ranks_meet_through_mpi(versitygw, s3, tmp_path):
+    """`mpiexec -n 4 parcomm bcast ... --mpi`: MPICH starts the nodes, they
+    exchange endpoints with MPI and move data over TCP; rank 0 prints all
+    four reports."""
+    size = 7 * PIECE * WORK + 3
+    url, digest = s3(size)
+    env = {**os.environ, **versitygw.environ()}
+    run = subprocess.run(["mpiexec", "-n", "4", sys.executable, "-m", "parcomm", "bcast", url,
+                          "--out", str(tmp_path / "out.{rank}"), "--mpi", "--work-pieces", str(WORK), "--json"],
+                         env=env, capture_output=True, text=True, timeout=300)
+    assert run.returncode == 0, run.stderr[-2000:]
+    reports = json.loads(run.stdout)["nodes"]
+    assert sorted(r["rank"] for r in reports) == [0, 1, 2, 3]
+    assert sum(r["bytes_from_storage"] for r in reports) == size
+    for rank in range(4):
+        assert hashlib.sha256((tmp_path / f"out.{rank}").read_bytes()).hexdigest() == digest
