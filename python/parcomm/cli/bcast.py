@@ -297,7 +297,6 @@ def sim(nodes, size, piece_size, algo, work_pieces, connections, peers, overlap,
 def serve(directory, port) -> None:
     """Serve DIRECTORY as S3 with versitygw on 127.0.0.1 (subdirectories are buckets)."""
     import signal
-    import time
 
     from ..apps.bcast.versitygw import VersityGW, VersityGWNotAvailable, VersityGWStartError
 
@@ -310,7 +309,9 @@ def serve(directory, port) -> None:
         for k, v in gw.environ().items():
             click.echo(f"export {k}={v}")
         click.echo("# serving; Ctrl-C stops", err=True)
-        signal.sigwait({signal.SIGINT, signal.SIGTERM}) if hasattr(signal, "sigwait") else time.sleep(1e9)
+        stop = {signal.SIGINT, signal.SIGTERM}
+        signal.pthread_sigmask(signal.SIG_BLOCK, stop)  # delivered to sigwait, not as KeyboardInterrupt
+        signal.sigwait(stop)
     finally:
         gw.stop()
 
