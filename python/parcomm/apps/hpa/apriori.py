@@ -4,7 +4,18 @@ rule generation.
 Pass 1 counts items with ``np.bincount``. Pass k >= 2 builds the candidates
 C_k from L_{k-1} (join on the first k-2 items, prune candidates with an
 infrequent (k-1)-subset), then counts them without a Python loop per itemset
-or per transaction:
+or per transaction. :func:`apriori` takes two shortcuts where they fit:
+
+* pass 2 (C_2 is every pair of L_1): :func:`count_pairs` turns each
+  transaction's pairs of L_1 items into keys i*m + j of a dense m*m table and
+  counts them with one ``np.bincount`` (no candidate lookup);
+* passes k >= 3, while |C_k| times the bitmap length is small
+  (``BITMAP_WORDS``): :class:`Bitmaps`, one bit per transaction for each item
+  and for each large (k-1)-itemset; a candidate's bitmap is its (k-1)-prefix's
+  AND its last item's, its count a popcount (``np.bitwise_count``).
+
+Otherwise (and in HPA, which must form and send every subset) the general
+horizontal counting:
 
 * items that occur in no candidate are removed from every transaction and the
   remaining ones renumbered densely (0..m-1, order kept), so transactions
@@ -133,17 +144,36 @@ def subsets(offsets: np.ndarray, items: np.ndarray, k: int, max_rows: int = MAX_
             yield items[offsets[sel][:, None] + cols], sel, comb
 
 
+def n_subsets(offsets: np.ndarray, k: int) -> int:
+    """Number of k-subsets of the transactions (CSR offsets)."""
+    ls, cnt = np.unique(np.diff(offsets), return_counts=True)
+    return sum(math.comb(int(l), k) * int(c) for l, c in zip(ls, cnt))
+
+
+def use_table(enc: Encoder, n_keys: int, n_queries: int) -> bool:
+    """Whether ``n_queries`` lookups among ``n_keys`` keys use a direct table
+    (key -> index, one gather each) rather than binary search (log2 n_keys
+    steps each): while the key space is at most LUT_LIMIT and filling it
+    costs less than the searches would."""
+    if not enc.int_keys:
+        return False
+    size = enc.m ** enc.k
+    return size <= LUT_LIMIT and size <= 4 * n_queries * max(1.0, math.log2(n_keys + 1))
+
+
 def candidate_subsets(offsets: np.ndarray, items: np.ndarray, enc: Encoder, cand_keys: np.ndarray,
                       max_rows: int = MAX_ROWS, with_elems: bool = False) -> Iterator:
     """For each chunk, the indices (into the sorted candidates) of the
     k-subsets of the transactions (CSR of dense ids, from
     :meth:`Encoder.filter`) that are candidates, with repetition. With
     ``with_elems``: pairs ``(indices, elems)``, ``elems`` the (n, k)
-    positions in ``items`` of each hit's items (for :func:`trim`)."""
+    positions in ``items`` of each hit's items (for :func:`trim`); with
+    ``with_elems="lazy"``, ``elems`` is a small description from which
+    :func:`hit_elems` forms the positions of selected hits only."""
     if not len(cand_keys):
         return
     lut = None
-    if enc.int_keys and enc.m ** enc.k <= LUT_LIMIT:  # direct table: key -> candidate index or -1
+    if use_table(enc, len(cand_keys), n_subsets(offsets, enc.k)):  # direct table: key -> candidate index or -1
         lut = np.full(enc.m ** enc.k, -1, dtype=np.int32)
         lut[cand_keys] = np.arange(len(cand_keys), dtype=np.int32)
     # every k-subset is a candidate (pass 2: C_2 is all pairs of L_1, and the
@@ -154,7 +184,9 @@ def candidate_subsets(offsets: np.ndarray, items: np.ndarray, enc: Encoder, cand
         if lut is not None:
             pos = lut[keys]
             if complete:
-                if with_elems:
+                if with_elems == "lazy":
+                    yield pos, (None, offsets[sel], comb)
+                elif with_elems:
                     base = offsets[sel].astype(np.int32) if len(items) < 2**31 else offsets[sel]
                     yield pos, (base[:, None, None] + comb.astype(base.dtype)[None]).reshape(-1, enc.k)
                 else:
@@ -168,9 +200,25 @@ def candidate_subsets(offsets: np.ndarray, items: np.ndarray, enc: Encoder, cand
         if not with_elems:
             yield pos[hit]
             continue
+        if with_elems == "lazy":
+            yield pos[hit], (np.flatnonzero(hit), offsets[sel], comb)
+            continue
         base = offsets[sel].astype(np.int32) if len(items) < 2**31 else offsets[sel]
         elems = (base[:, None, None] + comb.astype(base.dtype)[None]).reshape(-1, enc.k)
         yield pos[hit], elems[hit]
+
+
+def hit_elems(lazy: tuple, keep: np.ndarray) -> np.ndarray:
+    """The (n, k) item positions of the hits selected by the boolean mask
+    ``keep``, from the description :func:`candidate_subsets` yields with
+    ``with_elems="lazy"`` (flat subset numbers of the hits or None for all,
+    the transactions' offsets, the position combinations)."""
+    flat, base, comb = lazy
+    sel = np.flatnonzero(keep)
+    if flat is not None:
+        sel = flat[sel]
+    row, col = np.divmod(sel, len(comb))
+    return base[row][:, None] + comb[col]
 
 
 def trim(offsets: np.ndarray, items: np.ndarray, enc: Encoder, elems: np.ndarray) -> Transactions:
@@ -209,19 +257,16 @@ def apriori_gen(large: np.ndarray) -> np.ndarray:
     pre = large[:, :-1]
     change = np.ones(n, dtype=bool)
     change[1:] = np.any(pre[1:] != pre[:-1], axis=1)
-    starts = np.nonzero(change)[0]
-    ends = np.append(starts[1:], n)
-    parts_a, parts_b = [], []
-    for s, e in zip(starts.tolist(), ends.tolist()):
-        g = e - s
-        if g < 2:
-            continue
-        i, j = np.triu_indices(g, 1)
-        parts_a.append(s + i)
-        parts_b.append(s + j)
-    if not parts_a:
+    # row r joins with every later row of its group: r+1 .. end(r)-1
+    gid = np.cumsum(change) - 1
+    ends = np.append(np.nonzero(change)[0][1:], n)[gid]
+    partners = ends - np.arange(n) - 1
+    total = int(partners.sum())
+    if not total:
         return np.empty((0, k), dtype=np.int64)
-    a, b = np.concatenate(parts_a), np.concatenate(parts_b)
+    a = np.repeat(np.arange(n), partners)
+    first = np.cumsum(partners) - partners  # where row a's pairs start
+    b = a + 1 + (np.arange(total) - first[a])
     cand = np.concatenate([large[a], large[b, -1:]], axis=1)
     if k >= 3:
         enc = Encoder(large.ravel(), km1)
@@ -272,7 +317,7 @@ def count_candidates(tx: Transactions, cand: np.ndarray, min_count: int | None =
     hits: list | None = [] if keep_hits else None
     pend: list[np.ndarray] = []
     npend = nh = 0
-    for out in candidate_subsets(offs, items, enc, ckeys, with_elems=keep_hits):
+    for out in candidate_subsets(offs, items, enc, ckeys, with_elems="lazy" if keep_hits else False):
         idx = out[0] if keep_hits else out
         pend.append(idx)
         npend += len(idx)
@@ -290,9 +335,127 @@ def count_candidates(tx: Transactions, cand: np.ndarray, min_count: int | None =
     if hits is None:
         return counts, None
     large = counts >= min_count
-    ok = [e[large[i]] for i, e in hits]
+    ok = [hit_elems(e, large[i]) for i, e in hits]
     elems = np.concatenate(ok) if ok else np.empty((0, enc.k), dtype=np.int64)
     return counts, trim(offs, items, enc, elems)
+
+
+PAIR_LIMIT = 1 << 22  # pass 2 counts every pair in a dense m*m table while m*m stays below this
+BITMAP_WORDS = 1 << 24  # passes k >= 3 use TID bitmaps while (|C_k| + items) * words per bitmap stays below this
+BITMAP_CHUNK = 1 << 22  # words of candidate bitmaps formed at once
+BITMAP_BUILD = 1 << 26  # bytes of the boolean item x transaction matrix formed at once
+
+
+def count_pairs(tx: Transactions, items1: np.ndarray) -> np.ndarray | None:
+    """Pass 2 without candidate lookup: the counts of every pair of the
+    sorted items ``items1`` (L_1), in :func:`apriori_gen`'s order (row-major
+    upper triangle). Each transaction's pairs of L_1 items become the keys
+    i*m + j of a dense m*m table, counted with ``np.bincount``. None when
+    m*m exceeds PAIR_LIMIT."""
+    m = len(items1)
+    if m < 2 or m * m > PAIR_LIMIT:
+        return None
+    enc = Encoder(items1, 2)
+    offs, items, _ = enc.filter(tx)
+    table = np.zeros(m * m, dtype=np.int64)
+    pend: list[np.ndarray] = []
+    npend = 0
+    for mat, _sel, comb in subsets(offs, items, 2):
+        key = mat[:, comb[:, 0]] * np.int32(m)
+        key += mat[:, comb[:, 1]]
+        pend.append(key.ravel())
+        npend += key.size
+        if npend > 4 * MAX_ROWS:
+            table += np.bincount(np.concatenate(pend), minlength=m * m)
+            pend, npend = [], 0
+    if pend:
+        table += np.bincount(np.concatenate(pend), minlength=m * m)
+    i, j = np.triu_indices(m, 1)
+    return table[i * m + j]
+
+
+class Bitmaps:
+    """Vertical layout for passes k >= 3: one bit per transaction for each
+    item (``item_bm``, rows in the order of ``items``), and the bitmaps of
+    the last pass's large itemsets, so a candidate's bitmap is its prefix's
+    AND its last item's, and its count a popcount. Built from the
+    transactions with at least ``k`` of ``items`` (the only ones that can
+    hold a k-candidate or a larger one)."""
+
+    def __init__(self, tx: Transactions, items: np.ndarray, k: int):
+        self.items = np.unique(np.asarray(items, dtype=np.int64))
+        lut = np.full(max(int(self.items[-1]), int(tx.items.max()) if len(tx.items) else 0) + 1, -1, np.int64)
+        lut[self.items] = np.arange(len(self.items))
+        d = lut[tx.items]
+        keep = d >= 0
+        tid = np.repeat(np.arange(len(tx), dtype=np.int64), tx.lengths)[keep]
+        d = d[keep]
+        ok = np.bincount(tid, minlength=len(tx)) >= k
+        keep2 = ok[tid]
+        tid, d = tid[keep2], d[keep2]
+        new_id = np.cumsum(ok) - 1  # renumber the kept transactions densely
+        tid = new_id[tid]
+        n = int(ok.sum())
+        self.words = max(1, (n + 63) // 64)
+        width = self.words * 64
+        m = len(self.items)
+        self.item_bm = np.empty((m, self.words), dtype=np.uint64)
+        # a dense boolean (items, transactions) matrix, some items at a time, packed to bits
+        step = max(1, BITMAP_BUILD // width)
+        if step < m:  # several slices: group the pairs by item
+            order = np.argsort(d, kind="stable")
+            d, tid = d[order], tid[order]
+            bounds = np.searchsorted(d, np.arange(m + 1))
+        else:
+            bounds = np.array([0, len(d)])
+        for s in range(0, m, step):
+            e = min(m, s + step)
+            dense = np.zeros((e - s) * width, dtype=bool)
+            lo, hi = (bounds[s], bounds[e]) if step < m else (0, len(d))
+            dense[(d[lo:hi] - s) * width + tid[lo:hi]] = True
+            packed = np.packbits(dense.reshape(e - s, width), axis=1, bitorder="little")
+            self.item_bm[s:e] = packed.view(np.uint64)
+        self.prev: np.ndarray | None = None  # bitmaps of L_{k-1}, rows as in the level
+        self.prev_rows: np.ndarray | None = None
+
+    def rows_bitmaps(self, rows: np.ndarray) -> np.ndarray:
+        """Bitmaps of itemsets (rows of item ids): the AND of their items'."""
+        col = np.searchsorted(self.items, rows)
+        out = self.item_bm[col[:, 0]].copy()
+        for j in range(1, rows.shape[1]):
+            out &= self.item_bm[col[:, j]]
+        return out
+
+    def count(self, large: np.ndarray, cand: np.ndarray, min_count: int) -> np.ndarray:
+        """Counts of ``cand`` (from :func:`apriori_gen` on ``large``, both
+        lexicographically sorted); remembers the large candidates' bitmaps."""
+        if self.prev is None or self.prev_rows is not large:
+            self.prev = self.rows_bitmaps(large)
+        k = cand.shape[1]
+        enc = Encoder(large.ravel(), k - 1)
+        lkeys = enc.keys(enc.dense(large))
+        pk = enc.keys(enc.dense(cand[:, :-1]))
+        parent = np.searchsorted(lkeys, pk)
+        last = np.searchsorted(self.items, cand[:, -1])
+        counts = np.empty(len(cand), dtype=np.int64)
+        keep_bm = []
+        step = max(1, BITMAP_CHUNK // self.words)
+        for s in range(0, len(cand), step):
+            bm = self.prev[parent[s:s + step]]
+            bm &= self.item_bm[last[s:s + step]]
+            c = np.bitwise_count(bm).sum(axis=1, dtype=np.int64)
+            counts[s:s + step] = c
+            keep_bm.append(bm[c >= min_count])
+        self.prev = np.concatenate(keep_bm) if keep_bm else np.empty((0, self.words), np.uint64)
+        return counts
+
+
+def _bitmap_words(bitmaps: Bitmaps | None, large: np.ndarray, cand: np.ndarray, work: Transactions) -> int:
+    """Bound on the 64-bit words the bitmap counting of ``cand`` holds: the
+    items' bitmaps and the candidates' (and large itemsets') ones."""
+    items = len(bitmaps.items) if bitmaps is not None else len(np.unique(large))
+    words = bitmaps.words if bitmaps is not None else (len(work) + 63) // 64
+    return (items + len(cand)) * words
 
 
 def apriori(tx: Transactions, min_support: float, max_len: int | None = None) -> AprioriResult:
@@ -305,18 +468,31 @@ def apriori(tx: Transactions, min_support: float, max_len: int | None = None) ->
     res.levels.append((large.reshape(-1, 1).astype(np.int64), c1[large]))
     res.passes.append({"pass": 1, "candidates": int(np.count_nonzero(c1)), "large": len(large),
                        "time_s": time.perf_counter() - t0})
-    work = tx  # trimmed pass after pass
+    work = tx  # trimmed by the passes counted horizontally
+    bitmaps: Bitmaps | None = None
     k = 2
     while len(res.levels[-1][0]) and (max_len is None or k <= max_len):
         t0 = time.perf_counter()
         cand = apriori_gen(res.levels[-1][0])
         if not len(cand):
             break
-        counts, trimmed = count_candidates(work, cand, res.min_count)
+        counts = None
+        if k == 2:
+            counts = count_pairs(work, res.levels[-1][0][:, 0])
+        elif hasattr(np, "bitwise_count") and _bitmap_words(bitmaps, res.levels[-1][0], cand, work) <= BITMAP_WORDS:
+            if bitmaps is None:
+                bitmaps = Bitmaps(work, res.levels[-1][0].ravel(), k)
+            counts = bitmaps.count(res.levels[-1][0], cand, res.min_count)
+        else:
+            bitmaps = None
+        if counts is None:
+            counts, trimmed = count_candidates(work, cand, res.min_count)
+            if trimmed is not None:
+                work = trimmed
         keep = counts >= res.min_count
-        if trimmed is not None:
-            work = trimmed
         res.levels.append((cand[keep], counts[keep]))
+        if bitmaps is not None:
+            bitmaps.prev_rows = res.levels[-1][0]
         res.passes.append({"pass": k, "candidates": len(cand), "large": int(keep.sum()),
                            "time_s": time.perf_counter() - t0})
         k += 1

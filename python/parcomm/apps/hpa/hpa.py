@@ -27,12 +27,13 @@ using its own hits and the broadcast L_k.
 
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
 
-from .apriori import LUT_LIMIT, MAX_ROWS, TRIM_LIMIT, Encoder, apriori_gen, candidate_subsets, min_count, trim
+from .apriori import MAX_ROWS, TRIM_LIMIT, Encoder, apriori_gen, candidate_subsets, min_count, hit_elems, n_subsets, trim, use_table
 from .quest import Transactions, load
 
 TAG_PASS1 = 4801
@@ -111,7 +112,7 @@ def _lex_sorted(rows: np.ndarray, counts: np.ndarray) -> tuple[np.ndarray, np.nd
 async def hpa(comm: Any, path: str, min_support: float, *, block_bytes: int = 8192,
               max_len: int | None = None, cost: CostModel | None = None, itemsets: str = "root",
               weight: int = 1, payload: str = "itemsets", pace_s: float = 0.05,
-              cpu_scale: Any = None) -> dict:
+              cpu_scale: Any = None, wire: str = "itemsets") -> dict:
     """Mine ``path`` (a Quest binary or text transactions file) with HPA.
     Returns this rank's per-pass figures and, on rank 0 (``itemsets="root"``)
     or every rank (``"all"``), the frequent itemsets as (rows, counts) per k.
@@ -132,6 +133,13 @@ async def hpa(comm: Any, path: str, min_support: float, *, block_bytes: int = 81
     seconds and sends each block when its last subset is formed, so blocks
     leave spread over the pass as they would from a real scan.
 
+    ``wire`` (with ``payload="itemsets"``): how a block names its itemsets.
+    ``"itemsets"``, the paper's, sends each itemset's k item ids; ``"index"``
+    sends its position in C_k as an int32 -- every rank generates the same
+    sorted C_k, so the position names the itemset as well, and the owner
+    finds its counter with one array lookup instead of encoding the itemset
+    and probing (4 bytes an itemset instead of 2k or 4k).
+
     ``cpu_scale`` (simulator only): ``cpu_scale[rank][k]`` multiplies the
     CPU charges of that rank's own scan in pass k (per transaction, item,
     subset and candidate; not the probes of received itemsets), see
@@ -144,6 +152,8 @@ async def hpa(comm: Any, path: str, min_support: float, *, block_bytes: int = 81
         raise ValueError(f"weight must be a positive integer, got {weight}")
     if payload not in ("itemsets", "counts"):
         raise ValueError(f"payload must be 'itemsets' or 'counts', got {payload!r}")
+    if wire not in ("itemsets", "index"):
+        raise ValueError(f"wire must be 'itemsets' or 'index', got {wire!r}")
     weight = int(weight)
     sim = _is_sim(comm)
     if cost is None and sim:
@@ -157,6 +167,7 @@ async def hpa(comm: Any, path: str, min_support: float, *, block_bytes: int = 81
     levels: list[tuple[np.ndarray, np.ndarray]] = []
     snapshots: list[dict] = []
     t_begin = comm.wtime()
+    cpu_begin = time.process_time()
     if sim and me == 0:
         snapshots.append(_snapshot_counters(comm, 1))
 
@@ -211,16 +222,19 @@ async def hpa(comm: Any, path: str, min_support: float, *, block_bytes: int = 81
             cost = base_cost
         if cost:
             await comm.compute(cost.per_candidate_s * len(cand))
-        per_block = max(1, block_bytes // (k * itemsize * weight))
+        row_bytes = 4 if wire == "index" and payload == "itemsets" else k * itemsize
+        per_block = max(1, block_bytes // (row_bytes * weight))
         foffs, fitems, _ = enc.filter(work)
         scan_s = weight * (cost.per_transaction_s * len(work) + cost.per_item_s * len(work.items)) if cost else 0.0
         if payload == "counts":
-            counts, hit_idx, hit_elems, nblocks, nbytes_sent, nsub, scan_end = await _count_pass_paced(
+            counts, hit_idx, hit_elems_l, nblocks, nbytes_sent, nsub, scan_end = await _count_pass_paced(
                 comm, k, cand, cown, mine_idx, enc, ckeys, foffs, fitems, per_block, itemsize, weight, cost,
                 scan_s, pace_s)
         else:
-            counts, hit_idx, hit_elems, nblocks, nbytes_sent, nsub, scan_end = await _count_pass_blocks(
-                comm, k, cand, cown, mine_idx, enc, ckeys, foffs, fitems, per_block, dtype, weight, cost, scan_s)
+            counts, hit_idx, hit_elems_l, nblocks, nbytes_sent, nsub, scan_end = await _count_pass_blocks(
+                comm, k, cand, cown, mine_idx, enc, ckeys, foffs, fitems, per_block, dtype, weight, cost, scan_s,
+                wire)
+        hit_elems_ = hit_elems_l
         big = counts >= minc
         mine = (cand[mine_idx[big]], counts[big], len(mine_idx))
         rows, lcounts, ncand = await _broadcast_large(comm, mine, k)
@@ -232,7 +246,7 @@ async def hpa(comm: Any, path: str, min_support: float, *, block_bytes: int = 81
                 lk = enc.keys(enc.dense(rows))
                 pos = np.minimum(np.searchsorted(ckeys, lk), len(ckeys) - 1)
                 is_large[pos] = True
-            ok = [e[is_large[i]] for i, e in zip(hit_idx, hit_elems)]  # type: ignore[arg-type]
+            ok = [hit_elems(e, is_large[i]) for i, e in zip(hit_idx, hit_elems_)]  # type: ignore[arg-type]
             work = trim(foffs, fitems, enc, np.concatenate(ok) if ok else np.empty((0, k), np.int64))
         passes.append({"pass": k, "candidates": ncand, "owned_candidates": len(mine_idx), "large": len(rows),
                        "time_s": comm.wtime() - t0, "blocks_sent": nblocks, "bytes_sent": nbytes_sent,
@@ -245,6 +259,8 @@ async def hpa(comm: Any, path: str, min_support: float, *, block_bytes: int = 81
     want = itemsets == "all" or (itemsets == "root" and me == 0)
     out_d = {"rank": me, "n_transactions": d_total, "local_transactions": len(tx) * weight, "min_count": minc,
              "passes": passes, "time_s": comm.wtime() - t_begin, "levels": levels if want else None}
+    if not sim:  # this process's CPU seconds since loading (polling included)
+        out_d["process_cpu_s"] = time.process_time() - cpu_begin
     if snapshots:
         out_d["counter_snapshots"] = snapshots
     return out_d
@@ -263,12 +279,18 @@ def _prepare_pass(large: np.ndarray, k: int, p: int, shared: bool) -> tuple:
         hit = _PREPARED.get(key)
         if hit is not None:
             return hit
-    cand = apriori_gen(large)
-    if not len(cand):
-        out = (cand, None, None, None)
+    if k == 2 and len(large) >= 2:  # C_2: every pair of L_1 (sorted, distinct); keys i*m + j directly
+        enc = Encoder(large.ravel(), 2)
+        i, j = np.triu_indices(len(large), 1)
+        cand = np.stack([enc.items[i], enc.items[j]], axis=1)
+        own = owner_of(cand, p)
+        out = (cand, enc, i * enc.m + j, own.astype(np.int8) if p <= 127 else own)
+    elif k == 2 or not len(cand := apriori_gen(large)):
+        out = (np.empty((0, k), dtype=np.int64), None, None, None)
     else:
         enc = Encoder(cand.ravel(), k)
-        out = (cand, enc, enc.keys(enc.dense(cand)), owner_of(cand, p))
+        own = owner_of(cand, p)
+        out = (cand, enc, enc.keys(enc.dense(cand)), own.astype(np.int8) if p <= 127 else own)
     if shared:
         _PREPARED.clear()  # one pass at a time
         _PREPARED[key] = out
@@ -283,7 +305,7 @@ def _snapshot_counters(comm: Any, k: int) -> dict:
 
 
 async def _count_pass_blocks(comm, k, cand, cown, mine_idx, enc, ckeys, foffs, fitems, per_block, dtype,
-                             weight, cost, scan_s):
+                             weight, cost, scan_s, wire="itemsets"):
     """Pass k's counting with real itemsets in the blocks (every backend)."""
     p, me = comm.size, comm.rank
     counts = np.zeros(len(mine_idx), dtype=np.int64)
@@ -302,7 +324,7 @@ async def _count_pass_blocks(comm, k, cand, cown, mine_idx, enc, ckeys, foffs, f
     # (a direct table while the key space is small, else a binary search);
     # positions are gathered and counted with one bincount per ~1M
     table = None
-    if enc.int_keys and enc.m ** k <= LUT_LIMIT:
+    if wire == "itemsets" and use_table(enc, len(my_keys), n_subsets(foffs, k)):
         table = np.full(enc.m ** k, -1, dtype=np.int32)
         table[my_keys] = np.arange(len(my_keys), dtype=np.int32)
     got: list[np.ndarray] = []
@@ -316,8 +338,12 @@ async def _count_pass_blocks(comm, k, cand, cown, mine_idx, enc, ckeys, foffs, f
             counts[:] += np.bincount(np.concatenate(got), minlength=len(mine_idx))
             got, ngot = [], 0
 
+    # own subsets: candidate index -> index among the owned candidates (a dense map)
+    local_of = np.full(len(cand), -1, dtype=np.int32)
+    local_of[mine_idx] = np.arange(len(mine_idx), dtype=np.int32)
+
     def local_count(idx: np.ndarray) -> None:
-        tally(np.searchsorted(mine_idx, idx))
+        tally(local_of[idx])
 
     def send_block(d: int, blk: np.ndarray, fin: bool) -> None:
         nonlocal nblocks, nbytes_sent
@@ -327,7 +353,8 @@ async def _count_pass_blocks(comm, k, cand, cown, mine_idx, enc, ckeys, foffs, f
         nbytes_sent += nb
 
     def emit(d: int, last: bool) -> None:
-        arr = np.concatenate(pending[d]) if pending[d] else np.empty((0, k), dtype=dtype)
+        arr = (np.concatenate(pending[d]) if pending[d] else
+               np.empty((0, k), dtype=dtype) if wire == "itemsets" else np.empty(0, dtype=np.int32))
         pending[d], npend[d] = [], 0
         for s in range(0, max(len(arr), 1), per_block):
             blk = arr[s:s + per_block]
@@ -343,15 +370,18 @@ async def _count_pass_blocks(comm, k, cand, cown, mine_idx, enc, ckeys, foffs, f
         blk, fin = msg
         finished += bool(fin)
         if len(blk):
-            bk = enc.keys(enc.dense(blk.astype(np.int64)))
-            tally(table[bk] if table is not None else np.searchsorted(my_keys, bk))
+            if wire == "index":
+                tally(local_of[blk])
+            else:
+                bk = enc.keys(enc.dense(blk.astype(np.int64)))
+                tally(table[bk] if table is not None else np.searchsorted(my_keys, bk))
             if cost:
                 await comm.compute(cost.per_probe_s * len(blk) * weight)
 
     # owners count blocks as they arrive, between chunks of their own scan
     # (the paper runs a second process per node for this)
     rreq = comm.irecv(tag=TAG_BLOCK) if p > 1 else None
-    for idx, elems in candidate_subsets(foffs, fitems, enc, ckeys, with_elems=True):
+    for idx, elems in candidate_subsets(foffs, fitems, enc, ckeys, with_elems="lazy"):
         nsub += len(idx) * weight
         if hit_idx is not None:  # remembered for trimming, up to TRIM_LIMIT hits
             nhits += len(idx)
@@ -363,15 +393,15 @@ async def _count_pass_blocks(comm, k, cand, cown, mine_idx, enc, ckeys, foffs, f
         if cost:
             # each candidate subset found is hashed and routed
             await comm.compute(cost.per_subset_s * len(idx) * weight)
-        dest = cown[idx]
+        dest = cown[idx] if p > 1 else None
         for d in range(p):
-            sel = idx[dest == d]
+            sel = idx[dest == d] if p > 1 else idx
             if not len(sel):
                 continue
             if d == me:
                 local_count(sel)
                 continue
-            pending[d].append(cand[sel].astype(dtype))
+            pending[d].append(cand[sel].astype(dtype) if wire == "itemsets" else sel.astype(np.int32))
             npend[d] += len(sel)
             if npend[d] >= per_block:
                 full = (npend[d] // per_block) * per_block
@@ -455,7 +485,7 @@ async def _count_pass_paced(comm, k, cand, cown, mine_idx, enc, ckeys, foffs, fi
     bounds = np.searchsorted(owners[by_owner], np.arange(p + 1))
     mine_of = [by_owner[bounds[d]:bounds[d + 1]] for d in range(p)]
     all_idx: list[np.ndarray] = []
-    for idx, elems in candidate_subsets(foffs, fitems, enc, ckeys, with_elems=True):
+    for idx, elems in candidate_subsets(foffs, fitems, enc, ckeys, with_elems="lazy"):
         nsub += len(idx) * weight
         if hit_idx is not None:
             nhits += len(idx)
@@ -603,7 +633,8 @@ def merge_result(results: list[dict]) -> dict:
                        "blocks_sent": sum(x["blocks_sent"] for x in rows),
                        "bytes_sent": sum(x["bytes_sent"] for x in rows)})
     return {"n_transactions": r0["n_transactions"], "min_count": r0["min_count"], "passes": passes,
-            "levels": r0["levels"], "time_s": max(r["time_s"] for r in results)}
+            "levels": r0["levels"], "time_s": max(r["time_s"] for r in results),
+            "process_cpu_s": sum(r.get("process_cpu_s", 0.0) for r in results)}
 
 
 def levels_to_dict(levels) -> dict[tuple[int, ...], int]:
