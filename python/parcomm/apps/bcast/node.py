@@ -14,6 +14,12 @@ no works are left anywhere). With ``overlap_phases=True`` the exchange runs
 from the start and storage and peers feed the node at once (the paper's
 future work, §6). ``flat`` never talks to peers.
 
+Adaptive works (``adaptive_works=True``, also §6 future work): the node
+times its own GETs (latency to the first piece, then throughput) and the
+planner sizes GETs and steal grants from those measurements (see
+:mod:`.works`); no message changes, so real and simulated drivers are
+unaffected.
+
 Orphans. A piece no live neighbour holds may be lost for good (its only
 holder died after a double failure, or was banned for corrupt pieces). A
 node in the exchange that has been idle -- nothing in flight, nothing new
@@ -79,6 +85,7 @@ class BcastConfig:
     orphan_timeout: float = 30.0  # s idle with holderless pieces -> fetch them from storage
     max_fetch_attempts: int = 5  # GETs of one work before the node fails
     overlap_phases: bool = False  # exchange while fetching (off: the paper's barrier)
+    adaptive_works: bool = False  # GET and grant sizes from measured rates (off: the paper's fixed works, halves)
     seed: int = 0
 
     def __post_init__(self) -> None:
@@ -119,9 +126,11 @@ class BcastNode:
         self.reserved = np.zeros(layout.pieces, bool)  # being fetched from storage
         self.held = 0
         self._now = 0.0
+        self._t0: float | None = None  # time of Start: the adaptive planner's clock counts from it
         self._reserved_for = (0, 0)
         self.planner = WorkPlanner(rank, nranks, layout, algo, cfg.s3_connections,
-                                   cfg.max_fetch_attempts, rng, self._missing)
+                                   cfg.max_fetch_attempts, rng, self._missing,
+                                   adaptive=cfg.adaptive_works, clock=self._clock)
         self.exchange = PieceExchange(rank, nranks, layout, cfg, rng, self.have, self.reserved)
         self.storage_done_at: float | None = None
         self.exchange_started_at: float | None = None
@@ -163,6 +172,7 @@ class BcastNode:
             actions = self.exchange.exclude(now, event.peer, None)
             actions += self.planner.on_peer_lost(event.peer) if event.peer != self.rank else []
         elif isinstance(event, Start):
+            self._t0 = now
             actions = self.planner.plan()
         else:
             raise TypeError(f"unknown event {event!r}")
@@ -210,7 +220,12 @@ class BcastNode:
             return []
         return self.exchange.on_message(now, peer, msg)
 
+    def _clock(self) -> float:
+        return 0.0 if self._t0 is None else self._now - self._t0
+
     def _on_storage_piece(self, now: float, event: S3Piece) -> list[Action]:
+        if event.ok and self.cfg.adaptive_works and 0 <= event.piece < self.layout.pieces:
+            self.planner.piece_arrived(event.fetch_id, self.layout.piece_length(event.piece))
         if not event.ok or not 0 <= event.piece < self.layout.pieces or self.have[event.piece]:
             return []  # a bad piece stays missing; fetch_ended retries it
         self.bytes_from_storage += self._store(event.piece)

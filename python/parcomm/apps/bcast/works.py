@@ -22,6 +22,27 @@ an adopted work that was already spread costs no storage egress. Anything else
 that is lost (works a dead rank granted to a rank that died too, the share
 of a peer banned for corrupt pieces) is caught by the node's orphan check
 (see :mod:`.node`).
+
+Adaptive works (``adaptive=True``; beyond the paper, its §6 future work
+"change the size of stolen work with each node's download speed"). The node
+measures each of its GETs from its own events: request latency (fetch
+started -> first piece) and per-connection throughput (first piece -> end),
+as exponentially weighted means. Two things follow, neither needs a new
+message:
+
+* *GET size*: an idle connection takes up to ``k`` consecutive, wholly
+  missing works of its list in one ranged GET, ``k`` = measured rate x
+  latency x ``1/LATENCY_SHARE - 1`` / work bytes, so the request latency
+  costs at most ~``LATENCY_SHARE`` of a GET's time; ``k`` is 1 until a
+  GET was measured, and never more than a ``1 / (2 x connections)`` share
+  of the list, so most of it stays stealable.
+* *grant size*: a victim hands a thief a share of its list in proportion to
+  their rates, ``ceil(len x r_t / (r_t + r_v))`` instead of ``ceil(len/2)``.
+  ``r_v`` is the victim's measured rate (all connections); ``r_t``, which
+  the victim cannot observe, is estimated from what the thief is known to
+  have fetched -- its initial share plus the works we granted it -- divided
+  by the time elapsed, and taken at least ``r_v`` (the thief ran dry
+  first). So a grant is never smaller than the paper's half.
 """
 
 from __future__ import annotations
@@ -45,11 +66,23 @@ def _ranks_with_works(works: int, nranks: int) -> tuple[int, ...]:
     return tuple(r for r in range(nranks) if (r + 1) * works // nranks > r * works // nranks)
 
 
+LATENCY_SHARE = 0.05  # adaptive GETs: request latency at most ~5 % of a GET
+EWMA = 0.5  # weight of the newest GET in the measured rate and latency
+
+
 @dataclass
 class Fetch:
     work: int
     first_piece: int
     last_piece: int
+    works: tuple[int, ...] = ()  # every work of the GET (adaptive GETs span several)
+    started: float = 0.0
+    first_at: float | None = None  # first piece arrived
+    nbytes: int = 0  # bytes arrived
+
+    def __post_init__(self) -> None:
+        if not self.works:
+            self.works = (self.work,)
 
 
 class WorkPlanner:
@@ -69,6 +102,8 @@ class WorkPlanner:
         max_attempts: int,
         rng: random.Random,
         missing: Callable[[int], tuple[int, int] | None],
+        adaptive: bool = False,
+        clock: Callable[[], float] = lambda: 0.0,
     ) -> None:
         if algo not in ALGOS:
             raise ValueError(f"algo must be one of {ALGOS}, got {algo!r}")
@@ -96,6 +131,9 @@ class WorkPlanner:
         self.storage_done = False
         self.failed = False
         self.closed = False  # the node holds everything: fetch and steal no more
+        self.adaptive, self.clock = adaptive, clock
+        self.conn_rate: float | None = None  # measured bytes/s of one connection (EWMA)
+        self.latency: float | None = None  # measured request latency (EWMA)
 
     # ------------------------------------------------------------ fetching
 
@@ -106,7 +144,7 @@ class WorkPlanner:
             work = self.pending.popleft()
             span = self.missing(work)
             if span is not None:
-                actions.append(self._fetch(work, *span))
+                actions.append(self._fetch(work, *span, more=self._extra_works(work, span)))
         if self.pending or self.failed or len(self.fetches) >= self.connections:
             return actions
         if self.algo == "steal" and self.asking is None and not self.closed:
@@ -120,11 +158,62 @@ class WorkPlanner:
                 actions += [Send(r, done) for r in self.live_others()]
         return actions
 
-    def _fetch(self, work: int, first: int, last: int) -> FetchStorage:
+    def _fetch(self, work: int, first: int, last: int, more: tuple[int, ...] = ()) -> FetchStorage:
         fid = self.next_fetch_id
         self.next_fetch_id += 1
-        self.fetches[fid] = Fetch(work, first, last)
+        if more:
+            last = self.layout.work_pieces_of(more[-1])[-1]
+        self.fetches[fid] = Fetch(work, first, last, (work, *more), started=self.clock())
         return FetchStorage(fid, first, last)
+
+    def _extra_works(self, work: int, span: tuple[int, int]) -> tuple[int, ...]:
+        """Adaptive GETs: the works after ``work`` that join its GET (see the
+        module docstring); only whole, missing, consecutive works."""
+        if not self.adaptive or self.conn_rate is None or self.latency is None:
+            return ()
+        want = self.conn_rate * self.latency * (1 / LATENCY_SHARE - 1) / self.layout.work_size
+        room = len(self.pending) // (2 * self.connections) if self.algo == "steal" else len(self.pending)
+        extra = min(int(want) - 1, room)
+        pieces = self.layout.work_pieces_of(work)
+        if extra <= 0 or span != (pieces[0], pieces[-1]):
+            return ()
+        more: list[int] = []
+        while len(more) < extra and self.pending and self.pending[0] == work + 1 + len(more):
+            nxt = self.pending[0]
+            pieces = self.layout.work_pieces_of(nxt)
+            if self.missing(nxt) != (pieces[0], pieces[-1]):
+                break
+            more.append(self.pending.popleft())
+        return tuple(more)
+
+    def piece_arrived(self, fetch_id: int, nbytes: int) -> None:
+        """A piece of a running GET arrived (measurement for adaptive works)."""
+        fetch = self.fetches.get(fetch_id)
+        if fetch is None:
+            return
+        if fetch.first_at is None:
+            fetch.first_at = self.clock()
+            lat = fetch.first_at - fetch.started
+            self.latency = lat if self.latency is None else (1 - EWMA) * self.latency + EWMA * lat
+        fetch.nbytes += nbytes
+
+    def _measure(self, fetch: Fetch) -> None:
+        if fetch.first_at is None or fetch.nbytes <= 0:
+            return
+        span = self.clock() - fetch.first_at
+        if span <= 0:
+            return
+        # the first piece's own transfer time is inside latency: count the bytes after it
+        first = self.layout.piece_length(fetch.first_piece)
+        if fetch.nbytes <= first:
+            return
+        rate = (fetch.nbytes - first) / span
+        self.conn_rate = rate if self.conn_rate is None else (1 - EWMA) * self.conn_rate + EWMA * rate
+
+    @property
+    def measured_rate(self) -> float | None:
+        """The node's measured storage rate over all its connections (bytes/s)."""
+        return None if self.conn_rate is None else self.conn_rate * self.connections
 
     def close(self) -> list[Action]:
         """The node holds every piece: drop the list, end the storage phase.
@@ -140,13 +229,16 @@ class WorkPlanner:
         fetch = self.fetches.pop(fetch_id, None)
         if fetch is None:
             return []
-        if self.missing(fetch.work) is not None:
-            self.attempts[fetch.work] = tries = self.attempts.get(fetch.work, 0) + 1
-            if tries >= self.max_attempts:
-                self.failed = True
-                why = "failed" if failed else "returned bad pieces"
-                return [Failed(f"storage fetch of work {fetch.work} {why} {tries} times")]
-            self.pending.appendleft(fetch.work)
+        if self.adaptive and not failed:
+            self._measure(fetch)
+        for work in reversed(fetch.works):
+            if self.missing(work) is not None:
+                self.attempts[work] = tries = self.attempts.get(work, 0) + 1
+                if tries >= self.max_attempts:
+                    self.failed = True
+                    why = "failed" if failed else "returned bad pieces"
+                    return [Failed(f"storage fetch of work {work} {why} {tries} times")]
+                self.pending.appendleft(work)
         return self.plan()
 
     def fetching(self) -> list[Fetch]:
@@ -168,12 +260,24 @@ class WorkPlanner:
         """A thief asks: hand over the last ceil(len/2) works of our list."""
         if not self.pending or self.algo == "flat":
             return [Send(peer, NoWork())]
-        count = math.ceil(len(self.pending) / 2)
+        count = self._grant_count(peer)
         works = tuple(list(self.pending)[-count:])
         for _ in range(count):
             self.pending.pop()
         self.granted.setdefault(peer, set()).update(works)
         return [Send(peer, GrantWorks(works))]
+
+    def _grant_count(self, peer: int) -> int:
+        """Paper: ceil(len/2). Adaptive: in proportion to the estimated rates."""
+        n = len(self.pending)
+        half = math.ceil(n / 2)
+        mine = self.measured_rate
+        now = self.clock()
+        if not self.adaptive or mine is None or now <= 0:
+            return half
+        known = len(self.layout.initial_works(peer, self.nranks)) + len(self.granted.get(peer, ()))
+        thief = max(known * self.layout.work_size / now, mine)
+        return max(half, min(n, math.ceil(n * thief / (thief + mine))))
 
     def on_grant(self, peer: int, works: tuple[int, ...]) -> list[Action]:
         if self.asking == peer:
@@ -231,7 +335,7 @@ class WorkPlanner:
         return self.plan()
 
     def _is_fetching(self, work: int) -> bool:
-        return any(f.work == work for f in self.fetches.values())
+        return any(work in f.works for f in self.fetches.values())
 
     @property
     def all_done(self) -> bool:
