@@ -131,3 +131,36 @@ def test_quick_study_runs_end_to_end(quick_report):
             limit = row["nodes"] if row["algo"] == "flat" else 1.05
             assert row["egress_ratio"] <= limit + 1e-9
     assert all(s["all_complete"] and s["egress_ratio_max"] <= 1.05 for s in rep.tables["beyond_32_summary"])
+
+
+def test_emulated_section_runs_real_nodes_in_namespaces(tmp_path):
+    """The emulated half of the study on a tiny platform: real `parcomm bcast`
+    processes in namespaces; every output verified, steal fetches the object
+    once, flat N times."""
+    import pytest
+
+    from parcomm.apps.bcast.emu import netns_available
+    from parcomm.studies.chiba_emu import EmuPlan, emulated_section
+    from parcomm.studies.framework import StudyContext, StudyReport
+
+    why = netns_available()
+    if why is not None:
+        pytest.skip(f"emulation: {why}")
+    rep = StudyReport("chiba", "t", "s")
+    plan = EmuPlan(size=2 << 20, fig2_nodes=4, fig2_trials=1, fig11_nodes=(4,), timeout_s=120)
+    emulated_section(StudyContext(tmp_path, quick=False, seed=1), rep, plan)
+    rows = rep.tables["emu_fig2_9_10"]
+    assert sorted(r["algo"] for r in rows) == ["flat", "nonsteal", "steal"]
+    assert all(r["all_match"] and not r["errors"] for r in rows)
+    egress = {r["algo"]: r["egress_ratio"] for r in rows}
+    assert egress["steal"] <= 1.05 and egress["nonsteal"] <= 1.05 and egress["flat"] >= 3.9
+    assert any("Fig. 11" in c.quantity for c in rep.comparisons)
+
+
+def test_emulated_section_is_skipped_under_quick(tmp_path):
+    from parcomm.studies.chiba_emu import emulated_section
+    from parcomm.studies.framework import StudyContext, StudyReport
+
+    rep = StudyReport("chiba", "t", "s")
+    emulated_section(StudyContext(tmp_path, quick=True), rep)
+    assert not rep.tables and "skipped under --quick" in rep.notes[0]

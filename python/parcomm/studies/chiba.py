@@ -42,6 +42,7 @@ from ..apps.bcast.node import BcastConfig
 from ..apps.bcast.sim import SimResult, simulate
 from ..apps.bcast.storage_model import MB, load_profile
 from ..models.storage_broadcast import broadcast_lower_bound
+from .chiba_emu import emulated_section
 from .framework import Comparison, StudyContext, StudyReport
 
 NAME = "chiba"
@@ -274,6 +275,7 @@ def run(ctx: StudyContext, plan: Plan | None = None) -> StudyReport:
         " / ".join(f"{r['total_mb_s'] / flat_s:.2f}x" for r in sens[1:]), None,
         f"best: {sens[-1]['slowest_s']:.0f} s, {sens[-1]['fraction_of_bound']:.2f} of its bound"))
     _notes(rep, plan, prof)
+    emulated_section(ctx, rep)  # real processes in namespaces; skipped under --quick or without netns
     return rep
 
 
