@@ -12,9 +12,8 @@ import hashlib
 import tempfile
 from pathlib import Path
 
-import numpy as np
-
 from . import manifest
+from .emu import object_bytes
 from .launch import Job, run_local
 from .node import BcastConfig
 from .s3 import S3Client
@@ -28,7 +27,7 @@ def run_demo(nodes: int = 4, size: int = 64 << 20, algo: str = "steal", *, quiet
         root, outdir = Path(tmp, "s3"), Path(tmp, "out")
         root.mkdir()
         outdir.mkdir()
-        data = _object_bytes(size, seed)
+        data = object_bytes(size, seed)
         with VersityGW(root, binary=binary) as gw:
             gw.create_bucket("demo")
             client = S3Client(gw.s3_config())
@@ -48,7 +47,3 @@ def run_demo(nodes: int = 4, size: int = 64 << 20, algo: str = "steal", *, quiet
             "reports": [r.to_dict() for r in result.reports],
         }
 
-
-def _object_bytes(size: int, seed: int) -> bytes:
-    """Deterministic random bytes: every piece differs, nothing compresses."""
-    return np.random.default_rng(seed).bytes(size)

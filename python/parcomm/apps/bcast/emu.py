@@ -51,6 +51,8 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Sequence
 
+from .launch import read_status, write_status
+
 BUCKET = "bench"
 KEY = "object.bin"
 URL = f"s3://{BUCKET}/{KEY}"
@@ -266,7 +268,7 @@ def storage_main(argv: Sequence[str] | None = None) -> int:
         del data
         with PacingProxy(gw.endpoint_url, profile=draw, first_byte_latency=args.latency,
                          error_rate=args.error_rate, seed=args.seed, host=host, port=int(port)) as proxy:
-            _write_json(args.ready, {"endpoint": proxy.endpoint_url, "sha256": sha, "size": args.size,
+            write_status(args.ready, {"endpoint": proxy.endpoint_url, "sha256": sha, "size": args.size,
                                      "pid": os.getpid(), **gw.environ(), "AWS_ENDPOINT_URL_S3": proxy.endpoint_url})
             seq = 0
             while True:
@@ -277,26 +279,11 @@ def storage_main(argv: Sequence[str] | None = None) -> int:
                     seq += 1
                     snap = asdict(proxy.snapshot())
                     rates = snap.pop("rates")
-                    _write_json(args.stats, {"seq": seq, **snap, "rates_drawn": len(rates),
+                    write_status(args.stats, {"seq": seq, **snap, "rates_drawn": len(rates),
                                              "rates": rates[-5000:]})
                 else:
                     break
     return 0
-
-
-def _write_json(path: str | os.PathLike, obj: dict) -> None:
-    tmp = f"{path}.tmp"
-    with open(tmp, "w") as f:
-        json.dump(obj, f)
-    os.replace(tmp, path)
-
-
-def _read_json(path: str | os.PathLike) -> dict | None:
-    try:
-        with open(path) as f:
-            return json.load(f)
-    except (OSError, ValueError):
-        return None
 
 
 # ---------------------------------------------------------------- a run's result
@@ -428,7 +415,7 @@ class EmuBcast:
         self.storage = spawn_in(self.storage_ns, argv, self.work / "storage.log")
         deadline = time.monotonic() + 120 + self.size / 20e6
         while time.monotonic() < deadline:
-            ready = _read_json(self._ready_path)
+            ready = read_status(self._ready_path)
             if ready is not None:
                 self.ready = ready
                 return
@@ -440,11 +427,11 @@ class EmuBcast:
 
     def proxy_stats(self) -> dict:
         """The proxy's counters now (asks the storage process with SIGUSR1)."""
-        before = (_read_json(self._stats_path) or {}).get("seq", 0)
+        before = (read_status(self._stats_path) or {}).get("seq", 0)
         self.storage.send_signal(signal.SIGUSR1)
         deadline = time.monotonic() + 10
         while time.monotonic() < deadline:
-            stats = _read_json(self._stats_path)
+            stats = read_status(self._stats_path)
             if stats is not None and stats.get("seq", 0) > before:
                 return stats
             time.sleep(0.02)

@@ -359,9 +359,6 @@ class PieceExchange:
     def next_deadline(self) -> float | None:
         return self.next_round if self.started else None
 
-    def all_neighbours_complete(self) -> bool:
-        return all(bool(nb.has.all()) for nb in self.neighbours.values())
-
     def holds_work(self, pieces: range) -> bool:
         """Some live neighbour announced every piece of ``pieces``."""
         return any(bool(nb.has[pieces.start:pieces.stop].all()) for nb in self.neighbours.values())

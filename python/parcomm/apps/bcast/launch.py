@@ -29,7 +29,7 @@ from typing import Callable
 
 from . import manifest as manifests
 from .node import BcastConfig
-from .real import BcastError, NodeReport, Progress, RealNode, write_status
+from .real import BcastError, NodeReport, Progress, RealNode
 from .rendezvous import Endpoint, RendezvousError, local_table, reserve_local_sockets, via_address, via_directory
 from .s3 import S3Client, S3Config
 
@@ -58,14 +58,6 @@ class Job:
         raw = json.loads(text)
         return cls(**{**raw, "config": BcastConfig(**raw["config"]), "s3": S3Config(**raw["s3"]),
                       "faults": {int(k): v for k, v in raw.get("faults", {}).items()}})
-
-
-def open_listener(host: str = "127.0.0.1", port: int = 0) -> socket.socket:
-    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-    sock.bind((host, port))
-    sock.listen(128)
-    return sock
 
 
 def check_object(job: Job, client: S3Client) -> manifests.Manifest:
@@ -100,7 +92,7 @@ def run_one(job: Job, *, rank: int | None = None, nodes: int | None = None, rend
         raise BcastError(f"--rank {rank} is not in 0..{nodes - 1}")
     client = S3Client(job.s3, seed=rank)
     manifest = check_object(job, client)
-    listen = open_listener(bind)
+    (listen,) = reserve_local_sockets(1, bind)
     me = (advertise or listen.getsockname()[0], listen.getsockname()[1])
     name = f"{job.url}#{manifest.etag}"
     try:
@@ -205,7 +197,7 @@ def run_local(job: Job, nodes: int, *, on_tick: Callable[[dict[int, dict]], None
                 proc.wait()
                 errors[rank] = f"killed after {job.timeout:.0f} s without finishing"
                 continue
-            result = _read_json(status / f"report-{rank}.json")
+            result = read_status(status / f"report-{rank}.json")
             if result is None:
                 errors[rank] = f"exited with status {proc.returncode} without a report"
             elif "error" in result:
@@ -224,9 +216,18 @@ def run_local(job: Job, nodes: int, *, on_tick: Callable[[dict[int, dict]], None
             tmp.cleanup()
 
 
-def _read_json(path: Path) -> dict | None:
+def write_status(path: str | os.PathLike, payload: dict) -> None:
+    """Atomically replace a small JSON file (readers never see half of it)."""
+    path = Path(path)
+    tmp = path.with_name(f".{path.name}.tmp")
+    tmp.write_text(json.dumps(payload))
+    os.replace(tmp, path)
+
+
+def read_status(path: str | os.PathLike) -> dict | None:
+    """A JSON file written by :func:`write_status`; None if absent or unreadable."""
     try:
-        return json.loads(path.read_text())
+        return json.loads(Path(path).read_text())
     except (OSError, ValueError):
         return None
 
@@ -234,7 +235,7 @@ def _read_json(path: Path) -> dict | None:
 def _read_progress(status: Path, nodes: int) -> dict[int, dict]:
     found = {}
     for rank in range(nodes):
-        entry = _read_json(status / f"progress-{rank}.json")
+        entry = read_status(status / f"progress-{rank}.json")
         if entry is not None:
             found[rank] = entry
     return found

@@ -102,6 +102,13 @@ class OutputWriter:
         with self._lock:
             self.bytes_written += len(data)
 
+    def read(self, offset: int, length: int) -> bytes:
+        """Bytes ``[offset, offset + length)`` of the file as written so far
+        (a node serves pieces it holds before the output is complete)."""
+        if self._closed:
+            raise OutputError(f"{self.path}: writer already closed")
+        return os.pread(self._fd, length, offset)
+
     def sha256(self) -> bytes:
         """Digest of the temporary file as written so far (read back from disk)."""
         digest = hashlib.sha256()

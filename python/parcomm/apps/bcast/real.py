@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import asyncio
 import collections
-import json
 import os
 import socket
 import threading
@@ -257,8 +256,10 @@ class RealNode:
 
     def _read_piece(self, piece: int) -> bytes:
         start, end = self.layout.piece_bytes(piece)
-        fd = self.read_fd if self.read_fd is not None else self.writer._fd
-        data = os.pread(fd, end - start, start)
+        if self.read_fd is not None:
+            data = os.pread(self.read_fd, end - start, start)
+        else:
+            data = self.writer.read(start, end - start)
         if self.corrupt_uploads and data:
             data = bytes([data[0] ^ 0xFF]) + data[1:]
         return data
@@ -391,9 +392,3 @@ class RealNode:
             self.lost.add(peer)
             self.events.put_nowait(PeerLost(peer))
 
-
-def write_status(path: Path, payload: dict) -> None:
-    """Atomically replace a small JSON status file (progress of local runs)."""
-    tmp = path.with_name(f".{path.name}.tmp")
-    tmp.write_text(json.dumps(payload))
-    os.replace(tmp, path)
