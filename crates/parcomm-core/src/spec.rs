@@ -92,6 +92,12 @@ pub struct TcpSpec {
     /// that a blocked writer waits for, up to `sndbuf_bytes` (tcp_wmem[2]).
     #[serde(default)]
     pub sndbuf_initial_bytes: u64,
+    /// RFC 2861 window restart after idle, as Linux's tcp_cwnd_restart():
+    /// when a stream sends data with nothing outstanding and its last data
+    /// left more than one RTO ago, cwnd is halved per idle RTO down to
+    /// min(initial window, cwnd), and ssthresh keeps 3/4 of the old cwnd.
+    #[serde(default)]
+    pub cwnd_restart_after_idle: bool,
 }
 
 impl Default for TcpSpec {
@@ -112,6 +118,7 @@ impl Default for TcpSpec {
             sack: false,
             tail_loss_probe: false,
             sndbuf_initial_bytes: 0,
+            cwnd_restart_after_idle: false,
         }
     }
 }

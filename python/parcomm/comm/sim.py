@@ -101,6 +101,12 @@ class SimComm:
         """Simulated seconds since the start of the run."""
         return self._world.sim.now_ns * 1e-9
 
+    def counters(self) -> dict[str, Any]:
+        """Simulator only: a snapshot of the core's counters so far (all
+        hosts and ports), to attribute losses and timeouts to one part of a
+        rank program, e.g. a benchmark's warm-up call."""
+        return self._world.sim.counters()
+
     def _check_rank(self, r: int, what: str, allow_any: bool = False) -> None:
         if allow_any and r == ANY_SOURCE:
             return

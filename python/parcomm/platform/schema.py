@@ -89,13 +89,15 @@ LINUX_TCP: dict[str, Any] = {
     # 0: fixed send buffer of sndbuf_bytes. Otherwise Linux send-buffer
     # autotuning starting here (tcp_wmem[1]), growing to sndbuf_bytes.
     "sndbuf_initial_bytes": 0,
+    # RFC 2861 window restart after an idle RTO (Linux tcp_cwnd_restart()).
+    "cwnd_restart_after_idle": False,
 }
 
 #: Field names of ``TcpSpec``, in declaration order.
 TCP_FIELDS = tuple(LINUX_TCP)
 
 #: ``TcpSpec`` fields with ``#[serde(default)]`` (false or 0, i.e. off): a ``tcp`` table may omit them.
-TCP_OPTIONAL = ("sack", "tail_loss_probe", "sndbuf_initial_bytes")
+TCP_OPTIONAL = ("sack", "tail_loss_probe", "sndbuf_initial_bytes", "cwnd_restart_after_idle")
 
 #: Keyword options of ``host`` other than the name (what builders pass through).
 HOST_OPTIONS = ("mtu", "nic_queue_packets", "send_overhead", "recv_overhead", "tcp")
@@ -114,6 +116,7 @@ _TCP_KIND = {
     "sack": "bool",
     "tail_loss_probe": "bool",
     "sndbuf_initial_bytes": "size",
+    "cwnd_restart_after_idle": "bool",
 }
 
 

@@ -30,6 +30,7 @@ fn tcp_config(h: &crate::spec::HostSpec) -> TcpConfig {
         sack: t.sack,
         tail_loss_probe: t.tail_loss_probe,
         sndbuf_initial: t.sndbuf_initial_bytes,
+        cwnd_restart_after_idle: t.cwnd_restart_after_idle,
     }
 }
 

@@ -59,6 +59,10 @@ pub struct TcpConfig {
     /// autotuning: it starts at `sndbuf_initial` bytes and grows up to
     /// `sndbuf` (see `Sender::expand_sndbuf`).
     pub sndbuf_initial: u64,
+    /// RFC 2861 congestion window validation as Linux does it
+    /// (tcp_cwnd_restart): a connection that sends after being idle for
+    /// more than one RTO restarts from a reduced window.
+    pub cwnd_restart_after_idle: bool,
 }
 
 impl Default for TcpConfig {
@@ -80,6 +84,7 @@ impl Default for TcpConfig {
             sack: false,
             tail_loss_probe: false,
             sndbuf_initial: 0,
+            cwnd_restart_after_idle: false,
         }
     }
 }

@@ -28,6 +28,9 @@ pub trait CongestionControl: Debug + Send + Sync {
     /// Retransmission timeout with `flight` bytes outstanding. `repeated` is
     /// true when the previous timeout's retransmission was not acked yet.
     fn on_timeout(&mut self, flight: u64, repeated: bool);
+    /// Data is sent after the connection was idle (nothing outstanding) for
+    /// `idle_rtos` whole retransmission timeouts or more (RFC 2861 §3).
+    fn on_idle_restart(&mut self, idle_rtos: u64, restart_window: u64);
 }
 
 /// NewReno: RFC 5681 slow start / congestion avoidance / fast recovery with
@@ -115,11 +118,44 @@ impl CongestionControl for NewReno {
         }
         self.cwnd = self.mss; // loss window
     }
+
+    fn on_idle_restart(&mut self, idle_rtos: u64, restart_window: u64) {
+        // As Linux's tcp_cwnd_restart(): remember 3/4 of the old window in
+        // ssthresh, halve cwnd once per idle RTO, never below the restart
+        // window min(initial window, cwnd).
+        self.ssthresh = self.ssthresh.max(self.cwnd / 2 + self.cwnd / 4);
+        let floor = restart_window.min(self.cwnd);
+        let mut cwnd = self.cwnd;
+        for _ in 0..idle_rtos {
+            if cwnd <= floor {
+                break;
+            }
+            cwnd >>= 1;
+        }
+        self.cwnd = cwnd.max(floor);
+    }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn idle_restart_halves_per_rto_down_to_the_restart_window() {
+        let mut cc = NewReno::new(1000, 2);
+        cc.on_timeout(40_000, false); // ssthresh 20000
+        for _ in 0..40 {
+            cc.on_ack(1000);
+        }
+        let w = cc.cwnd();
+        assert!(w > 20_000);
+        cc.on_idle_restart(1, 2000);
+        assert_eq!((cc.cwnd(), cc.ssthresh()), (w / 2, 20_000)); // max(ssthresh, 3/4 w)
+        cc.on_idle_restart(0, 2000);
+        assert_eq!(cc.cwnd(), w / 2); // zero halvings: only ssthresh is touched
+        cc.on_idle_restart(30, 2000);
+        assert_eq!(cc.cwnd(), 2000);
+    }
 
     #[test]
     fn slow_start_then_avoidance() {

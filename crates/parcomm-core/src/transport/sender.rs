@@ -48,6 +48,10 @@ pub struct Sender {
     sack: Option<Scoreboard>,
     /// Tail loss probe state; `None` when TLP is off.
     tlp: Option<Tlp>,
+    /// RFC 2861 restart after idle: the window to fall back to, if enabled.
+    restart_window: Option<u64>,
+    /// When the last data segment left (Linux's `lsndtime`).
+    last_data_sent: Option<Time>,
     stats: SenderStats,
 }
 
@@ -100,6 +104,8 @@ impl Sender {
             last_seg_start: 0,
             sack: cfg.sack.then(|| Scoreboard::new(mss, dupack_threshold)),
             tlp: cfg.tail_loss_probe.then(|| Tlp::new(max_ack_delay)),
+            restart_window: cfg.cwnd_restart_after_idle.then(|| mss.saturating_mul(cfg.initial_cwnd_segments.max(1))),
+            last_data_sent: None,
             stats: SenderStats::default(),
         }
     }
@@ -368,6 +374,9 @@ impl Sender {
         if len == 0 {
             return None;
         }
+        if !resend && seq == self.snd_una {
+            self.maybe_restart_after_idle(now);
+        }
         // Only whole segments fit the window (sender-side SWS avoidance), but
         // with nothing in flight one segment may always go: this also serves
         // as a probe when the window is smaller than a segment.
@@ -494,10 +503,25 @@ impl Sender {
         }
     }
 
+    /// Linux's tcp_event_data_sent(): new data with nothing outstanding,
+    /// more than one RTO after the last data segment, shrinks the window
+    /// (tcp_cwnd_restart(), RFC 2861 §3) -- one halving per further RTO.
+    fn maybe_restart_after_idle(&mut self, now: Time) {
+        let (Some(window), Some(last)) = (self.restart_window, self.last_data_sent) else {
+            return;
+        };
+        let idle = now.saturating_sub(last);
+        let rto = self.rto.rto().max(1);
+        if idle > rto {
+            self.cc.on_idle_restart((idle - 1) / rto, window);
+        }
+    }
+
     /// Bookkeeping common to every transmission.
     fn emit(&mut self, now: Time, seq: u64, len: u64, retransmission: bool) -> Segment {
         self.stats.segments_sent += 1;
         self.stats.bytes_sent += len;
+        self.last_data_sent = Some(now);
         if retransmission {
             self.stats.segments_retransmitted += 1;
             self.stats.bytes_retransmitted += len;
@@ -632,6 +656,49 @@ mod tests {
             s.expand_sndbuf();
         }
         assert_eq!(s.sndbuf(), 64_000);
+    }
+
+    /// Open the window to 16 segments, then go idle with nothing outstanding.
+    fn warmed(restart: bool) -> (Sender, u64, Time) {
+        let mut s = Sender::new(&TcpConfig { initial_cwnd_segments: 2, cwnd_restart_after_idle: restart, ..cfg() });
+        let (mut acked, mut t) = (0, 0);
+        while s.cwnd() < 16_000 {
+            s.write(1000);
+            drain(&mut s, t);
+            t += MS;
+            acked += 1000;
+            s.on_ack(t, ack(acked));
+        }
+        assert_eq!((s.cwnd(), s.in_flight()), (16_000, 0));
+        (s, acked, t)
+    }
+
+    #[test]
+    fn window_restarts_after_an_idle_rto_as_linux_tcp_cwnd_restart() {
+        // Off: the window survives any idle time.
+        let (mut s, _, t) = warmed(false);
+        s.write(1000);
+        drain(&mut s, t + 10 * SEC);
+        assert_eq!(s.cwnd(), 16_000);
+        // Idle for less than one RTO (200 ms): unchanged.
+        let (mut s, acked, t) = warmed(true);
+        s.write(1000);
+        drain(&mut s, t + 150 * MS);
+        assert_eq!(s.cwnd(), 16_000);
+        s.on_ack(t + 151 * MS, ack(acked + 1000));
+        let (w, t) = (s.cwnd(), t + 151 * MS);
+        // 2.5 RTOs idle: delta = 500 ms; the loop halves while
+        // (delta -= 200) > 0, i.e. twice; ssthresh = max(ssthresh, 3/4 cwnd)
+        // stays "infinite" as no loss ever set it, so slow start regrows it.
+        s.write(1000);
+        drain(&mut s, t + 500 * MS);
+        assert_eq!(s.cwnd(), w / 4);
+        assert_eq!(s.ssthresh(), u64::MAX);
+        // Ten RTOs idle: never below the restart window (2 segments).
+        let (mut s, _, t) = warmed(true);
+        s.write(1000);
+        drain(&mut s, t + 2 * SEC);
+        assert_eq!(s.cwnd(), 2000);
     }
 
     #[test]
