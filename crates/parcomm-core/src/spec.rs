@@ -156,6 +156,12 @@ pub struct SwitchSpec {
     /// Fixed switching latency per packet (s).
     #[serde(default)]
     pub latency_s: f64,
+    /// ATM cell switching: frames arriving at an output port from several
+    /// inputs interleave their cells, and a full buffer drops cells of every
+    /// frame still arriving (`net::cell_queue`). False: a frame is admitted
+    /// or truncated as a whole when its last bit arrives (store-and-forward).
+    #[serde(default)]
+    pub cell_interleaving: bool,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
@@ -350,6 +356,16 @@ impl PlatformSpec {
             non_negative(s.latency_s, &f("latency_s"))?;
             if s.early_packet_discard && s.buffer.unit != BufferUnit::Cells {
                 return Err(format!("{} needs buffer.unit = \"cells\"", f("early_packet_discard")));
+            }
+            if s.cell_interleaving && s.buffer.unit != BufferUnit::Cells {
+                return Err(format!("{} needs buffer.unit = \"cells\"", f("cell_interleaving")));
+            }
+            if s.cell_interleaving && s.flow_control {
+                // Cell loss is the point of the model; flow control loses nothing.
+                return Err(format!(
+                    "{}: cell_interleaving models a lossy (UBR) switch, turn off flow_control",
+                    f("cell_interleaving")
+                ));
             }
         }
         for r in &self.routers {

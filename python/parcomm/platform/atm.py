@@ -113,6 +113,7 @@ def atm_cluster(
     buffer_cells: Any = AN1000_BUFFER_CELLS,
     early_packet_discard: bool = False,
     epd_threshold_cells: int | None = None,
+    cell_interleaving: bool = False,
     switch_latency_s: Any = AN1000_LATENCY_S,
     propagation_s: Any = CABLE_PROPAGATION_S,
     mtu: Any = IP_OVER_ATM_MTU,
@@ -129,6 +130,13 @@ def atm_cluster(
     AAL5 LLC/SNAP framing, MTU 9180 and Solaris 2.5.1 TCP
     (RTO MIN 200 ms, MAX 60000 ms). ``tcp`` overrides fields of
     ``SOLARIS_2_5_1_TCP``; to vary the RTO per node use ``rto.apply_rto``.
+
+    ``cell_interleaving=True`` switches cells, as the AN1000 does: the cells
+    of frames arriving together from many hosts interleave at an output port,
+    and once its 2048 cells are full every frame still arriving loses cells
+    (then fails the receiver's AAL5 check). The default keeps the
+    store-and-forward model, where a frame is admitted or truncated whole
+    when its last bit arrives.
 
     ``n`` must be 1..128: the AN1000-20 has 128 ports. Use
     ``star(n, framing="atm", ...)`` for a hypothetical larger switch.
@@ -157,6 +165,7 @@ def atm_cluster(
         early_packet_discard=early_packet_discard,
         epd_threshold_cells=epd_threshold_cells,
         latency_s=switch_latency_s,
+        cell_interleaving=cell_interleaving,
     )
     links = [link(h["name"], "sw0", rate_bps, propagation_s=propagation_s, framing="atm") for h in hosts]
     return make_platform(name or f"atm-{n}", hosts, [sw], links)

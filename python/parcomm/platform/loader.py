@@ -182,7 +182,9 @@ def _host(item: dict) -> dict:
 
 def _switch(item: dict) -> dict:
     (name, buf), rest = _take(
-        item, ("name", "buffer"), ("flow_control", "early_packet_discard", "epd_threshold_cells", "latency_s")
+        item,
+        ("name", "buffer"),
+        ("flow_control", "early_packet_discard", "epd_threshold_cells", "latency_s", "cell_interleaving"),
     )
     return switch(name, buf, **rest)
 

@@ -225,8 +225,15 @@ def switch(
     early_packet_discard: bool = False,
     epd_threshold_cells: int | None = None,
     latency_s: Any = 0.0,
+    cell_interleaving: bool = False,
 ) -> dict:
-    """A ``SwitchSpec`` dict; ``buffer`` is per output port (bytes unless a unit is given)."""
+    """A ``SwitchSpec`` dict; ``buffer`` is per output port (bytes unless a unit is given).
+
+    ``cell_interleaving`` (ATM, buffer in cells): frames from several inputs
+    interleave their cells at an output port and a full buffer drops cells of
+    every frame still arriving, as a cell switch does; off, a frame is
+    admitted or truncated whole when its last bit arrives.
+    """
     return {
         "name": name,
         "buffer": parse_buffer(buffer, "bytes", f"switches.{name}.buffer"),
@@ -238,6 +245,7 @@ def switch(
             else parse_count(epd_threshold_cells, f"switches.{name}.epd_threshold_cells")
         ),
         "latency_s": parse_duration(latency_s, f"switches.{name}.latency_s"),
+        "cell_interleaving": parse_bool(cell_interleaving, f"switches.{name}.cell_interleaving"),
     }
 
 
@@ -345,7 +353,9 @@ def wire_bytes(framing: str, ip_bytes: int) -> int:
 
 _TOP = {"name", "hosts", "switches", "links", "segments", "routers"}
 _HOST = {"name", "mtu", "nic_queue_packets", "send_overhead", "recv_overhead", "tcp"}
-_SWITCH = {"name", "buffer", "flow_control", "early_packet_discard", "epd_threshold_cells", "latency_s"}
+_SWITCH = {
+    "name", "buffer", "flow_control", "early_packet_discard", "epd_threshold_cells", "latency_s", "cell_interleaving",
+}
 _LINK = {"a", "b", "rate_bps", "propagation_s", "loss", "framing", "drop_nth"}
 _SEGMENT = {"name", "rate_bps", "members", "propagation_s", "collisions"}
 _ROUTER = {"name", "forward_pps", "backplane_bps", "buffer"}
@@ -464,6 +474,7 @@ def validate(p: Mapping[str, Any]) -> dict:
         if s.get("epd_threshold_cells") is not None:
             _u64(s, "epd_threshold_cells", w)
         _f64(s, "latency_s", w, 0.0)
+        _bool(s, "cell_interleaving", w, False)
     for i, l in enumerate(links):
         w = f"links[{i}]"
         _fields(l, _LINK, {"a", "b", "rate_bps"}, w)
@@ -552,6 +563,13 @@ def validate(p: Mapping[str, Any]) -> dict:
         _non_negative(float(s.get("latency_s", 0.0)), f("latency_s"))
         if s.get("early_packet_discard", False) and unit != "cells":
             raise PlatformError(f"{f('early_packet_discard')} needs buffer.unit = \"cells\"")
+        if s.get("cell_interleaving", False):
+            if unit != "cells":
+                raise PlatformError(f"{f('cell_interleaving')} needs buffer.unit = \"cells\"")
+            if s.get("flow_control", False):
+                raise PlatformError(
+                    f"{f('cell_interleaving')}: cell_interleaving models a lossy (UBR) switch, turn off flow_control"
+                )
     for r in routers:
         f = lambda x, r=r: f"routers.{r['name']}.{x}"  # noqa: E731
         _positive(float(r["forward_pps"]), f("forward_pps"))

@@ -19,7 +19,8 @@ Options (``KEY=VALUE``; values take the unit strings of ``units``):
 * ``star``: ``rate``, ``buffer``, ``fc`` (on/off), ``prop``, ``latency``,
   ``loss``, ``framing``;
 * ``atm``: ``rate``, ``buffer`` (cells unless a unit is given), ``epd``
-  (on/off), ``epd_threshold`` (cells), ``latency``, ``prop``;
+  (on/off), ``epd_threshold`` (cells), ``cells`` (on/off: cell
+  interleaving), ``latency``, ``prop``;
 * ``opteron``: ``rate``, ``buffer``, ``fc``, ``latency``, ``prop``;
 * ``segments``: ``rate``, ``hosts`` (total), ``collisions`` (on/off),
   ``prop``, ``pps``, ``backplane``, ``router_buffer``.
@@ -105,6 +106,7 @@ _OPTIONS: dict[str, dict[str, _Option]] = {
         "buffer": ("buffer_cells", _buffer_cells),
         "epd": ("early_packet_discard", parse_bool),
         "epd_threshold": ("epd_threshold_cells", parse_count),
+        "cells": ("cell_interleaving", parse_bool),
         "latency": ("switch_latency_s", parse_duration),
         "prop": ("propagation_s", parse_duration),
     },

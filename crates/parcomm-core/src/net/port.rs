@@ -3,6 +3,7 @@
 //! flow control a full queue holds arriving packets back and pauses the ports
 //! that sent them (IEEE 802.3x PAUSE), so nothing is dropped.
 
+use super::cell_queue::CellQueue;
 use super::packet::Packet;
 use super::queue::{Admission, PacketQueue};
 use crate::rng::Rng;
@@ -30,6 +31,9 @@ pub struct Port {
     pub wire_losses: u64,
     /// Fault injection: transmission counts (1-based) whose packet is lost, ascending.
     pub drop_nth: Vec<u64>,
+    /// A cell-interleaving ATM switch port: this fluid buffer, not `queue`,
+    /// decides which cells are lost (see `cell_queue`).
+    pub cell_buffer: Option<CellQueue>,
 }
 
 pub enum Offer {

@@ -117,6 +117,31 @@ impl PacketQueue {
         self.stats.enqueued += 1;
     }
 
+    /// Admission decided elsewhere: a cell-switching ATM port's fluid buffer
+    /// (`cell_queue`) has already dropped `lost` of the packet's cells, so the
+    /// packet enters with the rest (corrupt if any is missing), or not at all.
+    /// The packet FIFO then only orders transmission; its count is not checked.
+    pub fn admit_with_cell_loss(&mut self, now: Time, mut p: Packet, lost: u64) -> Admission {
+        if lost >= p.cells {
+            self.stats.drops += 1;
+            self.stats.cell_drops += p.cells;
+            return Admission::Dropped;
+        }
+        let truncated = lost > 0;
+        if truncated {
+            self.stats.drops += 1;
+            self.stats.cell_drops += lost;
+            p.cells -= lost;
+            p.corrupt = true;
+        }
+        self.push_unchecked(now, p);
+        if truncated {
+            Admission::Truncated
+        } else {
+            Admission::Accepted
+        }
+    }
+
     pub fn front(&self) -> Option<&Packet> {
         self.packets.front()
     }
@@ -177,6 +202,20 @@ mod tests {
         assert!(out.corrupt);
         assert_eq!(out.cells, 100);
         assert_eq!(q.stats.cell_drops, 92);
+    }
+
+    #[test]
+    fn admission_with_cell_loss_counts_like_drop_tail() {
+        let mut q = PacketQueue::new(10, BufferUnit::Cells, None);
+        assert!(matches!(q.admit_with_cell_loss(0, pkt(9140), 0), Admission::Accepted));
+        assert!(matches!(q.admit_with_cell_loss(0, pkt(9140), 150), Admission::Truncated));
+        assert!(matches!(q.admit_with_cell_loss(0, pkt(9140), 192), Admission::Dropped));
+        assert_eq!((q.stats.drops, q.stats.cell_drops, q.stats.enqueued), (2, 342, 2));
+        assert_eq!(q.occupancy, 192 + 42);
+        q.pop(1);
+        let out = q.pop(1).unwrap();
+        assert!(out.corrupt);
+        assert_eq!(out.cells, 42);
     }
 
     #[test]

@@ -3,12 +3,13 @@
 use super::{Host, NodeKind, Simulation};
 use crate::engine::EventQueue;
 use crate::net::bus::Bus;
+use crate::net::cell_queue::CellQueue;
 use crate::net::port::Port;
 use crate::net::queue::PacketQueue;
 use crate::net::router::Router;
 use crate::net::routing::{Iface, Routes};
 use crate::rng::Rng;
-use crate::spec::{atm_cells, BufferSpec, BufferUnit, PlatformSpec, SpecError};
+use crate::spec::{atm_cells, BufferSpec, BufferUnit, Framing, PlatformSpec, SpecError};
 use crate::time::from_secs;
 use crate::transport::TcpConfig;
 use std::collections::{HashMap, VecDeque};
@@ -46,7 +47,7 @@ pub(super) fn build(spec: &PlatformSpec, seed: u64) -> Result<Simulation, SpecEr
     for s in &spec.switches {
         switch_of.insert(s.name.clone(), s);
         names.push(s.name.clone());
-        nodes.push(NodeKind::Switch { latency: from_secs(s.latency_s) });
+        nodes.push(NodeKind::Switch { latency: from_secs(s.latency_s), cell_interleaving: s.cell_interleaving });
     }
     let mut router_of = HashMap::new();
     let mut routers = Vec::new();
@@ -92,6 +93,11 @@ pub(super) fn build(spec: &PlatformSpec, seed: u64) -> Result<Simulation, SpecEr
             let mut drop_nth = if dir == 0 { l.drop_nth.clone() } else { Vec::new() };
             drop_nth.sort_unstable();
             let (queue, flow_control) = queue_for(from);
+            // The ATM ports of a cell-interleaving switch lose cells in a fluid buffer.
+            let cell_buffer = switch_of
+                .get(from.as_str())
+                .filter(|s| s.cell_interleaving && l.framing == Framing::Atm)
+                .map(|s| CellQueue::new(s.buffer.size, l.rate_bps));
             let pid = ports.len() as u32;
             ports.push(Port {
                 owner: index[from.as_str()],
@@ -110,6 +116,7 @@ pub(super) fn build(spec: &PlatformSpec, seed: u64) -> Result<Simulation, SpecEr
                 tx_wire_bytes: 0,
                 wire_losses: 0,
                 drop_nth,
+                cell_buffer,
             });
             adjacent[index[from.as_str()] as usize].push((index[to.as_str()], Iface::Port(pid)));
         }

@@ -112,8 +112,15 @@ impl Simulation {
                 drops: p.queue.stats.drops,
                 cell_drops: p.queue.stats.cell_drops,
                 wire_losses: p.wire_losses,
-                max_occupancy: p.queue.stats.max_occupancy,
-                mean_occupancy: p.queue.mean_occupancy(now),
+                // A cell-interleaving port's buffer is its fluid of cells.
+                max_occupancy: match &p.cell_buffer {
+                    Some(b) => b.max_occupancy().round() as u64,
+                    None => p.queue.stats.max_occupancy,
+                },
+                mean_occupancy: match &p.cell_buffer {
+                    Some(b) => b.mean_occupancy(now),
+                    None => p.queue.mean_occupancy(now),
+                },
             })
             .collect();
         let buses = self

@@ -114,7 +114,7 @@ impl Simulation {
             };
             total += hop
                 + match self.nodes[next as usize] {
-                    super::NodeKind::Switch { latency } => latency,
+                    super::NodeKind::Switch { latency, .. } => latency,
                     super::NodeKind::Router(r) => self.routers[r as usize].service_time(&probe),
                     super::NodeKind::Host(_) => 0,
                 };

@@ -4,6 +4,7 @@ use super::{Event, NodeKind, Simulation, NO_PORT};
 use crate::net::bus::{Bus, BusAction};
 use crate::net::packet::Packet;
 use crate::net::port::Offer;
+use crate::net::queue::Admission;
 use crate::net::routing::Iface;
 use crate::time::Time;
 
@@ -44,18 +45,70 @@ impl Simulation {
     pub(crate) fn start_port(&mut self, p: u32) {
         if let Some(t) = self.ports[p as usize].try_start() {
             self.q.schedule_in(t, Event::PortDone(p));
+            // Into a cell-interleaving switch the frame starts arriving (and
+            // taking buffer) with its first cell, not its last.
+            if let Some(out) = self.cell_port_fed_by(p) {
+                let port = &self.ports[p as usize];
+                let cells = port.queue.front().expect("a frame is starting").cells;
+                let delay = self.arrival_delay(port.peer, port.propagation);
+                self.q.schedule_in(delay, Event::CellsStart { port: out, from_port: p, cells, duration: t });
+            }
+        }
+    }
+
+    /// The cell-interleaving output port that the head frame of port `p`
+    /// goes to at the switch at the far end, if any.
+    fn cell_port_fed_by(&self, p: u32) -> Option<u32> {
+        let port = &self.ports[p as usize];
+        if !matches!(self.nodes[port.peer as usize], NodeKind::Switch { cell_interleaving: true, .. }) {
+            return None;
+        }
+        match self.routes.next(port.peer, port.queue.front()?.dst) {
+            Iface::Port(out) if self.ports[out as usize].cell_buffer.is_some() => Some(out),
+            _ => None,
+        }
+    }
+
+    pub(crate) fn cells_start(&mut self, out: u32, from_port: u32, cells: u64, duration: Time) {
+        let now = self.q.now();
+        let port = &mut self.ports[out as usize];
+        let epd = port.queue.epd_threshold;
+        port.cell_buffer.as_mut().expect("a cell-interleaving port").start(now, from_port, cells, duration, epd);
+    }
+
+    pub(crate) fn cells_lost(&mut self, out: u32, from_port: u32) {
+        let now = self.q.now();
+        self.ports[out as usize].cell_buffer.as_mut().expect("a cell-interleaving port").finish(now, from_port);
+    }
+
+    /// The frame's last cell is in: admit what survived of it to the packet
+    /// FIFO, which then only orders transmission on the output link.
+    fn cells_end(&mut self, out: u32, pkt: Packet, from_port: u32) {
+        let now = self.q.now();
+        let port = &mut self.ports[out as usize];
+        let lost = port.cell_buffer.as_mut().expect("a cell-interleaving port").finish(now, from_port);
+        // Every frame into the switch announced its start; keep going regardless.
+        debug_assert!(lost.is_some(), "a frame ended at a cell-interleaving port without starting");
+        let Some(lost) = lost else {
+            self.enqueue(Iface::Port(out), pkt, from_port);
+            return;
+        };
+        if !matches!(port.queue.admit_with_cell_loss(now, pkt, lost), Admission::Dropped) {
+            self.start_port(out);
         }
     }
 
     fn arrival_delay(&self, node: u32, propagation: Time) -> Time {
         match self.nodes[node as usize] {
-            NodeKind::Switch { latency } => propagation + latency,
+            NodeKind::Switch { latency, .. } => propagation + latency,
             _ => propagation,
         }
     }
 
     pub(crate) fn port_done(&mut self, p: u32) {
         let now = self.q.now();
+        // Before `finish` pops the frame: where its cells were going.
+        let cell_port = self.cell_port_fed_by(p);
         let (pkt, resumed) = self.ports[p as usize].finish(now);
         for up in resumed {
             let port = &mut self.ports[up as usize];
@@ -81,15 +134,26 @@ impl Simulation {
             } else {
                 self.q.schedule(now + delay, Event::Arrive { node: peer, pkt, from_port: p });
             }
+        } else if let Some(out) = cell_port {
+            // Lost on the wire: its cells stop arriving at the switch all the same.
+            let delay = self.arrival_delay(peer, prop);
+            self.q.schedule(now + delay, Event::CellsLost { port: out, from_port: p });
         }
     }
 
     pub(crate) fn arrive(&mut self, node: u32, pkt: Packet, from_port: u32) {
         match self.nodes[node as usize] {
             NodeKind::Host(h) => self.host_receive(h, pkt),
-            NodeKind::Switch { .. } => {
+            NodeKind::Switch { cell_interleaving, .. } => {
                 let iface = self.routes.next(node, pkt.dst);
-                self.enqueue(iface, pkt, from_port);
+                match iface {
+                    Iface::Port(out) if cell_interleaving && self.ports[out as usize].cell_buffer.is_some() => {
+                        self.cells_end(out, pkt, from_port)
+                    }
+                    _ => {
+                        self.enqueue(iface, pkt, from_port);
+                    }
+                }
             }
             NodeKind::Router(r) => {
                 let now = self.q.now();
