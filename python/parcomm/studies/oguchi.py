@@ -182,8 +182,16 @@ async def pass_end_skeleton(comm: Any, *, rounds: int = 3, owners: tuple = (0,),
 
 # ---- one simulated run ------------------------------------------------------
 
-def _platform(nodes: int, rto: tuple, seed: int, buffer_cells: int = AN1000_BUFFER_CELLS) -> dict:
-    plat = atm_cluster(nodes, buffer_cells=buffer_cells)
+# The AN1000-20 switches cells, not frames: the cells of frames that arrive at
+# one output port from many inputs interleave there, and an overflow drops
+# cells of every frame in progress (seed 000 §4.1: UBR, "cell collisions are
+# inevitable" and a full buffer discards cells). The core models this with
+# the switch option cell_interleaving (a fluid cell queue per output port).
+CELL_INTERLEAVING = True
+
+def _platform(nodes: int, rto: tuple, seed: int, buffer_cells: int = AN1000_BUFFER_CELLS,
+              cell_interleaving: bool = CELL_INTERLEAVING) -> dict:
+    plat = atm_cluster(nodes, buffer_cells=buffer_cells, cell_interleaving=cell_interleaving)
     kind = rto[0]
     if kind == "minmax":
         return set_rto(plat, rto[1], rto[2])
@@ -193,7 +201,8 @@ def _platform(nodes: int, rto: tuple, seed: int, buffer_cells: int = AN1000_BUFF
 def run_one(job: dict) -> dict:
     """Run HPA once; ``job`` holds path, nodes, rto, cost, scales, weight, seed."""
     nodes = job["nodes"]
-    plat = _platform(nodes, job["rto"], job["seed"], job.get("buffer_cells", AN1000_BUFFER_CELLS))
+    plat = _platform(nodes, job["rto"], job["seed"], job.get("buffer_cells", AN1000_BUFFER_CELLS),
+                     job.get("cell_interleaving", CELL_INTERLEAVING))
     res = run_sim(hpa, plat, nodes, seed=job["seed"],
                   kwargs={"path": job["path"], "min_support": PAPER_MIN_SUPPORT, "block_bytes": PAPER_BLOCK_BYTES,
                           "cost": job["cost"], "weight": job["weight"], "payload": "counts",
@@ -235,7 +244,7 @@ def run_one(job: dict) -> dict:
     return row
 
 
-RUN_VERSION = 1  # bump when run_one or what it records changes
+RUN_VERSION = 2  # bump when run_one or what it records changes
 
 
 def job_key(job: dict) -> str:
@@ -395,7 +404,7 @@ def run(ctx: StudyContext) -> StudyReport:
 
     def job(p: int, rto: tuple) -> dict:
         return {"label": _label(p, rto), "path": path, "nodes": p, "rto": rto, "cost": cost,
-                "scales": scales(p), "weight": weight, "seed": ctx.seed}
+                "scales": scales(p), "weight": weight, "seed": ctx.seed, "cell_interleaving": CELL_INTERLEAVING}
 
     default = ("minmax", PAPER_DEFAULT_MIN_S, PAPER_DEFAULT_MAX_S)
     fig2 = [("minmax", m, PAPER_DEFAULT_MAX_S) for m in plan["fig2_min"]]
@@ -629,13 +638,18 @@ def _why(rep: StudyReport, base: dict, ample: dict, f2: list[dict]) -> None:
         f"losses; the paper's 21.5 s (3.2 + 6.2 + 12.1) implies repeated timeouts of the same segments, doubling up to "
         f"seconds. Here {base['timeouts_pass3plus']} RTOs in passes 3+ (per host: {base['timeouts_pass3plus'] / base['nodes']:.1f}), "
         f"and their number hardly depends on MIN ({tos} for MIN >= 100 ms): most lost segments get through at their "
-        "first retransmission. Reasons: (1) the simulator's ATM port admits a packet's cells while they fit and "
-        "drops the rest, without interleaving the cells of packets that arrive together; in the real switch ~99 AAL5 "
-        "frames interleave at the owner's port, an overflow takes cells from most frames in flight and each such frame "
-        "is lost (the partial-packet problem of UBR without early/partial packet discard), so far more segments are "
-        "lost at once and their synchronized retransmissions overflow the port again; (2) the data's passes 3+ are "
-        "smaller (C = 14, 2 and no pass 5, against 19, 7, 1); (3) the ends of the scans are spread across nodes by "
-        f"the modelled CPU time (standard deviation of the flush time, {sd}), which lets part of each flush drain.",
+        "first retransmission. The switch ports interleave cells (cell_interleaving: an overflow takes cells of "
+        "every frame arriving at that moment, the partial-packet problem of UBR without early/partial packet "
+        "discard), so one overflow already loses every frame in flight; what the simulated run lacks is the "
+        "repetition: (1) the data's passes 3+ are smaller (C = 14, 2 and no pass 5, against 19, 7, 1), so fewer "
+        "segments collide; (2) the retransmissions of the segments lost together come back spread out, because the "
+        "ends of the scans are spread across nodes by "
+        f"the modelled CPU time (standard deviation of the flush time, {sd}) and each host sends its flush blocks "
+        "over ~28 ms of its own link; when all hosts' timers fire within the port's drain time (7 ms), as on "
+        "identical hosts (examples/atm_cells: 99 frames, fixed 200 ms RTO, no completion in 600 s), the "
+        "retransmissions collide again and again, which is what the paper's doubling pass times (3.2, 6.2, 12.1 s) "
+        "suggest; (3) Karn's rule keeps a backed-off RTO until a fresh RTT sample, so repeated losses across passes "
+        "would compound, but here the next pass's first segments mostly get through and reset it.",
     ]
     if lo:
         q = lo[0]
@@ -653,9 +667,9 @@ def _notes(rep, calib, cost, nodes, sample, weight, quick) -> None:
     rep.notes += [
         f"Platform: parcomm.platform.atm_cluster({nodes}) -- 149.76 Mbit/s cell rate, 2048-cell output buffers, UBR, "
         "LLC/SNAP, MTU 9180, Solaris 2.5.1 TCP (MIN 200 ms, MAX 60 s, 64 KiB windows, 50 ms delayed ACK); see that module "
-        "for the source of each number. Cells of packets arriving together are not interleaved in the simulator "
-        "(store-and-forward per packet, the buffer counts cells), which under-estimates how many packets one overflow "
-        "tears (docs/design.md).",
+        f"for the source of each number. Switch ports interleave the cells of frames arriving together "
+        f"(cell_interleaving = {CELL_INTERLEAVING}: a fluid cell queue per output port; an overflow takes cells of "
+        "every frame in progress, see docs/design.md).",
         f"Data: Quest T20.I4.N5000.L7000, {sample:,} generated transactions, each standing for {weight} (HPA weight): "
         f"{sample * weight:,} transactions, {sample * weight // nodes:,} per node at {nodes} nodes (paper: 100,000 per "
         "node). The pass-end bytes per owner port, which decide the losses, therefore match the paper's order; see the "
