@@ -98,6 +98,12 @@ pub struct TcpSpec {
     /// min(initial window, cwnd), and ssthresh keeps 3/4 of the old cwnd.
     #[serde(default)]
     pub cwnd_restart_after_idle: bool,
+    /// Period of the host's clock interrupt (s). TCP's timers (retransmission,
+    /// delayed ACK) are kernel callouts that run on the first tick at or after
+    /// their deadline; each host's ticks have their own phase, drawn once per
+    /// run. 0 (the default): timers fire exactly at their deadline.
+    #[serde(default)]
+    pub timer_tick_s: f64,
 }
 
 impl Default for TcpSpec {
@@ -119,6 +125,7 @@ impl Default for TcpSpec {
             tail_loss_probe: false,
             sndbuf_initial_bytes: 0,
             cwnd_restart_after_idle: false,
+            timer_tick_s: 0.0,
         }
     }
 }
@@ -304,6 +311,7 @@ impl PlatformSpec {
             positive(t.rto_initial_s, &f("tcp.rto_initial_s"))?;
             non_negative(t.clock_granularity_s, &f("tcp.clock_granularity_s"))?;
             non_negative(t.delayed_ack_timeout_s, &f("tcp.delayed_ack_timeout_s"))?;
+            non_negative(t.timer_tick_s, &f("tcp.timer_tick_s"))?;
             if t.rto_max_s < t.rto_min_s {
                 return Err(format!(
                     "{} ({}) must not be below tcp.rto_min_s ({})",

@@ -91,13 +91,16 @@ LINUX_TCP: dict[str, Any] = {
     "sndbuf_initial_bytes": 0,
     # RFC 2861 window restart after an idle RTO (Linux tcp_cwnd_restart()).
     "cwnd_restart_after_idle": False,
+    # Clock-interrupt period on which TCP timers run (0: exact timers).
+    "timer_tick_s": 0.0,
 }
 
 #: Field names of ``TcpSpec``, in declaration order.
 TCP_FIELDS = tuple(LINUX_TCP)
 
 #: ``TcpSpec`` fields with ``#[serde(default)]`` (false or 0, i.e. off): a ``tcp`` table may omit them.
-TCP_OPTIONAL = ("sack", "tail_loss_probe", "sndbuf_initial_bytes", "cwnd_restart_after_idle")
+TCP_OPTIONAL = ("sack", "tail_loss_probe", "sndbuf_initial_bytes", "cwnd_restart_after_idle",
+                "timer_tick_s")
 
 #: Keyword options of ``host`` other than the name (what builders pass through).
 HOST_OPTIONS = ("mtu", "nic_queue_packets", "send_overhead", "recv_overhead", "tcp")
@@ -117,6 +120,7 @@ _TCP_KIND = {
     "tail_loss_probe": "bool",
     "sndbuf_initial_bytes": "size",
     "cwnd_restart_after_idle": "bool",
+    "timer_tick_s": "duration",
 }
 
 

@@ -156,6 +156,7 @@ pub(super) fn build(spec: &PlatformSpec, seed: u64) -> Result<Simulation, SpecEr
         if ifaces.is_empty() && n_hosts > 1 {
             return Err(format!("hosts.{}: not connected to any link or segment", h.name));
         }
+        let timer_tick = crate::time::from_secs(h.tcp.timer_tick_s);
         hosts.push(Host {
             name: h.name.clone(),
             tcp: tcp_config(h),
@@ -167,6 +168,9 @@ pub(super) fn build(spec: &PlatformSpec, seed: u64) -> Result<Simulation, SpecEr
             ready: VecDeque::new(),
             corrupt_discards: 0,
             rng: Rng::new(seed, &format!("host:{}", h.name)),
+            timer_tick,
+            // A separate stream, so that hosts without ticks draw as before.
+            timer_phase: if timer_tick > 0 { Rng::new(seed, &format!("tick:{}", h.name)).below(timer_tick) } else { 0 },
         });
     }
 

@@ -213,6 +213,7 @@ impl Simulation {
     fn arm_sender_timer(&mut self, s: u32) {
         let st = &mut self.streams[s as usize];
         if let Some(d) = st.sender.poll_timeout() {
+            let d = self.hosts[st.src as usize].on_tick(d);
             if st.sender_timer.map_or(true, |armed| d < armed) {
                 st.sender_timer = Some(d);
                 self.q.schedule_timer(d, Event::SenderTimer(s));
@@ -223,6 +224,7 @@ impl Simulation {
     fn arm_receiver_timer(&mut self, s: u32) {
         let st = &mut self.streams[s as usize];
         if let Some(d) = st.receiver.poll_timeout() {
+            let d = self.hosts[st.dst as usize].on_tick(d);
             if st.receiver_timer.map_or(true, |armed| d < armed) {
                 st.receiver_timer = Some(d);
                 self.q.schedule_timer(d, Event::ReceiverTimer(s));

@@ -91,6 +91,20 @@ pub(crate) struct Host {
     pub corrupt_discards: u64,
     /// Draws for the host's overhead jitter.
     pub rng: crate::rng::Rng,
+    /// Clock interrupt period (0: exact timers) and this host's tick phase.
+    pub timer_tick: Time,
+    pub timer_phase: Time,
+}
+
+impl Host {
+    /// When a kernel timer due at `deadline` runs: the host's next clock tick.
+    pub fn on_tick(&self, deadline: Time) -> Time {
+        if self.timer_tick == 0 {
+            return deadline;
+        }
+        let ticks = deadline.saturating_sub(self.timer_phase).div_ceil(self.timer_tick);
+        self.timer_phase + ticks * self.timer_tick
+    }
 }
 
 pub(crate) struct Stream {
