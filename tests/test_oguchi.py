@@ -14,7 +14,7 @@ import pytest
 from parcomm.apps.hpa.apriori import apriori
 from parcomm.apps.hpa.hpa import CostModel, hpa, levels_to_dict, merge_result, spread_scales, work_profile
 from parcomm.apps.hpa.quest import QuestParams, load, write_quest
-from parcomm.comm import run_sim
+from parcomm.comm import CommError, run_sim
 from parcomm.studies import STUDIES
 from parcomm.studies.oguchi import _platform, pass_end_skeleton
 
@@ -23,8 +23,13 @@ OWNERS = (0, 1, 2, 3)  # a pass with few candidates: few owners receive from eve
 SKELETON = {"rounds": 4, "owners": OWNERS, "nbytes": 8192}
 
 
-def _skeleton(rto, buffer_cells=2048):
-    res = run_sim(pass_end_skeleton, _platform(P, rto, 1, buffer_cells), P, seed=1, kwargs=SKELETON)
+def _skeleton(rto, buffer_cells=2048, cells=False, tick=0.0, time_limit=None):
+    """The pass-end exchange alone. By default on store-and-forward ports with
+    exact timers (the simplest model that shows each mechanism); ``cells``
+    and ``tick`` switch on the AN1000's cell interleaving and Solaris' 10 ms
+    timer ticks, as the study uses them."""
+    plat = _platform(P, rto, 1, buffer_cells, cell_interleaving=cells, timer_tick_s=tick)
+    res = run_sim(pass_end_skeleton, plat, P, seed=1, kwargs=SKELETON, time_limit=time_limit)
     return res.time, res.host_totals()
 
 
@@ -37,10 +42,24 @@ def test_pass_end_exchange_overflows_2k_cell_ports_but_not_an_ample_buffer():
     assert t > 4 * 0.2 > t_ample
 
 
-def test_short_max_cuts_the_backoff_of_synchronized_retransmissions():
-    t_default, _ = _skeleton(("minmax", 0.2, 60.0))
-    t_short, _ = _skeleton(("minmax", 0.2, 0.3))  # MAX = MIN + 100 ms (Fig. 3)
+@pytest.mark.parametrize("cells,tick", [(False, 0.0), (True, 0.01)])
+def test_short_max_cuts_the_backoff_of_synchronized_retransmissions(cells, tick):
+    t_default, _ = _skeleton(("minmax", 0.2, 60.0), cells=cells, tick=tick)
+    t_short, _ = _skeleton(("minmax", 0.2, 0.3), cells=cells, tick=tick)  # MAX = MIN + 100 ms (Fig. 3)
     assert t_short < 0.5 * t_default
+
+
+def test_interleaved_cells_and_identical_timers_collide_until_the_rto_is_random():
+    # Cell interleaving tears every frame of a synchronized burst; identical
+    # hosts with exact timers then retransmit in lockstep and tear them all
+    # again, round after round. Per-node random RTOs spread the rounds.
+    with pytest.raises(CommError, match="time limit"):
+        _skeleton(("fixed", 0.2), cells=True, time_limit=60.0)
+    t_rand, rand = _skeleton(("random_both", 0.2), cells=True, time_limit=60.0)
+    assert t_rand < 5.0 and rand["timeouts"] > 0
+    # Clock ticks with their own phase per host (Solaris: 10 ms) also break the lockstep.
+    t_tick, _ = _skeleton(("fixed", 0.2), cells=True, tick=0.01, time_limit=60.0)
+    assert t_tick < 5.0
 
 
 def test_random_rto_per_node_beats_one_fixed_value_at_the_same_min():
