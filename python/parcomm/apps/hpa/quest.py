@@ -24,6 +24,14 @@ from one numpy generator for the patterns and one per chunk of
 only on the parameters and the seed, never on how it is partitioned; a
 pattern left over at the end of a chunk is dropped.
 
+The files are defined by that random stream, draw for draw, so the
+implementation may change only in ways that consume it identically:
+``_gen_chunk`` runs the per-pattern decisions in a lean loop over Python
+floats and reproduces numpy's ``Generator.permutation`` in bulk (checked
+against numpy at first use, with numpy itself as the fallback);
+tests/test_quest_speed_identical.py pins file digests recorded before that
+change, and benchmarks/quest_speed.py keeps the original loop as a baseline.
+
 Two formats:
 
 * **binary** (``.qtx``): a header, then chunks ``(part, first, ntx, nitems)``
@@ -168,60 +176,299 @@ def make_patterns(p: QuestParams) -> Patterns:
     return Patterns(items, w, c)
 
 
-def _gen_chunk(p: QuestParams, pats: Patterns, cum: np.ndarray, chunk: int, n: int) -> tuple[np.ndarray, np.ndarray]:
-    """Lengths and concatenated (sorted, unique) items of ``n`` transactions."""
-    rng = np.random.default_rng([p.seed, chunk])
-    sizes = 1 + rng.poisson(p.avg_len - 1, size=n)
-    # Pre-draw generous batches; refill when exhausted.
-    out_lens = np.empty(n, dtype=np.int64)
-    out: list[np.ndarray] = []
-    pending: np.ndarray | None = None
-    buf_pick = rng.random(4 * n + 16)
-    buf_u = rng.random(16 * n + 64)
-    ip = iu = 0
-    for t in range(n):
-        target = int(sizes[t])
-        parts: list[np.ndarray] = []
-        have = 0
-        while have < target:
-            if pending is not None:
-                pat, pending = pending, None
-            else:
-                if ip >= len(buf_pick):
-                    buf_pick, ip = rng.random(len(buf_pick)), 0
-                j = min(int(np.searchsorted(cum, buf_pick[ip], side="right")), len(cum) - 1)
-                ip += 1
-                pat = pats.items[j]
-                c = pats.corruption[j]
-                # drop items while a uniform draw is below the corruption level
-                drop = 0
-                while drop < len(pat):
-                    if iu >= len(buf_u):
-                        buf_u, iu = rng.random(len(buf_u)), 0
-                    u = buf_u[iu]
-                    iu += 1
-                    if u >= c:
+def _prepare(pats: Patterns) -> tuple[np.ndarray, np.ndarray, list[int], list[float]]:
+    """The patterns as CSR (offsets, items) plus their lengths and corruption
+    levels as Python lists, for :func:`_gen_chunk`."""
+    lens = np.fromiter((len(a) for a in pats.items), dtype=np.int64, count=len(pats.items))
+    if len(lens) and lens.min() < 1:  # make_patterns never makes one; _gen_chunk assumes it
+        raise ValueError("a Quest pattern is empty")
+    off = np.zeros(len(lens) + 1, dtype=np.int64)
+    np.cumsum(lens, out=off[1:])
+    items = (np.concatenate(pats.items).astype(np.int64) if len(pats.items)
+             else np.empty(0, np.int64))
+    return off, items, lens.tolist(), np.asarray(pats.corruption, dtype=np.float64).tolist()
+
+
+# --- numpy's Generator.permutation(k), reproduced in bulk -------------------
+#
+# For an integer k, Generator.permutation(k) is np.arange(k) shuffled by
+# Fisher-Yates: for i = k-1 .. 1, j = random_interval(i), swap a[i], a[j].
+# random_interval(i) draws 32-bit values (next_uint32: the low half of a
+# 64-bit PCG64 output, keeping the high half for the next call) masked to the
+# smallest all-ones mask >= i until one is <= i. _permutations() does the same
+# on raw 64-bit outputs for a whole batch of permutations, then leaves the bit
+# generator in exactly the state the sequence of permutation() calls would.
+# _emulation_ok() checks this against numpy once per process; if numpy ever
+# differs, the generator falls back to calling rng.permutation one by one.
+
+def _permutations_numpy(rng: np.random.Generator, ks: list[int]) -> np.ndarray:
+    return np.concatenate([rng.permutation(k) for k in ks]).astype(np.int64)
+
+
+def _permutations_emulated(rng: np.random.Generator, ks: list[int]) -> np.ndarray:
+    bg = rng.bit_generator
+    k = np.asarray(ks, dtype=np.int64)
+    s_count = len(k)
+    off = np.zeros(s_count + 1, dtype=np.int64)
+    np.cumsum(k, out=off[1:])
+    perm = np.arange(int(off[-1]), dtype=np.int64) - np.repeat(off[:-1], k)
+    nc = np.maximum(k - 1, 0)  # random_interval calls per permutation
+    ncalls = int(nc.sum())
+    if ncalls == 0:
+        return perm
+    cstart = np.cumsum(nc) - nc
+    # call c of permutation s (c = cstart[s] .. cstart[s] + k - 2) has i = k - 1 - (c - cstart[s])
+    imax = np.repeat(k - 1 + cstart, nc) - np.arange(ncalls, dtype=np.int64)
+    kmax = int(k.max())
+    masks = np.arange(kmax, dtype=np.int64)  # smallest all-ones mask >= i, by table
+    for sh in (1, 2, 4, 8, 16, 32):
+        masks |= masks >> sh
+    mask = masks[imax]
+    st = bg.state
+    h0 = int(st["has_uint32"])
+
+    def halves(raw: np.ndarray) -> np.ndarray:
+        v = np.empty(2 * len(raw), dtype=np.uint64)
+        v[0::2] = raw & np.uint64(0xFFFFFFFF)
+        v[1::2] = raw >> np.uint64(32)
+        return v
+
+    v32 = halves(bg.random_raw(ncalls + 64))
+    if h0:
+        v32 = np.concatenate([np.array([st["uinteger"]], dtype=np.uint64), v32])
+    # Only calls whose mask exceeds i can reject; call c takes the value at
+    # c + r, r the number of rejections so far.
+    offs = np.zeros(ncalls, dtype=np.int64)
+    rej = np.nonzero((masks != np.arange(kmax))[imax])[0]
+    if len(rej):
+        vl = v32.tolist()
+        limit = len(vl)
+        r = 0
+        ev_c: list[int] = []  # calls that rejected, and r after them
+        ev_r: list[int] = []
+        for c, i, m in zip(rej.tolist(), imax[rej].tolist(), mask[rej].tolist()):
+            if (vl[c + r] & m) > i:
+                r += 1
+                while True:
+                    if ncalls + r >= limit:  # ran out of drawn values (very unlikely)
+                        ext = halves(bg.random_raw(ncalls + 64))
+                        v32 = np.concatenate([v32, ext])
+                        vl.extend(ext.tolist())
+                        limit = len(vl)
+                    if (vl[c + r] & m) <= i:
                         break
-                    drop += 1
-                if drop:
-                    keep = rng.permutation(len(pat))[: len(pat) - drop]
-                    pat = pat[np.sort(keep)]
-                if not len(pat):
+                    r += 1
+                ev_c.append(c)
+                ev_r.append(r)
+        if ev_c:
+            offs[ev_c] = ev_r
+            np.maximum.accumulate(offs, out=offs)
+    pos = np.arange(ncalls, dtype=np.int64) + offs
+    vals = (v32[pos] & mask.astype(np.uint64)).astype(np.int64)
+    # The bit generator's state after consuming pos[-1] + 1 32-bit values.
+    used = int(pos[-1]) + 1 - h0
+    bg.state = st
+    if used <= 0:
+        st2 = bg.state
+        st2["has_uint32"] = 0
+    else:
+        words = (used + 1) // 2
+        bg.random_raw(words)
+        st2 = bg.state
+        if used % 2:
+            st2["has_uint32"] = 1
+            st2["uinteger"] = int(v32[h0 + 2 * words - 1])
+        else:
+            st2["has_uint32"] = 0
+    bg.state = st2
+    # Fisher-Yates level by level (i from high to low); permutations are
+    # independent, so each level is one vectorised swap over those with k > i.
+    order = np.argsort(-k, kind="stable")
+    ksorted = k[order]
+    for i in range(int(ksorted[0]) - 1, 0, -1):
+        rows = order[:int(np.searchsorted(-ksorted, -i, side="left"))]
+        j = vals[cstart[rows] + (k[rows] - 1 - i)]
+        a = off[rows] + i
+        b = off[rows] + j
+        tmp = perm[a]
+        perm[a] = perm[b]
+        perm[b] = tmp
+    return perm
+
+
+_EMULATION_OK: bool | None = None
+
+
+def _emulation_ok() -> bool:
+    global _EMULATION_OK
+    if _EMULATION_OK is None:
+        ok = True
+        try:
+            for trial in range(24):
+                meta = np.random.default_rng([trial, 0x5045524D])
+                ks = meta.integers(1, (3, 9, 40)[trial % 3], size=int(meta.integers(1, 30))).tolist()
+                a = np.random.default_rng([trial, 1])
+                b = np.random.default_rng([trial, 1])
+                for g in (a, b):  # start with and without a buffered 32-bit half
+                    g.permutation(2 + trial % 2)
+                    g.random(3)
+                want = np.concatenate([a.permutation(k) for k in ks])
+                got = _permutations_emulated(b, ks)
+                if not np.array_equal(want, got) or not np.array_equal(a.random(4), b.random(4)) \
+                        or not np.array_equal(a.permutation(5), b.permutation(5)):
+                    ok = False
+                    break
+        except Exception:  # pragma: no cover - unexpected numpy internals
+            ok = False
+        _EMULATION_OK = ok
+    return _EMULATION_OK
+
+
+def _permutations(rng: np.random.Generator, ks: list[int]) -> np.ndarray:
+    """``np.concatenate([rng.permutation(k) for k in ks])``, leaving ``rng``
+    in the same state, but without a Python call per permutation."""
+    if _emulation_ok() and isinstance(rng.bit_generator, np.random.PCG64):
+        return _permutations_emulated(rng, ks)
+    return _permutations_numpy(rng, ks)
+
+
+def _gen_chunk(p: QuestParams, pats: Patterns, cum: np.ndarray, chunk: int, n: int,
+               prep: tuple | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """Lengths and concatenated (sorted, unique) items of ``n`` transactions.
+
+    Consumes the chunk's random stream exactly as the straightforward loop
+    would (sizes; a batch of uniforms for picking patterns; a batch of
+    uniforms for corruption and the fit coin; refills of either batch when
+    exhausted; a permutation for each corrupted pattern), but in three steps:
+    a lean pass over Python floats decides which patterns go where and how
+    many of their items survive (this depends only on the uniforms and the
+    pattern lengths, not on which items a permutation keeps); the
+    permutations are drawn in bulk, in order, just before each refill so the
+    refilled uniforms are the same; then all items are gathered, sorted and
+    deduplicated with a few array operations.
+    """
+    pat_off, pat_items, plen, corr = prep if prep is not None else _prepare(pats)
+    rng = np.random.default_rng([p.seed, chunk])
+    sizes = (1 + rng.poisson(p.avg_len - 1, size=n)).tolist()
+    npick = 4 * n + 16
+    nu = 16 * n + 64
+    last = len(cum) - 1
+
+    def picks(buf: np.ndarray) -> list[int]:
+        return np.minimum(np.searchsorted(cum, buf, side="right"), last).tolist()
+
+    pick = picks(rng.random(npick))
+    uni = rng.random(nu).tolist()
+    # One permutation per corrupted pattern, in draw order: the pattern and
+    # how many of its items are kept (the first m of the permutation).
+    perm_j: list[int] = []
+    perm_m: list[int] = []
+    perm_blocks: list[np.ndarray] = []
+    drawn = 0
+
+    def draw_pending() -> None:  # before a refill: the permutations come first
+        nonlocal drawn
+        if drawn < len(perm_j):
+            perm_blocks.append(_permutations(rng, [plen[j] for j in perm_j[drawn:]]))
+            drawn = len(perm_j)
+
+    # Patterns put into transactions: j >= 0 for pattern j whole, -1 - s for
+    # the corrupted pattern of permutation s; tx_end[t] = end of transaction t.
+    occ: list[int] = []
+    tx_end: list[int] = []
+    pending = None
+    ip = iu = 0
+    for target in sizes:
+        have = 0
+        if pending is not None:  # the carried-over pattern always fits first
+            occ.append(pending[0])
+            have = pending[1]
+            pending = None
+        while have < target:
+            try:
+                j = pick[ip]
+            except IndexError:
+                draw_pending()
+                pick, ip = picks(rng.random(npick)), 0
+                j = pick[0]
+            ip += 1
+            k = plen[j]
+            c = corr[j]
+            # drop items while a uniform draw is below the corruption level
+            drop = 0
+            while drop < k:
+                try:
+                    u = uni[iu]
+                except IndexError:
+                    draw_pending()
+                    uni, iu = rng.random(nu).tolist(), 0
+                    u = uni[0]
+                iu += 1
+                if u >= c:
+                    break
+                drop += 1
+            if drop:
+                code = -1 - len(perm_j)
+                perm_j.append(j)
+                k -= drop
+                perm_m.append(k)
+                if not k:
                     continue
-            if have + len(pat) > target and have > 0:
-                if iu >= len(buf_u):
-                    buf_u, iu = rng.random(len(buf_u)), 0
-                u = buf_u[iu]
+            else:
+                code = j
+            if have + k > target and have > 0:
+                try:
+                    u = uni[iu]
+                except IndexError:
+                    draw_pending()
+                    uni, iu = rng.random(nu).tolist(), 0
+                    u = uni[0]
                 iu += 1
                 if u >= 0.5:
-                    pending = pat
+                    pending = (code, k)
                     break
-            parts.append(pat)
-            have += len(pat)
-        row = np.unique(np.concatenate(parts)) if parts else np.empty(0, np.int32)
-        out.append(row)
-        out_lens[t] = len(row)
-    flat = np.concatenate(out) if out else np.empty(0, np.int32)
+            occ.append(code)
+            have += k
+        tx_end.append(len(occ))
+    draw_pending()
+
+    # Gather the kept items: the whole pattern, or the first m entries of its
+    # permutation; then sort and deduplicate within each transaction.
+    code = np.array(occ, dtype=np.int64)
+    cor = code < 0
+    whole = ~cor
+    np_plen = np.asarray(plen, dtype=np.int64)
+    start = np.empty(len(code), dtype=np.int64)  # where the occurrence's items start in src
+    m_arr = np.empty(len(code), dtype=np.int64)
+    start[whole] = pat_off[code[whole]]
+    m_arr[whole] = np_plen[code[whole]]
+    src = pat_items
+    if perm_j:
+        pj = np.array(perm_j, dtype=np.int64)
+        pk = np_plen[pj]
+        poff = np.cumsum(pk) - pk
+        # each permutation's pattern items in permuted order, after the patterns
+        perm_items = pat_items[np.repeat(pat_off[pj], pk) + np.concatenate(perm_blocks)]
+        src = np.concatenate([pat_items, perm_items])
+        s_idx = -1 - code[cor]
+        start[cor] = len(pat_items) + poff[s_idx]
+        m_arr[cor] = np.array(perm_m, dtype=np.int64)[s_idx]
+    cm = np.cumsum(m_arr)
+    total = int(cm[-1]) if len(cm) else 0
+    idx = np.repeat(start - (cm - m_arr), m_arr) + np.arange(total, dtype=np.int64)
+    # items per transaction (before deduplication), from the occurrence bounds
+    per_tx = np.diff(np.concatenate(([0], cm))[np.array([0] + tx_end, dtype=np.int64)])
+    base = int(pat_items.max()) + 1 if len(pat_items) else 1
+    key = np.repeat(np.arange(n, dtype=np.int64) * base, per_tx) + src[idx]
+    key.sort()
+    if total:
+        uniq = np.empty(total, dtype=bool)
+        uniq[0] = True
+        np.not_equal(key[1:], key[:-1], out=uniq[1:])
+        key = key[uniq]
+    tid = key // base
+    out_lens = np.bincount(tid, minlength=n).astype(np.int64)
+    flat = (key - tid * base).astype(np.int32)
     return out_lens, flat
 
 
@@ -230,10 +477,11 @@ def generate(p: QuestParams) -> Iterator[tuple[int, np.ndarray, np.ndarray]]:
     p.check()
     pats = make_patterns(p)
     cum = np.cumsum(pats.weights)
+    prep = _prepare(pats)
     for chunk in range((p.transactions + CHUNK - 1) // CHUNK):
         first = chunk * CHUNK
         n = min(CHUNK, p.transactions - first)
-        lens, flat = _gen_chunk(p, pats, cum, chunk, n)
+        lens, flat = _gen_chunk(p, pats, cum, chunk, n, prep)
         yield first, lens, flat
 
 
@@ -371,10 +619,15 @@ def read_text(path: str | os.PathLike) -> Transactions:
 
 
 def write_text(path: str | os.PathLike, tx: Transactions) -> None:
+    """One line per transaction, item ids separated by one blank."""
+    n = len(tx)
+    step = 1 << 16
     with open(path, "w") as f:
-        for i in range(len(tx)):
-            f.write(" ".join(map(str, tx[i].tolist())))
-            f.write("\n")
+        for start in range(0, n, step):  # convert in blocks: one tolist() per block, not per row
+            stop = min(n, start + step)
+            offs = (tx.offsets[start:stop + 1] - tx.offsets[start]).tolist()
+            items = tx.items[tx.offsets[start]:tx.offsets[stop]].tolist()
+            f.write("".join([" ".join(map(str, items[offs[i]:offs[i + 1]])) + "\n" for i in range(stop - start)]))
 
 
 def is_quest_file(path: str | os.PathLike) -> bool:
