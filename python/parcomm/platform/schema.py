@@ -466,7 +466,9 @@ def validate(p: Mapping[str, Any]) -> dict:
                 if kind == "bool":
                     _bool(t, f, f"{w}.tcp", False)
                 elif kind == "duration":
-                    _f64(t, f, f"{w}.tcp")
+                    v = _f64(t, f, f"{w}.tcp", LINUX_TCP[f] if f in TCP_OPTIONAL else None)
+                    if v < 0:
+                        raise PlatformError(f"{w}.tcp.{f} must not be negative, got {v!r}")
                 else:
                     _u64(t, f, f"{w}.tcp", LINUX_TCP[f] if f in TCP_OPTIONAL else None)
     for i, s in enumerate(switches):
