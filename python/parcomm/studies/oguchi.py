@@ -325,6 +325,10 @@ EMU_SPEC = f"star:{EMU_HOSTS},rate=135.6M,buffer=96KiB,mtu=9180"
 # start their flushes tens of ms apart, so a flush must last longer than that
 # to overlap at the owner's port (31 x 64 KiB = 2 MB, ~120 ms at 135.6 Mbit/s).
 EMU_REPEATS = 3
+# The emulating kernel's RTO timer is a jiffies timer: CONFIG_HZ=250 on this
+# machine's kernel (/proc/config.gz), and a ~200 ms expiry sits in the timer
+# wheel's first level, so it fires on a 4 ms tick.
+LINUX_TIMER_TICK_S = 0.004
 EMU_SKELETON = {"rounds": 4, "owners": [0, 1, 2, 3], "nbytes": 65536, "compute_s": 0.1, "idle": "sleep"}
 
 
@@ -333,9 +337,9 @@ def _emu_platform(rto: tuple, seed: int, linux_like: bool) -> dict:
 
     plat = from_spec_string(EMU_SPEC)
     plat = set_rto(plat, rto[1], rto[2]) if rto[0] == "minmax" else apply_rto(plat, rto[0], rto[1], seed=seed)
-    if linux_like:  # the kernel's SACK and tail loss probes, for the simulated twin
+    if linux_like:  # the kernel's SACK, tail loss probes and timer ticks, for the simulated twin
         for h in plat["hosts"]:
-            h["tcp"].update(sack=True, tail_loss_probe=True)
+            h["tcp"].update(sack=True, tail_loss_probe=True, timer_tick_s=LINUX_TIMER_TICK_S)
     return plat
 
 
