@@ -37,14 +37,16 @@ same data (10M represented transactions) on fewer nodes, as the paper does.
 is too small to overflow a port) and runs five configurations (no Fig. 3
 sweep, one X, no Fig. 6).
 
-Data: Quest T20.I4.N5000 with L = 7000 patterns (Agrawal & Srikant VLDB '94
-generator, :mod:`parcomm.apps.hpa.quest`). The paper gives N = 5000,
+Data: Quest T21.I4.5.N5000 with L = 6000 patterns (Agrawal & Srikant VLDB
+'94 generator, :mod:`parcomm.apps.hpa.quest`). The paper gives N = 5000,
 D = 10M, min support 0.7 %, ~800 MB (80 bytes per transaction: T ~ 17-20
-items as 4-byte ints plus ids); T, I and L are not given. T = 20 gives
-L1 ~ 1000 large items as in Table 2; L = 7000 patterns (instead of Quest's
-usual 2000) gives, like Table 2, a few tens of large 2-itemsets and passes
-3-5 with tens of candidates or fewer. These choices describe the data set
-(Table 2's C and L columns), not the times or retransmissions.
+items as 4-byte ints plus ids); T, I and L are not given. They were chosen
+by ``scripts/oguchi_data_search.py``: the grid point whose serial Apriori
+on the study's sample comes closest to Table 2's C and L columns (sum of
+|log ratio|; results in benchmarks/results/oguchi_data_search.json): per
+pass C/L = -/910, 413595/43, 23/17, 6/5, 1/1 against the paper's -/1023,
+522753/32, 19/19, 7/7, 1/0. Only those data-description columns enter the
+choice, never the times or retransmissions.
 
 CPU cost model, calibrated on Table 2 at 100 nodes: pass 1 (11.2 s) is
 reading and counting the node's items -> seconds per item; later passes
@@ -100,7 +102,9 @@ PAPER_SPREAD_S = 0.1  # MAX = MIN + 100 ms; random in [X, X + 100 ms] (§5.1-5.2
 PAPER_FIG6_X_S = 0.25  # MIN random in 250..350 ms, MAX = MIN + 100 ms (§5.3)
 
 # ---- the data set (see the module docstring) --------------------------------
-QUEST = {"avg_len": 20.0, "avg_pattern_len": 4.0, "items": PAPER_ITEMS, "patterns": 7000, "seed": 1}
+# Chosen by scripts/oguchi_data_search.py against Table 2's C and L columns (see the docstring).
+QUEST = {"avg_len": 21.0, "avg_pattern_len": 4.5, "items": PAPER_ITEMS, "patterns": 6000, "seed": 1}
+QUEST_NAME = f"T{QUEST['avg_len']:g}.I{QUEST['avg_pattern_len']:g}.N{PAPER_ITEMS}.L{QUEST['patterns']}"
 SAMPLE_FULL = 100_000
 WEIGHT = PAPER_TRANSACTIONS // SAMPLE_FULL  # 100: each generated transaction stands for 100
 CANDIDATE_COST_S = 0.2e-6  # per candidate generated and inserted (estimate)
@@ -120,7 +124,7 @@ def dataset(ctx: StudyContext, sample: int, parts: int) -> str:
     """The Quest file (generated once, kept in the study's output directory)."""
     d = ctx.out_dir / "data"
     d.mkdir(parents=True, exist_ok=True)
-    path = d / f"quest_T20_I4_N5000_L{QUEST['patterns']}_D{sample}_s{QUEST['seed']}.qtx"
+    path = d / f"quest_{QUEST_NAME}_D{sample}_s{QUEST['seed']}.qtx"
     if path.exists():
         try:
             if quest_info(path)["transactions"] == sample:
@@ -590,7 +594,7 @@ def _compare(rep: StudyReport, base, ample, f2, f3, f4, f6, nodes) -> None:
         role = "calibration input" if k <= 2 else "prediction"
         C.append(Comparison(f"Table 2 pass {k} (C, L, T)", f"C={pp['candidates'] if pp['candidates'] is not None else '—'} "
                             f"L={pp['large']} T={pp['time_s']} s", got, None,
-                            f"T is a {role}; C, L come from the Quest data (T20.I4.N5000.L7000), not the paper's"))
+                            f"T is a {role}; C, L come from the Quest data ({QUEST_NAME}), not the paper's"))
     p3 = sum(q["time_s"] for q in PAPER_TABLE2[2:])
     C.append(Comparison("pass 3+4+5 time, default MIN 200 / MAX 60000 ms", f"{p3:.1f} s (Table 2)",
                         f"{base['pass3plus_s']:.2f} s (ample buffer: {ample['pass3plus_s']:.2f} s)",
@@ -684,6 +688,7 @@ def _why(rep: StudyReport, base: dict, ample: dict, f2: list[dict]) -> None:
                    if f"pass{k}_flush_sd_ms" in base)
     tos = sorted({q["timeouts_pass3plus"] for q in f2 if q["min_ms"] >= 100})
     lo = [q for q in f2 if q["min_ms"] < 100]
+    cs = ", ".join(str(base[f"pass{k}_C"]) for k in range(3, 12) if f"pass{k}_C" in base)
     rep.notes += [
         f"Passes 3+ here: {base['pass3plus_s']:.2f} s with the 2k-cell buffer vs {ample['pass3plus_s']:.2f} s without "
         f"losses; the paper's 21.5 s (3.2 + 6.2 + 12.1) implies repeated timeouts of the same segments, doubling up to "
@@ -692,8 +697,9 @@ def _why(rep: StudyReport, base: dict, ample: dict, f2: list[dict]) -> None:
         "first retransmission. The switch ports interleave cells (cell_interleaving: an overflow takes cells of "
         "every frame arriving at that moment, the partial-packet problem of UBR without early/partial packet "
         "discard), so one overflow already loses every frame in flight; what the simulated run lacks is the "
-        "repetition: (1) the data's passes 3+ are smaller (C = 14, 2 and no pass 5, against 19, 7, 1), so fewer "
-        "segments collide and each owner's overload is short (the losses are ~5 frames per owner, not ~99); (2) the "
+        f"repetition: (1) the pass-end volumes are small (C = {cs} in passes 3+, against 19, 7, 1; "
+        f"{base['packet_drops'] / base['nodes']:.0f} frames lost per owner, not ~99), so each owner's overload is "
+        "short; (2) the "
         "retransmissions of the segments lost together come back spread out: the ends of the scans are spread across "
         f"nodes by the modelled CPU time (standard deviation of the flush time, {sd}), each host sends its flush blocks "
         "over milliseconds of its own link, and each Solaris host runs its timers on its own 10 ms clock tick. When "
@@ -702,9 +708,9 @@ def _why(rep: StudyReport, base: dict, ample: dict, f2: list[dict]) -> None:
         "and again, which is what the paper's doubling pass times (3.2, 6.2, 12.1 s) suggest; even with every scan "
         "ending together (the 'synchronized scans' sensitivity row) the simulated losses stay one-shot; (3) Karn's "
         "rule keeps a backed-off RTO until a fresh RTT sample, so repeated losses across passes would compound, but "
-        "here the next pass's first segments mostly get through and reset it. Because every loss is repaired by its "
-        "first retransmission, MAX never comes into play (Fig. 3 equals Fig. 2) and a random MIN in [X, X+100] only "
-        "adds its mean extra wait (Figs. 4-6: the random schemes are 0.1-0.3 s slower here, not faster).",
+        "here the next pass's first segments mostly get through and reset it. Where a loss is repaired by its "
+        "first retransmission, MAX never comes into play and a random MIN in [X, X+100] only adds its mean extra "
+        "wait; the Fig. 3 and Figs. 4-6 rows above show how far that holds in this run.",
     ]
     if lo:
         q = lo[0]
@@ -725,7 +731,7 @@ def _notes(rep, calib, cost, nodes, sample, weight, quick) -> None:
         f"for the source of each number. Switch ports interleave the cells of frames arriving together "
         f"(cell_interleaving = {CELL_INTERLEAVING}: a fluid cell queue per output port; an overflow takes cells of "
         "every frame in progress, see docs/design.md).",
-        f"Data: Quest T20.I4.N5000.L7000, {sample:,} generated transactions, each standing for {weight} (HPA weight): "
+        f"Data: Quest {QUEST_NAME}, {sample:,} generated transactions, each standing for {weight} (HPA weight): "
         f"{sample * weight:,} transactions, {sample * weight // nodes:,} per node at {nodes} nodes (paper: 100,000 per "
         "node). The pass-end bytes per owner port, which decide the losses, therefore match the paper's order; see the "
         "module docstring for why and for the CPU-spread correction (spread_scales).",
