@@ -69,7 +69,7 @@ impl PacketQueue {
     /// a packet can enter with some cells missing (it is then carried, wasting
     /// bandwidth, and discarded by the receiver), unless early packet discard
     /// refuses it whole.
-    pub fn offer(&mut self, now: Time, mut p: Packet) -> Admission {
+    pub fn offer(&mut self, now: Time, p: Packet) -> Admission {
         if self.unit == BufferUnit::Cells {
             if let Some(th) = self.epd_threshold {
                 if self.occupancy > th {
@@ -79,23 +79,8 @@ impl PacketQueue {
                 }
             }
             let free = self.capacity - self.occupancy;
-            let admitted = p.cells.min(free);
-            if admitted == 0 {
-                self.stats.drops += 1;
-                self.stats.cell_drops += p.cells;
-                return Admission::Dropped;
-            }
-            let truncated = admitted < p.cells;
-            if truncated {
-                self.stats.drops += 1;
-                self.stats.cell_drops += p.cells - admitted;
-                p.cells = admitted;
-                p.corrupt = true;
-            }
-            self.grow(now, admitted);
-            self.packets.push_back(p);
-            self.stats.enqueued += 1;
-            return if truncated { Admission::Truncated } else { Admission::Accepted };
+            let lost = p.cells - p.cells.min(free);
+            return self.admit_with_cell_loss(now, p, lost);
         }
         if !self.has_room_for(&p) {
             self.stats.drops += 1;
