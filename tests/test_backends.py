@@ -21,6 +21,7 @@ from pathlib import Path
 
 import pytest
 
+from parcomm.auth import JobKey
 from parcomm.cli import main
 from parcomm.collectives import (
     alltoall_a,
@@ -363,7 +364,8 @@ def test_cli_socket_entry_point_one_process_per_rank(tmp_path):
     addrs = tmp_path / "addresses"
     write_addresses(addrs, [("127.0.0.1", p) for p in _free_ports(n)])
     assert len(read_addresses(addrs)) == n
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(HERE), os.environ.get("PYTHONPATH", "")])}
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(HERE), os.environ.get("PYTHONPATH", "")]),
+           "PARCOMM_JOB_KEY": JobKey.generate().hex()}  # the job's shared key, from the environment
     procs = []
     for r in reversed(range(n)):  # start order does not matter: connects are retried
         cmd = [sys.executable, "-m", "parcomm", "run", "socket", "--rank", str(r), "--addresses", str(addrs),
@@ -390,10 +392,13 @@ def test_cli_socket_entry_point_one_process_per_rank(tmp_path):
 def test_cli_socket_entry_point_reports_a_failure(tmp_path):
     addrs = tmp_path / "addresses"
     write_addresses(addrs, [("127.0.0.1", p) for p in _free_ports(2)])
+    key_file = JobKey.generate().write(tmp_path / "job.key")  # the job's shared key, from a file
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(HERE), os.environ.get("PYTHONPATH", "")])}
+    env.pop("PARCOMM_JOB_KEY", None)
     procs = [
         subprocess.Popen([sys.executable, "-m", "parcomm", "run", "socket", "--rank", str(r), "--addresses", str(addrs),
-                          "--program", f"{ME}:deadlock", "--out", str(tmp_path / f"r{r}.json"), "--timeout", "1"],
+                          "--program", f"{ME}:deadlock", "--out", str(tmp_path / f"r{r}.json"), "--timeout", "1",
+                          "--key-file", str(key_file)],
                          env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
         for r in range(2)
     ]

@@ -15,6 +15,7 @@ from .common import UserError
 from .compare import compare
 from .emu import emu
 from .heat import heat
+from .keygen import keygen
 from .mcast import mcast
 from .mine import mine
 from .model import measure, model
@@ -42,6 +43,7 @@ def cli() -> None:
     mine     association-rule mining: Quest data, serial Apriori, HPA (seed 000)
     heat     parallel 2D heat equation on M x M tasks (seed 002): run, model, benchmark
     bcast    broadcast a large object from S3 to many nodes (seed 004): tool, simulation, demo
+    keygen   write a job key for members started by hand (run socket, bcast --rendezvous)
 
     Run `parcomm COMMAND --help` for each command's options.
     """
@@ -58,6 +60,7 @@ cli.add_command(mcast)
 cli.add_command(mine)
 cli.add_command(heat)
 cli.add_command(bcast)
+cli.add_command(keygen)
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -239,14 +239,22 @@ def mpi(procs, program, kwargs_json, timeout, out, as_json, call_pickle, pickle_
 @click.option("--rto-max", default=None, help="per-socket TCP_RTO_MAX_MS, e.g. 1s (Linux >= 6.15)")
 @click.option("--timeout", default="600s", show_default=True, help="time limit of the program")
 @click.option("--connect-timeout", default="30s", show_default=True, help="time limit for building the mesh")
+@click.option("--key-file", type=click.Path(dir_okay=False, path_type=Path), default=None,
+              help="the job's shared key (mode 600; `parcomm keygen FILE` writes one); default: $PARCOMM_JOB_KEY")
 def socket_cmd(rank, addresses, program, kwargs_json, out, size, nodelay, sndbuf, rcvbuf, rto_min, rto_max,
-               timeout, connect_timeout) -> None:
+               timeout, connect_timeout, key_file) -> None:
     """Run one rank of PROGRAM over a TCP mesh (SocketComm): start one such
     process per rank, each with the same addresses file (this is what the
-    emulated cluster runs in each network namespace)."""
+    emulated cluster runs in each network namespace).
+
+    Every rank must hold the same job key (--key-file or $PARCOMM_JOB_KEY):
+    each connection proves it before anything is read, so a process that
+    does not hold it cannot join, send a message or run code in the job."""
     from ..comm import CommError
     from ..comm.launch import run_rank
     from ..comm.sockopts import read_addresses
+
+    from ..auth import JobKeyError, resolve_key
 
     ref = _program(program)
     kwargs = _kwargs(kwargs_json)
@@ -259,6 +267,10 @@ def socket_cmd(rank, addresses, program, kwargs_json, out, size, nodelay, sndbuf
         raise UserError(f"--size {n} needs between 1 and {len(addrs)} ranks (the addresses file has {len(addrs)})")
     if not 0 <= rank < n:
         raise UserError(f"--rank {rank} is not in 0..{n - 1}")
+    try:
+        key = resolve_key(key_file)
+    except JobKeyError as e:
+        raise UserError(str(e)) from None
     opts: dict[str, Any] = {"nodelay": True} if nodelay else {}
     if (b := _bytes(sndbuf, "--sndbuf")) is not None:
         opts["sndbuf"] = b
@@ -272,7 +284,7 @@ def socket_cmd(rank, addresses, program, kwargs_json, out, size, nodelay, sndbuf
     connect_limit = _seconds(connect_timeout, "--connect-timeout") or 30.0
     try:
         res = run_rank(ref, rank, n, addrs, kwargs=kwargs, sock_options=opts, timeout=limit,
-                       connect_timeout=connect_limit)
+                       connect_timeout=connect_limit, key=key)
     except CommError as e:
         from ..comm.launch import _classify
 

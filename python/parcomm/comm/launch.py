@@ -14,6 +14,7 @@ import time
 import traceback
 from typing import Any, Awaitable, Callable, Sequence
 
+from ..auth import JobKey
 from .aio import (
     CommTimeout,
     ProgramError,
@@ -35,9 +36,9 @@ from .sockopts import _check_sock_options, kernel_tcp_counters, read_addresses
 async def _run_rank_async(program: Callable[..., Awaitable[Any]], rank: int, size: int,
                           addresses: Sequence[tuple[str, int]], args: Sequence[Any], kwargs: dict[str, Any],
                           sock_options: dict[str, Any] | None, timeout: float | None, connect_timeout: float,
-                          eager_limit: int, listener: _socket.socket | None) -> RankResult:
+                          eager_limit: int, listener: _socket.socket | None, key: JobKey | None) -> RankResult:
     comm = SocketComm(rank, size, addresses, sock_options=sock_options, eager_limit=eager_limit,
-                      connect_timeout=connect_timeout)
+                      connect_timeout=connect_timeout, key=key)
     loop = asyncio.get_running_loop()
     try:
         await comm._open(listener)
@@ -66,14 +67,17 @@ def run_rank(program: str | Callable[..., Awaitable[Any]], rank: int, size: int,
              addresses: str | os.PathLike | Sequence[tuple[str, int]], *, args: Sequence[Any] = (),
              kwargs: dict[str, Any] | None = None, sock_options: dict[str, Any] | None = None,
              timeout: float | None = None, connect_timeout: float = 30.0,
-             eager_limit: int = DEFAULT_EAGER_LIMIT, _listener: _socket.socket | None = None) -> RankResult:
+             eager_limit: int = DEFAULT_EAGER_LIMIT, key: JobKey | None = None,
+             _listener: _socket.socket | None = None) -> RankResult:
     """Run rank ``rank`` of ``size`` in this process over the TCP mesh.
 
     ``addresses`` is an addresses file or a list of ``(host, port)``, one per
     rank; this rank listens on ``addresses[rank]``. ``program`` is an ``async
     def`` function or a ``"module:function"`` string. ``timeout`` bounds the
     program (then a :class:`CommTimeout` lists what it was waiting for);
-    ``connect_timeout`` bounds building the mesh. Returns a
+    ``connect_timeout`` bounds building the mesh. ``key`` is the job's shared
+    secret (default: from ``$PARCOMM_JOB_KEY``); every connection proves it
+    before anything else is read. Returns a
     :class:`RankResult` (the program's result, its start and finish times and
     this rank's TCP counters); a failure raises :class:`CommError`.
     """
@@ -82,7 +86,7 @@ def run_rank(program: str | Callable[..., Awaitable[Any]], rank: int, size: int,
     if size > len(addrs):
         raise CommError(f"{size} ranks need {size} addresses; the list has {len(addrs)}")
     return asyncio.run(_run_rank_async(prog, rank, size, addrs, tuple(args), dict(kwargs or {}),
-                                       sock_options, timeout, connect_timeout, eager_limit, _listener))
+                                       sock_options, timeout, connect_timeout, eager_limit, _listener, key))
 
 
 # --- running N local ranks ---------------------------------------------------------------
@@ -104,7 +108,8 @@ def _classify(exc: BaseException) -> str:
 
 def _local_rank_main(conn: multiprocessing.connection.Connection, program: Any, rank: int, size: int,
                      args: Sequence[Any], kwargs: dict[str, Any], sock_options: dict[str, Any] | None,
-                     timeout: float | None, connect_timeout: float, eager_limit: int, host: str) -> None:
+                     timeout: float | None, connect_timeout: float, eager_limit: int, host: str,
+                     key: JobKey) -> None:
     """Body of one local rank process (started by :func:`run_local`)."""
     listener = None
     try:
@@ -119,7 +124,7 @@ def _local_rank_main(conn: multiprocessing.connection.Connection, program: Any, 
                 return
             res = run_rank(prog, rank, size, msg[1], args=args, kwargs=kwargs, sock_options=sock_options,
                            timeout=timeout, connect_timeout=connect_timeout, eager_limit=eager_limit,
-                           _listener=listener)
+                           key=key, _listener=listener)
             listener = None
         except BaseException as e:  # report every failure to the launcher, in one line
             if listener is not None:
@@ -222,6 +227,9 @@ def run_local(program: str | Callable[..., Awaitable[Any]], size: int, *, args: 
     opts = {"nodelay": True} if sock_options is None else _check_sock_options(sock_options)
     kwargs = dict(kwargs or {})
     ctx = _context(program)
+    # A fresh secret per run, handed to each rank through its private start-up pipe:
+    # a process on this machine that races to connect to a rank's port cannot join.
+    key = JobKey.generate()
     before = kernel_tcp_counters()
     wall0 = time.perf_counter()
     procs: list[Any] = []
@@ -233,7 +241,7 @@ def run_local(program: str | Callable[..., Awaitable[Any]], size: int, *, args: 
             parent_end, child_end = ctx.Pipe()
             p = ctx.Process(target=_local_rank_main, name=f"parcomm-rank-{r}", daemon=True,
                             args=(child_end, program, r, size, tuple(args), kwargs, opts, timeout,
-                                  connect_timeout, eager_limit, host))
+                                  connect_timeout, eager_limit, host, key))
             p.start()
             child_end.close()
             procs.append(p)

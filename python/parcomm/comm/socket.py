@@ -10,9 +10,15 @@ listens on its own address; for every pair the *lower* rank connects to the
 higher one, so each pair gets exactly one connection and nobody waits for a
 connection it must make itself (all connects and accepts run concurrently).
 Connects are retried with exponential back-off, bounded both in attempts and
-in time (``connect_timeout``), because peers start at different moments. A
-hello (magic, rank, size, and a token hashed from the address list) checks
-that both ends belong to the same run. When the mesh is up the ranks pass a
+in time (``connect_timeout``), because peers start at different moments.
+
+**Membership.** Every connection first runs the job's mutual HMAC
+challenge-response (:mod:`parcomm.auth`): a peer that does not hold the
+job's key is dropped before a single byte of it is interpreted, so only
+members' frames ever reach ``pickle.loads`` (mpi4py's trust model: the job's
+own ranks are trusted, nobody else is). Then a hello (magic, rank, size, and
+a token hashed from the address list) checks that both ends belong to the
+same run. When the mesh is up the ranks pass a
 start barrier, so every program starts within about one round trip of the
 others and ``wtime()`` counts from that start.
 
@@ -30,6 +36,11 @@ clear-to-send when a matching receive is posted, and only then the data flows
 its receive, and two ranks that both send large messages before receiving
 deadlock here exactly as under MPI and in the simulator). Messages to self are
 delivered locally, eagerly. Matching uses :class:`parcomm.comm.matching.Matcher`.
+
+**Bounds.** A frame declaring more than ``max_message`` bytes, an eager
+frame above the eager limit, and unexpected messages (arrived, not yet
+received) from one peer beyond ``max_unexpected`` bytes all fail the run
+with an error naming the peer, before anything is buffered.
 
 **Completion.** A send completes when its last byte has been handed to the
 kernel socket buffer (asyncio's ``drain``), like ``sent`` in the simulator.
@@ -67,6 +78,7 @@ import sys
 from dataclasses import dataclass, field
 from typing import Any, Sequence
 
+from ..auth import AuthError, Gate, JobKey, JobKeyError, authenticate, resolve_key
 from .aio import AioCommBase, CommTimeout, Request, wire_nbytes
 from .base import ANY_SOURCE, RESERVED_TAG_BASE, CommError, Status
 from .matching import Envelope, Matcher, PostedRecv
@@ -92,6 +104,15 @@ _CHUNK = 1 << 20
 _ZEROS = memoryview(bytes(_CHUNK))
 _READ_LIMIT = 1 << 20
 
+#: Protocol name bound into every handshake proof (a proof for bcast is worthless here).
+_AUTH_CONTEXT = b"parcomm-socketcomm-1"
+#: The largest message a rank accepts: 2 GiB, MPI's classic limit (an int count of MPI_BYTE).
+DEFAULT_MAX_MESSAGE = (1 << 31) - 1
+#: Bytes of messages from one peer that may wait unreceived; each counts at least
+#: _ENVELOPE_COST so that floods of empty messages are bounded too.
+DEFAULT_MAX_UNEXPECTED = 512 << 20
+_ENVELOPE_COST = 256
+
 #: Seconds a finished rank waits for its peers' goodbyes beyond its own time limit,
 #: so a slower peer's own timeout (with its diagnosis) fires first.
 _LINGER_GRACE_S = 2.0
@@ -111,9 +132,18 @@ class _Peer:
     bye_received: bool = False
     lost: bool = False
     busy: bool = False  # the writer task is in the middle of a frame
+    unexpected: int = 0  # bytes of its messages arrived and not yet received
 
 
 _BYE_ITEM = object()
+
+
+class _ProtocolViolation(ConnectionError):
+    """A member broke the framing or a bound: its connection is dropped, the run fails."""
+
+
+def _cost(env: Envelope) -> int:
+    return _ENVELOPE_COST + (len(env.payload) if isinstance(env.payload, (bytes, bytearray)) else 0)
 
 
 class SocketComm(AioCommBase):
@@ -126,7 +156,8 @@ class SocketComm(AioCommBase):
 
     def __init__(self, rank: int, size: int, addresses: Sequence[tuple[str, int]], *,
                  sock_options: dict[str, Any] | None = None, eager_limit: int = DEFAULT_EAGER_LIMIT,
-                 connect_timeout: float = 30.0, connect_attempts: int = 400):
+                 connect_timeout: float = 30.0, connect_attempts: int = 400, key: JobKey | None = None,
+                 max_message: int = DEFAULT_MAX_MESSAGE, max_unexpected: int = DEFAULT_MAX_UNEXPECTED):
         super().__init__()
         if size < 1:
             raise CommError(f"size must be at least 1, got {size}")
@@ -141,6 +172,13 @@ class SocketComm(AioCommBase):
         self.connect_timeout = float(connect_timeout)
         self.connect_attempts = int(connect_attempts)
         self._token = _token(self.addresses)
+        try:
+            self._key = key if key is not None else resolve_key()
+        except JobKeyError as e:
+            raise CommError(str(e)) from None
+        self._gate = Gate(f"rank {rank}")
+        self.max_message = int(max_message)
+        self.max_unexpected = int(max_unexpected)
         self._matcher = Matcher()
         self._peers: dict[int, _Peer] = {}
         self._next_msgid = 0
@@ -208,10 +246,13 @@ class SocketComm(AioCommBase):
 
     async def _accept(self, reader, writer, expected: set[int], done: asyncio.Event, deadline: float) -> None:
         loop = asyncio.get_running_loop()
+        if not await self._gate.admit(reader, writer, self._key, context=_AUTH_CONTEXT,
+                                      timeout=max(0.01, min(10.0, deadline - loop.time()))):
+            return  # not a member of this job: dropped (and logged) before anything was read
         try:
             hello = await asyncio.wait_for(reader.readexactly(_HELLO.size), max(0.01, deadline - loop.time()))
             peer = self._check_hello(hello, expected)
-            if peer is None:  # not one of ours (another run, a stale process): refuse
+            if peer is None:  # a member of another run with the same key, or a duplicate: refuse
                 writer.close()
                 return
             apply_sock_options(writer.get_extra_info("socket"), self.sock_options, stage="tcp")
@@ -243,6 +284,11 @@ class SocketComm(AioCommBase):
                 apply_sock_options(sock, self.sock_options, stage="tcp")
                 reader, writer = await asyncio.open_connection(sock=sock, limit=_READ_LIMIT)
                 sock = None  # owned by the transport now
+                try:
+                    await authenticate(reader, writer, self._key, initiator=True, context=_AUTH_CONTEXT,
+                                       timeout=max(0.01, min(10.0, deadline - loop.time())))
+                except AuthError as e:
+                    raise ConnectionError(f"the process at {host}:{port} is not a member of this job ({e})") from None
                 writer.write(self._hello())
                 await writer.drain()
                 reply = await asyncio.wait_for(reader.readexactly(_HELLO.size), max(0.01, deadline - loop.time()))
@@ -349,6 +395,8 @@ class SocketComm(AioCommBase):
     def _post_recv(self, source: int, tag: int, req: Request) -> None:
         env = self._matcher.post(PostedRecv(source, tag, req))
         if env is not None:
+            if env.source != self.rank:
+                self._peers[env.source].unexpected -= _cost(env)
             self._matched(req, env)
         elif source != ANY_SOURCE and source != self.rank and self._peers[source].bye_received:
             self._orphaned(source)
@@ -357,6 +405,23 @@ class SocketComm(AioCommBase):
         posted = self._matcher.arrive(env)
         if posted is not None:
             self._matched(posted.handle, env)
+        elif env.source != self.rank:
+            peer = self._peers[env.source]
+            peer.unexpected += _cost(env)
+            if peer.unexpected > self.max_unexpected:
+                raise _ProtocolViolation(
+                    f"rank {peer.rank} has sent more than {self.max_unexpected} bytes of messages that rank "
+                    f"{self.rank} has not received yet (max_unexpected)")
+
+    def _check_frame(self, peer: _Peer, kind: int, nbytes: int, plen: int) -> None:
+        """Refuse a frame's declared sizes before reading (let alone buffering) its payload."""
+        wire = wire_nbytes(nbytes, plen)
+        if wire > self.max_message:
+            raise _ProtocolViolation(f"rank {peer.rank} announced a {_KIND_NAMES[kind]} message of {wire} bytes; "
+                                     f"rank {self.rank} accepts at most {self.max_message} (max_message)")
+        if kind == _EAGER and wire > self.eager_limit:
+            raise _ProtocolViolation(f"rank {peer.rank} sent an eager message of {wire} bytes, above the eager "
+                                     f"limit of {self.eager_limit} bytes")
 
     def _matched(self, req: Request, env: Envelope) -> None:
         if env.handle is None:
@@ -415,7 +480,9 @@ class SocketComm(AioCommBase):
                     raise ConnectionError("connection closed before the peer said goodbye") from None
                 kind, src, tag, nbytes, plen, msgid = _HDR.unpack(hdr)
                 if src != peer.rank:
-                    raise ConnectionError(f"protocol error: frame from rank {src} on rank {peer.rank}'s connection")
+                    raise _ProtocolViolation(f"frame from rank {src} on rank {peer.rank}'s connection")
+                if kind in (_EAGER, _RTS, _DATA):
+                    self._check_frame(peer, kind, nbytes, plen)
                 if kind == _EAGER:
                     data = await self._read_payload(r, plen, wire_nbytes(nbytes, plen) - plen)
                     self._arrive(Envelope(peer.rank, tag, nbytes, payload=data))
@@ -424,21 +491,23 @@ class SocketComm(AioCommBase):
                 elif kind == _CTS:
                     entry = self._rndv_out.pop((peer.rank, msgid), None)
                     if entry is None:
-                        raise ConnectionError(f"protocol error: clear-to-send for unknown message {msgid}")
+                        raise _ProtocolViolation(f"clear-to-send for unknown message {msgid}")
                     stag, size, data, sreq = entry
                     hdr_out = _HDR.pack(_DATA, self.rank, stag, size, len(data), msgid)
                     self._enqueue(peer, hdr_out, data, wire_nbytes(size, len(data)) - len(data), sreq)
                 elif kind == _DATA:
+                    if (peer.rank, msgid) not in self._rndv_in:  # check before reading its payload
+                        raise _ProtocolViolation(f"data for unknown message {msgid}")
                     data = await self._read_payload(r, plen, wire_nbytes(nbytes, plen) - plen)
                     entry2 = self._rndv_in.pop((peer.rank, msgid), None)
                     if entry2 is None:
-                        raise ConnectionError(f"protocol error: data for unknown message {msgid}")
+                        raise _ProtocolViolation(f"data for unknown message {msgid}")
                     self._deliver(entry2[0], data, peer.rank, entry2[1], entry2[2])
                 elif kind == _BYE:
                     peer.bye_received = True
                     self._orphaned(peer.rank)
                 else:
-                    raise ConnectionError(f"protocol error: unknown frame kind {kind}")
+                    raise _ProtocolViolation(f"unknown frame kind {kind}")
         except (ConnectionError, OSError, asyncio.IncompleteReadError) as e:
             self._lost(peer, e)
         except Exception as e:  # a bug here must fail the run, not leave it hanging
@@ -451,6 +520,10 @@ class SocketComm(AioCommBase):
         if peer.bye_received and self._closing:
             return  # it finished; a reset after its goodbye loses nothing we need
         reason = str(exc) or type(exc).__name__
+        if isinstance(exc, _ProtocolViolation):
+            peer.writer.transport.abort()
+            self._fail_all(CommError(f"rank {self.rank}: dropped the connection to rank {peer.rank}: {reason}"))
+            return
         if peer.bye_received:
             self._fail_all(CommError(f"rank {self.rank}: the connection to rank {peer.rank} failed after it "
                                      f"finished ({reason})"))

@@ -31,6 +31,7 @@ import threading
 import time
 from typing import Any, Callable, Mapping
 
+from ..auth import JobKey
 from ..platform import as_platform
 from . import counters as _counters
 from . import naming, shaping, tcpknobs, topology
@@ -375,11 +376,18 @@ class EmuCluster:
             raise EmuError(f"kwargs must be JSON: {e}") from None
         port = BASE_PORT + (self._runs % 1000)
         addr_file = self.write_addresses(size, port)
+        # The job key: a fresh secret per run in the 0700 work directory (mode 600), named by
+        # path in the ranks' command lines, so the secret itself never appears in argv.
+        key_file = self._path("job.key")
+        if os.path.exists(key_file):
+            os.unlink(key_file)
+        JobKey.generate().write(key_file)
         py = sys.executable
         specs = [
             RankSpec(r, lay.hosts[r].netns,
                      [py, *ENTRY_POINT, "--rank", str(r), "--size", str(size), "--addresses", addr_file,
                       "--program", ref, "--kwargs", kw, "--out", self._path(f"{r}.json"), "--nodelay",
+                      "--key-file", key_file,
                       "--timeout", f"{timeout_s:g}s", "--connect-timeout", f"{connect_timeout_s:g}s"],
                      self._path(f"{r}.log"))
             for r in range(size)
