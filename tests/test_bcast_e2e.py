@@ -17,6 +17,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from parcomm.auth import JobKey
 from parcomm.apps.bcast import manifest as mf
 from parcomm.apps.bcast.launch import Job, run_local
 from parcomm.apps.bcast.node import BcastConfig
@@ -126,7 +127,8 @@ def test_killed_node_does_not_stop_the_others(versitygw, s3, tmp_path):
     url, digest = s3(size)
     meet = tmp_path / "meet"
     with PacingProxy(versitygw.endpoint_url, profile=[(1.0, 2e5)], seed=1) as proxy:  # 200 kB/s per GET: seconds
-        env = {**os.environ, **versitygw.environ(), "AWS_ENDPOINT_URL_S3": proxy.endpoint_url}
+        env = {**os.environ, **versitygw.environ(), "AWS_ENDPOINT_URL_S3": proxy.endpoint_url,
+               "PARCOMM_JOB_KEY": JobKey.generate().hex()}  # four hand-started members share one key
         procs = [subprocess.Popen(
             [sys.executable, "-m", "parcomm", "bcast", url, "--out", str(tmp_path / f"out.{r}"),
              "--rendezvous-dir", str(meet), "--rank", str(r), "--nodes", "4", "--algo", "steal",

@@ -18,6 +18,7 @@ import pytest
 
 from parcomm.apps.bcast import manifest as mf
 from parcomm.apps.bcast import rendezvous as rv
+from parcomm.auth import GREETING_SIZE, JobKey
 from parcomm.apps.bcast.output import OutputError, OutputWriter, partial_path, remove_stale_partials
 from parcomm.apps.bcast.proxy import PacingProxy, parse_profile, parse_rate, rate_sampler
 from parcomm.apps.bcast.s3 import (AccessDenied, InvalidS3Url, ObjectChanged, ObjectNotFound, RetryPolicy, S3Client,
@@ -28,6 +29,7 @@ from parcomm.apps.bcast.wire import (FrameTooLarge, HandshakeError, Hello, Recor
 # Bounded-time checks count attempts; this only catches a hang (tests check
 # behaviour, not speed: the machine may be loaded).
 HANG_GUARD_S = 30.0
+KEY = JobKey.generate()  # this test job's shared secret
 FAST_RETRY = RetryPolicy(max_attempts=30, base_delay=0.005, max_delay=0.05, total_timeout=20.0)
 
 
@@ -492,9 +494,9 @@ def test_peer_connection_and_handshake():
             received.append(await conn.recv(timeout=5))
             await conn.close()
 
-        server = await serve_peers(hello, 4096, on_peer, on_refused=refused.append)
+        server = await serve_peers(hello, 4096, on_peer, KEY, on_refused=refused.append)
         port = server.sockets[0].getsockname()[1]
-        conn = await connect_peer("127.0.0.1", port, replace(hello, rank=1), 4096, expect_rank=0)
+        conn = await connect_peer("127.0.0.1", port, replace(hello, rank=1), 4096, KEY, expect_rank=0)
         await conn.send(Record(1, (9,), b"p" * 4096))
         assert await conn.recv(timeout=5) == Record(2, (1,), b"ok")
         await conn.close()
@@ -502,14 +504,19 @@ def test_peer_connection_and_handshake():
                            (replace(hello, rank=2, version=2), "protocol version"),
                            (replace(hello, rank=0), "same rank")]:
             with pytest.raises(HandshakeError, match=why):
-                await connect_peer("127.0.0.1", port, other, 4096)
+                await connect_peer("127.0.0.1", port, other, 4096, KEY)
         with pytest.raises(HandshakeError, match="expected 5"):
-            await connect_peer("127.0.0.1", port, replace(hello, rank=3), 4096, expect_rank=5)
-        # Something that is not a parcomm node.
+            await connect_peer("127.0.0.1", port, replace(hello, rank=3), 4096, KEY, expect_rank=5)
+        # Something that is not a parcomm node: it gets our random greeting, then is dropped; it
+        # never sees the Hello (ETag, size, piece size).
         reader, writer = await asyncio.open_connection("127.0.0.1", port)
         writer.write(b"GET / HTTP/1.1\r\n\r\n" + b"\0" * 64)
-        assert await asyncio.wait_for(reader.read(), 5) == hello.encode()  # our Hello, then closed
+        seen = await asyncio.wait_for(reader.read(), 5)
+        assert len(seen) == GREETING_SIZE and b"abc" not in seen
         writer.close()
+        # A parcomm node of another job (another key) is refused before any Hello.
+        with pytest.raises(HandshakeError, match="not a member of this job"):
+            await connect_peer("127.0.0.1", port, replace(hello, rank=2), 4096, JobKey.generate())
         await asyncio.sleep(0.05)
         server.close()
         await server.wait_closed()
@@ -517,7 +524,7 @@ def test_peer_connection_and_handshake():
 
     received, refused = _run(scenario())
     assert received == [Record(1, (9,), b"p" * 4096), None]
-    assert len(refused) == 4 and "bad magic" in refused[-1]
+    assert len(refused) == 3  # the members of other broadcasts; outsiders never reach the Hello
 
 
 def test_peer_connection_refuses_oversized_frames():
@@ -533,9 +540,9 @@ def test_peer_connection_refuses_oversized_frames():
                 outcome.append(exc)
             await conn.close()
 
-        server = await serve_peers(hello, 1024, on_peer)
+        server = await serve_peers(hello, 1024, on_peer, KEY)
         port = server.sockets[0].getsockname()[1]
-        conn = await connect_peer("127.0.0.1", port, replace(hello, rank=1), 1 << 20)  # a misconfigured sender
+        conn = await connect_peer("127.0.0.1", port, replace(hello, rank=1), 1 << 20, KEY)  # a misconfigured sender
         await conn.send(Record(1, (), b"x" * 100_000))
         await asyncio.sleep(0.2)
         await conn.close()
@@ -559,10 +566,10 @@ def test_rendezvous_via_address_4_nodes():
     endpoints = [("127.0.0.1", 40000 + r) for r in range(4)]
 
     async def scenario():
-        others = [asyncio.create_task(rv.via_address(r, 4, address, endpoints[r], job="j", timeout=10))
+        others = [asyncio.create_task(rv.via_address(r, 4, address, endpoints[r], key=KEY, job="j", timeout=10))
                   for r in (1, 2, 3)]
         await asyncio.sleep(0.2)  # the others start first and retry until rank 0 listens
-        root = await rv.via_address(0, 4, address, endpoints[0], job="j", timeout=10)
+        root = await rv.via_address(0, 4, address, endpoints[0], key=KEY, job="j", timeout=10)
         return [root] + [await t for t in others]
 
     tables = _run(scenario())
@@ -573,12 +580,15 @@ def test_rendezvous_via_address_refusals_and_timeout():
     address = ("127.0.0.1", _free_port())
 
     async def scenario():
-        root = asyncio.create_task(rv.via_address(0, 3, address, ("h", 1), job="j", timeout=1.5))
+        root = asyncio.create_task(rv.via_address(0, 3, address, ("h", 1), key=KEY, job="j", timeout=1.5))
         await asyncio.sleep(0.1)
-        with pytest.raises(rv.RendezvousError, match="job 'other'"):
-            await rv.via_address(1, 3, address, ("h", 2), job="other", timeout=5)
+        with pytest.raises(rv.RendezvousError, match="another broadcast") as refused:
+            await rv.via_address(1, 3, address, ("h", 2), key=KEY, job="other", timeout=5)
+        assert "'j'" not in str(refused.value)  # rank 0's job name is not given away
         with pytest.raises(rv.RendezvousError, match="world size 4"):
-            await rv.via_address(1, 4, address, ("h", 2), job="j", timeout=5)
+            await rv.via_address(1, 4, address, ("h", 2), key=KEY, job="j", timeout=5)
+        with pytest.raises(rv.RendezvousError, match="not a member of this job"):
+            await rv.via_address(1, 3, address, ("h", 2), key=JobKey.generate(), job="j", timeout=5)
         with pytest.raises(rv.RendezvousError, match="timed out.*2 of 3 ranks missing"):
             await root
 
@@ -586,17 +596,21 @@ def test_rendezvous_via_address_refusals_and_timeout():
     _run(scenario())
     assert time.monotonic() - started < HANG_GUARD_S
     with pytest.raises(rv.RendezvousError, match="cannot reach"):
-        _run(rv.via_address(1, 2, ("127.0.0.1", _free_port()), ("h", 2), timeout=0.5))
+        _run(rv.via_address(1, 2, ("127.0.0.1", _free_port()), ("h", 2), key=KEY, timeout=0.5))
 
 
 def test_rendezvous_via_directory_4_nodes(tmp_path):
     (tmp_path / "rank-3.json").write_text(json.dumps({"rank": 3, "world": 4, "host": "stale", "port": 1, "job": "old"}))
+    # Someone without the key writes a plausible entry for rank 1 first: it is ignored
+    # (rank 1's own write replaces it here; a forged entry with a bad MAC is never believed).
+    forged = {"rank": 1, "world": 4, "host": "evil", "port": 6666, "job": "new", "mac": "00" * 32}
+    (tmp_path / "rank-1.json").write_text(json.dumps(forged))
     endpoints = [("127.0.0.1", 41000 + r) for r in range(4)]
     tables: dict[int, list] = {}
 
     def node(rank: int) -> None:
         time.sleep(0.05 * rank)
-        tables[rank] = rv.via_directory(tmp_path, rank, 4, endpoints[rank], job="new", timeout=10)
+        tables[rank] = rv.via_directory(tmp_path, rank, 4, endpoints[rank], key=KEY, job="new", timeout=10)
 
     threads = [threading.Thread(target=node, args=(r,)) for r in range(4)]
     for t in threads:
@@ -605,7 +619,7 @@ def test_rendezvous_via_directory_4_nodes(tmp_path):
         t.join(timeout=15)
     assert tables == {r: endpoints for r in range(4)}
     with pytest.raises(rv.RendezvousError, match="1 of 2 ranks missing"):
-        rv.via_directory(tmp_path / "alone", 0, 2, endpoints[0], timeout=0.3)
+        rv.via_directory(tmp_path / "alone", 0, 2, endpoints[0], key=KEY, timeout=0.3)
 
 
 def test_local_sockets_carry_peer_traffic():
@@ -621,9 +635,9 @@ def test_local_sockets_carry_peer_traffic():
             got.append(conn.rank)
             await conn.close()
 
-        servers = [await serve_peers(replace(hello, rank=r), 8, on_peer, sock=s) for r, s in enumerate(socks)]
+        servers = [await serve_peers(replace(hello, rank=r), 8, on_peer, KEY, sock=s) for r, s in enumerate(socks)]
         for r, (host, port) in enumerate(table):
-            conn = await connect_peer(host, port, replace(hello, rank=(r + 1) % 4), 8, expect_rank=r)
+            conn = await connect_peer(host, port, replace(hello, rank=(r + 1) % 4), 8, KEY, expect_rank=r)
             await conn.close()
         await asyncio.sleep(0.05)
         for server in servers:

@@ -87,6 +87,10 @@ def _protocol_options(f):
     return f
 
 
+#: A broadcast that has not finished within 30 days will not: a longer limit is a typo.
+_MAX_TIMEOUT_S = 30 * 86400.0
+
+
 def _fail(exc: Exception) -> None:
     raise UserError(str(exc)) from None
 
@@ -105,10 +109,18 @@ def _fail(exc: Exception) -> None:
 @_protocol_options
 @click.option("--timeout", type=float, default=3600.0, show_default=True, help="give up after this many seconds")
 @_s3_options
+@click.option("--key-file", type=click.Path(dir_okay=False), default=None,
+              help="the job's shared key with --rendezvous/--rendezvous-dir (mode 600; `parcomm keygen FILE`); "
+                   "default: $PARCOMM_JOB_KEY. --local and --mpi make their own")
 @click.option("--json", "as_json", is_flag=True, help="print the per-node reports as JSON")
 def get(url, out, local, mpi, rendezvous, rendezvous_dir, rank, nodes, bind, advertise, algo, work_pieces,
-        connections, peers, overlap, seed, timeout, endpoint_url, region, as_json) -> None:
-    """Download s3://BUCKET/KEY to --out on every node, cooperatively."""
+        connections, peers, overlap, seed, timeout, endpoint_url, region, key_file, as_json) -> None:
+    """Download s3://BUCKET/KEY to --out on every node, cooperatively.
+
+    Nodes prove to each other that they hold the job's key on every
+    connection; a process without it cannot join, send pieces or learn the
+    peer table. With --rendezvous or --rendezvous-dir give every node the
+    same key (--key-file or $PARCOMM_JOB_KEY)."""
     from ..apps.bcast.launch import Job, run_local, run_one
     from ..apps.bcast.real import BcastError
     from ..apps.bcast.s3 import S3Error, parse_s3_url
@@ -122,8 +134,18 @@ def get(url, out, local, mpi, rendezvous, rendezvous_dir, rank, nodes, bind, adv
     if len(modes) != 1:
         raise UserError("choose exactly one of --local N, --mpi, --rendezvous HOST:PORT, --rendezvous-dir DIR"
                         + (f" (got {' and '.join(modes)})" if modes else ""))
-    if timeout <= 0:
-        raise UserError(f"--timeout must be positive, got {timeout}")
+    if not 0 < timeout <= _MAX_TIMEOUT_S:
+        raise UserError(f"--timeout must be in (0, {_MAX_TIMEOUT_S:g}] seconds, got {timeout:g}")
+    key = None
+    if rendezvous is not None or rendezvous_dir is not None:
+        from ..auth import JobKeyError, resolve_key
+
+        try:
+            key = resolve_key(key_file)
+        except JobKeyError as exc:
+            raise UserError(str(exc)) from None
+    elif key_file is not None:
+        raise UserError("--key-file is for --rendezvous/--rendezvous-dir; --local and --mpi make their own key")
     if local is not None and local > 1 and "{rank}" not in out:
         out = out + ".{rank}"
     job = Job(url, out, algo, _bcast_config(None, work_pieces, connections, peers, overlap, seed),
@@ -138,7 +160,7 @@ def get(url, out, local, mpi, rendezvous, rendezvous_dir, rank, nodes, bind, adv
             bar = _single_bar(as_json)
             try:
                 report = run_one(job, rank=rank, nodes=nodes, rendezvous=rendezvous, rendezvous_dir=rendezvous_dir,
-                                 mpi=mpi, bind=bind, advertise=advertise, on_progress=bar)
+                                 mpi=mpi, bind=bind, advertise=advertise, key=key, on_progress=bar)
             finally:
                 bar.close()
             reports, errors = [report], {}

@@ -31,6 +31,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Sequence
 
+from ...auth import resolve_key
 from .emu import URL, EmuBcast, EmuRunResult
 from .rendezvous import via_directory
 from .s3 import S3Client, S3Config
@@ -60,7 +61,7 @@ def _client(k: int, seed: int) -> S3Client:
 
 
 def _register(rdv: str, rank: int, nodes: int, addr: str) -> None:
-    via_directory(rdv, rank, nodes, (addr, TORRENT_PORT), job="baseline", timeout=300)
+    via_directory(rdv, rank, nodes, (addr, TORRENT_PORT), key=resolve_key(), job="baseline", timeout=300)
 
 
 # ---------------------------------------------------------------- (a) flat tree, ranged GETs

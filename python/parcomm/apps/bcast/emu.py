@@ -51,6 +51,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Sequence
 
+from ...auth import KEY_ENV, JobKey
 from .launch import read_status, write_status
 
 BUCKET = "bench"
@@ -400,8 +401,10 @@ class EmuBcast:
         return self.cluster.addresses[self.platform.nodes]
 
     def env(self) -> dict[str, str]:
-        """S3 settings for node processes (credentials via the environment, not argv)."""
-        return {k: v for k, v in self.ready.items() if k.startswith("AWS_")}
+        """S3 settings and the job key for node processes (secrets via the environment, not argv)."""
+        if not hasattr(self, "_key"):
+            self._key = JobKey.generate()  # one job: every node of this emulated cluster
+        return {**{k: v for k, v in self.ready.items() if k.startswith("AWS_")}, KEY_ENV: self._key.hex()}
 
     def _start_storage(self) -> None:
         pf = self.platform

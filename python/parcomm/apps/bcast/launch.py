@@ -27,6 +27,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Callable
 
+from ...auth import KEY_ENV, JobKey, JobKeyError, resolve_key
 from . import manifest as manifests
 from .node import BcastConfig
 from .real import BcastError, NodeReport, Progress, RealNode
@@ -67,29 +68,41 @@ def check_object(job: Job, client: S3Client) -> manifests.Manifest:
 
 
 def _node(job: Job, rank: int, table: list[Endpoint], listen: socket.socket, client: S3Client,
-          manifest: manifests.Manifest, on_progress: Callable[[Progress], None] | None) -> NodeReport:
+          manifest: manifests.Manifest, on_progress: Callable[[Progress], None] | None, key: JobKey) -> NodeReport:
     config = replace(job.config, piece_size=manifest.piece_size)
     node = RealNode(rank, table, listen, job.url, job.out_for(rank), manifest, algo=job.algo, config=config,
-                    client=client, on_progress=on_progress, timeout=job.timeout, linger=job.linger,
+                    client=client, key=key, on_progress=on_progress, timeout=job.timeout, linger=job.linger,
                     faults=tuple(job.faults.get(rank, ())))
     return node.run()
 
 
 def run_one(job: Job, *, rank: int | None = None, nodes: int | None = None, rendezvous: str | None = None,
             rendezvous_dir: str | None = None, mpi: bool = False, bind: str = "127.0.0.1",
-            advertise: str | None = None,
+            advertise: str | None = None, key: JobKey | None = None,
             on_progress: Callable[[Progress], None] | None = None) -> NodeReport:
-    """This process is one node of the broadcast."""
+    """This process is one node of the broadcast.
+
+    ``key`` is the job's shared secret: with ``mpi`` rank 0 makes one and sends
+    it over MPI (whose channel the job already trusts); with a rendezvous every
+    node must be given the same one (default: ``$PARCOMM_JOB_KEY``).
+    """
     comm = None
     if mpi:
         from mpi4py import MPI  # only this mode needs MPI
 
         comm = MPI.COMM_WORLD
         rank, nodes = comm.Get_rank(), comm.Get_size()
+        secret = comm.bcast(JobKey.generate().hex() if rank == 0 else None, root=0)
+        key = JobKey.from_hex(secret, origin="the key rank 0 sent")
     if rank is None or nodes is None:
         raise BcastError("give --rank and --nodes with --rendezvous/--rendezvous-dir (or use --mpi or --local)")
     if not 0 <= rank < nodes:
         raise BcastError(f"--rank {rank} is not in 0..{nodes - 1}")
+    if key is None:
+        try:
+            key = resolve_key()
+        except JobKeyError as exc:
+            raise BcastError(str(exc)) from None
     client = S3Client(job.s3, seed=rank)
     manifest = check_object(job, client)
     (listen,) = reserve_local_sockets(1, bind)
@@ -99,12 +112,12 @@ def run_one(job: Job, *, rank: int | None = None, nodes: int | None = None, rend
         if comm is not None:
             table = [tuple(e) for e in comm.allgather(me)]
         elif rendezvous_dir is not None:
-            table = via_directory(rendezvous_dir, rank, nodes, me, job=name, timeout=min(job.timeout, 300))
+            table = via_directory(rendezvous_dir, rank, nodes, me, key=key, job=name, timeout=min(job.timeout, 300))
         elif rendezvous is not None:
             host, _, port = rendezvous.rpartition(":")
             if not host or not port.isdigit():
                 raise BcastError(f"--rendezvous must be HOST:PORT, got {rendezvous!r}")
-            table = asyncio.run(via_address(rank, nodes, (host, int(port)), me, job=name,
+            table = asyncio.run(via_address(rank, nodes, (host, int(port)), me, key=key, job=name,
                                             timeout=min(job.timeout, 300)))
         else:
             raise BcastError("choose how nodes meet: --local N, --mpi, --rendezvous HOST:PORT or --rendezvous-dir DIR")
@@ -112,7 +125,7 @@ def run_one(job: Job, *, rank: int | None = None, nodes: int | None = None, rend
         listen.close()
         raise BcastError(str(exc)) from None
     try:
-        return _node(job, rank, table, listen, client, manifest, on_progress)
+        return _node(job, rank, table, listen, client, manifest, on_progress, key)
     finally:
         listen.close()
 
@@ -135,9 +148,10 @@ def child_main(argv: list[str]) -> int:
         write_status(progress_file, {"pid": os.getpid(), **dataclasses.asdict(p)})
 
     try:
+        key = resolve_key()  # the parent's fresh key, in our environment
         client = S3Client(job.s3, seed=rank)
         manifest = check_object(job, client)
-        report = _node(job, rank, table, listen, client, manifest, on_progress)
+        report = _node(job, rank, table, listen, client, manifest, on_progress, key)
     except Exception as exc:  # reported to the parent, which prints one line per node
         write_status(report_file, {"rank": rank, "error": str(exc) or type(exc).__name__})
         return 1
@@ -173,6 +187,7 @@ def run_local(job: Job, nodes: int, *, on_tick: Callable[[dict[int, dict]], None
                        ("AWS_SESSION_TOKEN", job.s3.session_token)):
         if value is not None:
             env[var] = value
+    env[KEY_ENV] = JobKey.generate().hex()  # this run's members: our children, nobody else
     public = replace(job, s3=replace(job.s3, access_key=None, secret_key=None, session_token=None))
     try:
         for rank, sock in enumerate(socks):

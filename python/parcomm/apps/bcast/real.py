@@ -11,6 +11,10 @@ node at start (so a node's death is seen by all as a closed connection)
 and sends only on it; it receives on the connections others opened to it.
 Each direction is therefore one ordered stream, as the protocol requires.
 
+Membership: every connection proves the job's key both ways before anything
+else (:mod:`parcomm.auth`), so a piece, a Have or a rank claim can only come
+from a member; a rank accepts one connection per peer rank.
+
 Integrity: a piece is written to the output only after its sha256 matched
 the hash list (``KEY.parcomm.json``); the output appears at its path only
 when complete and its whole sha256 matches (:class:`.output.OutputWriter`).
@@ -51,6 +55,7 @@ from .messages import (
     Start,
     Tick,
 )
+from ...auth import JobKey
 from .node import BcastConfig, BcastNode
 from .output import OutputWriter
 from .s3 import AccessDenied, ObjectChanged, ObjectNotFound, S3Client, S3Error
@@ -114,7 +119,7 @@ class RealNode:
     """Run rank ``rank`` of a broadcast of ``url`` into ``out``."""
 
     def __init__(self, rank: int, table: list[Endpoint], listen: socket.socket, url: str, out: str | os.PathLike,
-                 manifest: Manifest, *, algo: str, config: BcastConfig, client: S3Client,
+                 manifest: Manifest, *, algo: str, config: BcastConfig, client: S3Client, key: JobKey,
                  on_progress: Callable[[Progress], None] | None = None,
                  timeout: float = 3600.0, linger: float = 60.0, faults: tuple[str, ...] = ()) -> None:
         self.rank, self.table, self.listen, self.url = rank, table, listen, url
@@ -123,6 +128,7 @@ class RealNode:
         self.layout = Layout(manifest.size, manifest.piece_size, config.work_pieces)
         self.node = BcastNode(rank, self.world, self.layout, algo, config)
         self.cfg, self.client = config, client
+        self.key = key
         self.out = Path(out)
         self.on_progress = on_progress
         self.timeout, self.linger = timeout, linger
@@ -158,7 +164,8 @@ class RealNode:
         self.fatal: BaseException | None = None
         start = time.monotonic()
         self.t0 = start
-        server = await serve_peers(self.hello, self.max_payload, self._incoming, sock=self.listen)
+        self.incoming_ranks: set[int] = set()
+        server = await serve_peers(self.hello, self.max_payload, self._incoming, self.key, sock=self.listen)
         try:
             await asyncio.wait_for(self._main(), self.timeout)
         except asyncio.TimeoutError:
@@ -314,7 +321,7 @@ class RealNode:
         delay = 0.05
         while True:
             try:
-                conn = await connect_peer(host, port, self.hello, self.max_payload, expect_rank=peer)
+                conn = await connect_peer(host, port, self.hello, self.max_payload, self.key, expect_rank=peer)
                 break
             except (OSError, asyncio.TimeoutError, WireError) as exc:
                 if isinstance(exc, WireError) or time.monotonic() > deadline:
@@ -359,9 +366,10 @@ class RealNode:
 
     async def _incoming(self, conn: PeerConnection) -> None:
         peer = conn.rank
-        if not 0 <= peer < self.world:
-            await conn.close()
+        if not 0 <= peer < self.world or peer == self.rank or peer in self.incoming_ranks:
+            await conn.close()  # a member's bug, not a loss of that peer: its own connection stays
             return
+        self.incoming_ranks.add(peer)
         self.incoming.add(conn)
         try:
             while True:

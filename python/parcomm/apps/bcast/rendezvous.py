@@ -14,17 +14,24 @@ endpoint and learns everyone's, as a table indexed by rank:
 
 ``job`` names the broadcast (e.g. the object URL and ETag, or a batch job id) so
 registrations of another broadcast are refused.
+
+Only members take part: a registration connection proves the job's key both
+ways before its registration is read (:mod:`parcomm.auth`), and a directory
+entry carries an HMAC of its content under the key, so nobody without the key
+can claim a rank, learn the peer table, or read why a registration was refused.
 """
 
 from __future__ import annotations
 
 import asyncio
+import hmac
 import json
 import os
 import socket
 import time
 from pathlib import Path
 
+from ...auth import AuthError, Gate, JobKey, authenticate
 from .wire import Record, WireError, encode_record, read_record
 
 Endpoint = tuple[str, int]
@@ -33,6 +40,8 @@ RV_REGISTER = 0xFF01  # fields (rank, world); payload JSON {"host", "port", "job
 RV_TABLE = 0xFF02     # payload JSON [[host, port], ...] by rank
 RV_REFUSE = 0xFF03    # payload: the reason, UTF-8
 _MAX_MESSAGE = 1 << 20
+#: Bound into the handshake proofs and entry MACs: worthless for any other protocol.
+_AUTH_CONTEXT = b"parcomm-bcast-rendezvous-1"
 
 
 class RendezvousError(Exception):
@@ -51,23 +60,27 @@ def _check_args(rank: int, world: int) -> None:
 
 
 # -- (a) through a rendezvous address -------------------------------------------
-async def via_address(rank: int, world: int, address: Endpoint, me: Endpoint, *,
+async def via_address(rank: int, world: int, address: Endpoint, me: Endpoint, *, key: JobKey,
                       job: str = "", timeout: float = 60.0) -> list[Endpoint]:
     """The peer table; rank 0 serves ``address``, the others register with it."""
     _check_args(rank, world)
     if rank == 0:
-        return await _serve_table(world, address, me, job, timeout)
-    return await _register(rank, world, address, me, job, timeout)
+        return await _serve_table(world, address, me, job, timeout, key)
+    return await _register(rank, world, address, me, job, timeout, key)
 
 
-async def _serve_table(world: int, address: Endpoint, me: Endpoint, job: str, timeout: float) -> list[Endpoint]:
+async def _serve_table(world: int, address: Endpoint, me: Endpoint, job: str, timeout: float,
+                       key: JobKey) -> list[Endpoint]:
     table: dict[int, Endpoint] = {0: me}
     waiting: list[asyncio.StreamWriter] = []
     complete = asyncio.Event()
+    gate = Gate(f"rendezvous {address[0]}:{address[1]}")
     if world == 1:
         return [me]
 
     async def on_register(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        if not await gate.admit(reader, writer, key, context=_AUTH_CONTEXT, timeout=min(timeout, 10.0)):
+            return  # an outsider learns nothing, not even why
         try:
             record = await asyncio.wait_for(read_record(reader, _MAX_MESSAGE), timeout)
             reason = _registration_problem(record, world, job, table)
@@ -110,7 +123,7 @@ def _registration_problem(record: Record | None, world: int, job: str, table: di
     if their_world != world:
         return f"world size {their_world}, rank 0 has {world}"
     if info.get("job", "") != job:
-        return f"job {info.get('job')!r}, rank 0 serves {job!r}"
+        return "it belongs to another broadcast (object or ETag differ from rank 0's)"
     if not 0 < rank < world:
         return f"rank {rank} is not in 1..{world - 1}"
     if rank in table:
@@ -118,7 +131,8 @@ def _registration_problem(record: Record | None, world: int, job: str, table: di
     return None
 
 
-async def _register(rank: int, world: int, address: Endpoint, me: Endpoint, job: str, timeout: float) -> list[Endpoint]:
+async def _register(rank: int, world: int, address: Endpoint, me: Endpoint, job: str, timeout: float,
+                    key: JobKey) -> list[Endpoint]:
     deadline = time.monotonic() + timeout
     delay = 0.05
     while True:  # rank 0 may not be listening yet: retry, bounded by the deadline
@@ -131,6 +145,12 @@ async def _register(rank: int, world: int, address: Endpoint, me: Endpoint, job:
             await asyncio.sleep(delay)
             delay = min(delay * 2, 1.0)
     try:
+        try:
+            await authenticate(reader, writer, key, initiator=True, context=_AUTH_CONTEXT,
+                               timeout=max(0.1, min(10.0, deadline - time.monotonic())))
+        except AuthError as exc:
+            raise RendezvousError(f"the rendezvous {address[0]}:{address[1]} is not a member of this job "
+                                  f"(different key?): {exc}") from None
         payload = json.dumps({"host": me[0], "port": me[1], "job": job}).encode()
         writer.write(_frame(RV_REGISTER, (rank, world), payload))
         await writer.drain()
@@ -157,28 +177,36 @@ def _frame(type_code: int, fields: tuple[int, ...] = (), payload: bytes | None =
 
 
 # -- (b) through a shared directory ----------------------------------------------
-def via_directory(directory: str | os.PathLike[str], rank: int, world: int, me: Endpoint, *,
+def via_directory(directory: str | os.PathLike[str], rank: int, world: int, me: Endpoint, *, key: JobKey,
                   job: str = "", timeout: float = 60.0, poll: float = 0.05) -> list[Endpoint]:
     """Publish ``me`` as ``DIR/rank-R.json`` and wait until all ``world`` ranks have.
 
-    Entries of another job or world size are ignored (a directory may hold stale
-    files of an earlier run); a fresh directory per run is simplest.
+    Entries of another job or world size, or without a valid MAC under ``key``,
+    are ignored (a directory may hold stale files of an earlier run, or files
+    anyone with write access put there); a fresh directory per run is simplest.
     """
     _check_args(rank, world)
     folder = Path(directory)
-    folder.mkdir(parents=True, exist_ok=True)
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise RendezvousError(f"cannot use --rendezvous-dir {folder}: {exc.strerror or exc}") from None
     entry = {"rank": rank, "world": world, "host": me[0], "port": me[1], "job": job}
+    entry["mac"] = _entry_mac(key, entry)
     final = folder / f"rank-{rank}.json"
     temp = folder / f".rank-{rank}.json.{os.getpid()}.tmp"
-    temp.write_text(json.dumps(entry))
-    os.replace(temp, final)  # readers never see half a file
+    try:
+        temp.write_text(json.dumps(entry))
+        os.replace(temp, final)  # readers never see half a file
+    except OSError as exc:
+        raise RendezvousError(f"cannot write to --rendezvous-dir {folder}: {exc.strerror or exc}") from None
 
     deadline = time.monotonic() + timeout
     table: dict[int, Endpoint] = {}
     while True:
         for r in range(world):
             if r not in table:
-                found = _read_entry(folder / f"rank-{r}.json", r, world, job)
+                found = _read_entry(folder / f"rank-{r}.json", r, world, job, key)
                 if found is not None:
                     table[r] = found
         if len(table) == world:
@@ -189,14 +217,28 @@ def via_directory(directory: str | os.PathLike[str], rank: int, world: int, me: 
         poll = min(poll * 1.5, 0.5)
 
 
-def _read_entry(path: Path, rank: int, world: int, job: str) -> Endpoint | None:
+def _entry_mac(key: JobKey, entry: dict) -> str:
+    fields = {k: entry[k] for k in ("rank", "world", "host", "port", "job")}
+    return key.mac(_AUTH_CONTEXT + json.dumps(fields, sort_keys=True).encode()).hex()
+
+
+def _read_entry(path: Path, rank: int, world: int, job: str, key: JobKey) -> Endpoint | None:
     try:
-        entry = json.loads(path.read_text())
-    except (OSError, ValueError):
+        with open(path, "rb") as f:
+            raw = f.read(_MAX_MESSAGE + 1)
+        entry = json.loads(raw) if len(raw) <= _MAX_MESSAGE else None
+        if not isinstance(entry, dict) or not isinstance(entry.get("mac"), str):
+            return None
+        if not hmac.compare_digest(_entry_mac(key, entry), entry["mac"]):
+            return None  # not written by a member of this job
+        if entry["rank"] != rank or entry["world"] != world or entry["job"] != job:
+            return None
+        host, port = entry["host"], entry["port"]
+        if not isinstance(host, str) or not isinstance(port, int) or not 0 < port < 65536:
+            return None
+        return host, port
+    except (OSError, ValueError, KeyError, TypeError):
         return None
-    if entry.get("rank") != rank or entry.get("world") != world or entry.get("job", "") != job:
-        return None
-    return str(entry["host"]), int(entry["port"])
 
 
 # -- (c) local processes: the parent picks the ports -----------------------------

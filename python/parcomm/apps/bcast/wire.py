@@ -15,9 +15,12 @@ A frame longer than ``max_payload`` + header is refused before it is read
 (:class:`FrameTooLarge`): set ``max_payload`` to the largest payload the protocol
 sends, i.e. max(piece size, possession bitmap size).
 
-A connection starts with a :class:`Hello` in each direction (magic, protocol
-version, rank, and the object's ETag, size and piece size); a peer of another
-broadcast or version is refused with :class:`HandshakeError`.
+A connection starts with the job's mutual HMAC challenge-response
+(:mod:`parcomm.auth`): until the peer has proved it holds the job's key,
+nothing it sends is read beyond the fixed-size handshake, and nothing about
+the broadcast is sent to it. Then a :class:`Hello` in each direction (magic,
+protocol version, rank, and the object's ETag, size and piece size); a peer
+of another broadcast or version is refused with :class:`HandshakeError`.
 """
 
 from __future__ import annotations
@@ -26,6 +29,8 @@ import asyncio
 import struct
 from dataclasses import dataclass
 from typing import Awaitable, Callable, NamedTuple
+
+from ...auth import AuthError, Gate, JobKey, authenticate
 
 MAGIC = b"PCBC"
 PROTOCOL_VERSION = 1
@@ -37,6 +42,8 @@ _FIELD = struct.Struct("!q")
 _HELLO_HEAD = struct.Struct("!4sHIQIH")  # magic, version, rank, size, piece_size, etag length
 _MAX_ETAG = 1024
 _HAS_PAYLOAD = 1
+#: Bound into every handshake proof: a proof made for SocketComm or the rendezvous is worthless here.
+AUTH_CONTEXT = b"parcomm-bcast-peer-1"
 
 
 class Record(NamedTuple):
@@ -167,7 +174,8 @@ class Hello:
 
 async def handshake(reader: asyncio.StreamReader, writer: asyncio.StreamWriter, ours: Hello, *,
                     expect_rank: int | None = None, timeout: float = 10.0) -> Hello:
-    """Exchange Hellos (both sides send first) and check the peer's; returns it."""
+    """Exchange Hellos (both sides send first) and check the peer's; returns it.
+    Call only on an authenticated connection (:func:`connect_peer`, :func:`serve_peers`)."""
     writer.write(ours.encode())
     await asyncio.wait_for(writer.drain(), timeout)
     try:
@@ -222,10 +230,16 @@ class PeerConnection:
             pass
 
 
-async def connect_peer(host: str, port: int, ours: Hello, max_payload: int, *,
+async def connect_peer(host: str, port: int, ours: Hello, max_payload: int, key: JobKey, *,
                        expect_rank: int | None = None, timeout: float = 10.0) -> PeerConnection:
+    """Connect, prove membership both ways, then exchange Hellos. A peer that
+    fails authentication raises :class:`HandshakeError` (never retried into)."""
     reader, writer = await asyncio.wait_for(asyncio.open_connection(host, port), timeout)
     try:
+        try:
+            await authenticate(reader, writer, key, initiator=True, context=AUTH_CONTEXT, timeout=timeout)
+        except AuthError as exc:
+            raise HandshakeError(f"{host}:{port} is not a member of this job: {exc}") from None
         theirs = await handshake(reader, writer, ours, expect_rank=expect_rank, timeout=timeout)
     except BaseException:
         writer.close()
@@ -233,15 +247,19 @@ async def connect_peer(host: str, port: int, ours: Hello, max_payload: int, *,
     return PeerConnection(reader, writer, theirs, max_payload)
 
 
-async def serve_peers(ours: Hello, max_payload: int, on_peer: Callable[[PeerConnection], Awaitable[None]], *,
-                      host: str = "127.0.0.1", port: int = 0, sock: object | None = None,
-                      timeout: float = 10.0,
+async def serve_peers(ours: Hello, max_payload: int, on_peer: Callable[[PeerConnection], Awaitable[None]],
+                      key: JobKey, *, host: str = "127.0.0.1", port: int = 0, sock: object | None = None,
+                      timeout: float = 10.0, gate: Gate | None = None,
                       on_refused: Callable[[str], None] | None = None) -> asyncio.base_events.Server:
     """Accept peers (on ``host:port`` or an already bound listening ``sock``); each
-    one that passes the handshake is handed to ``on_peer``; the others are closed
-    and reported to ``on_refused(reason)``."""
+    one that proves membership and passes the handshake is handed to ``on_peer``.
+    Outsiders are dropped and logged by ``gate`` (at most its limit authenticate at
+    once); members of another broadcast are closed and reported to ``on_refused``."""
+    gate = gate if gate is not None else Gate(f"bcast rank {ours.rank}")
 
     async def accept(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        if not await gate.admit(reader, writer, key, context=AUTH_CONTEXT, timeout=timeout):
+            return
         try:
             theirs = await handshake(reader, writer, ours, timeout=timeout)
         except (WireError, ConnectionError, asyncio.TimeoutError) as exc:
