@@ -49,7 +49,11 @@ class Gate:
 
     _LOG_FIRST = 5
 
-    def __init__(self, name: str, limit: int = 64) -> None:
+    #: Enough that a flood of silent connections must be large to crowd members out (each
+    #: pending one costs a few kB and holds its slot at most the handshake timeout).
+    DEFAULT_LIMIT = 256
+
+    def __init__(self, name: str, limit: int = DEFAULT_LIMIT) -> None:
         self.name = name
         self.limit = limit
         self.pending = 0

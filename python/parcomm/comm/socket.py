@@ -417,8 +417,8 @@ class SocketComm(AioCommBase):
         """Refuse a frame's declared sizes before reading (let alone buffering) its payload."""
         wire = wire_nbytes(nbytes, plen)
         if wire > self.max_message:
-            raise _ProtocolViolation(f"rank {peer.rank} announced a {_KIND_NAMES[kind]} message of {wire} bytes; "
-                                     f"rank {self.rank} accepts at most {self.max_message} (max_message)")
+            raise _ProtocolViolation(f"rank {peer.rank} announced a message of {wire} bytes ({_KIND_NAMES[kind]} "
+                                     f"frame); rank {self.rank} accepts at most {self.max_message} (max_message)")
         if kind == _EAGER and wire > self.eager_limit:
             raise _ProtocolViolation(f"rank {peer.rank} sent an eager message of {wire} bytes, above the eager "
                                      f"limit of {self.eager_limit} bytes")

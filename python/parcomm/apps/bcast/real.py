@@ -59,7 +59,7 @@ from ...auth import JobKey
 from .node import BcastConfig, BcastNode
 from .output import OutputWriter
 from .s3 import AccessDenied, ObjectChanged, ObjectNotFound, S3Client, S3Error
-from .wire import Hello, PeerConnection, WireError, connect_peer, serve_peers
+from .wire import Hello, NotAMember, PeerConnection, WireError, connect_peer, serve_peers
 
 Endpoint = tuple[str, int]
 
@@ -324,7 +324,8 @@ class RealNode:
                 conn = await connect_peer(host, port, self.hello, self.max_payload, self.key, expect_rank=peer)
                 break
             except (OSError, asyncio.TimeoutError, WireError) as exc:
-                if isinstance(exc, WireError) or time.monotonic() > deadline:
+                permanent = isinstance(exc, WireError) and not isinstance(exc, NotAMember)
+                if permanent or time.monotonic() > deadline:
                     self._lose(peer)
                     return
                 await asyncio.sleep(delay)

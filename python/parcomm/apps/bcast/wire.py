@@ -64,6 +64,11 @@ class HandshakeError(WireError):
     pass
 
 
+class NotAMember(HandshakeError):
+    """The other end did not complete the job's authentication (wrong key, an
+    impostor, or a listener too busy to answer): worth retrying until a deadline."""
+
+
 def max_frame_size(max_payload: int, max_fields: int = MAX_FIELDS) -> int:
     """Largest body accepted for payloads up to ``max_payload`` bytes."""
     return _BODY_HEAD.size + max_fields * _FIELD.size + max_payload
@@ -239,7 +244,7 @@ async def connect_peer(host: str, port: int, ours: Hello, max_payload: int, key:
         try:
             await authenticate(reader, writer, key, initiator=True, context=AUTH_CONTEXT, timeout=timeout)
         except AuthError as exc:
-            raise HandshakeError(f"{host}:{port} is not a member of this job: {exc}") from None
+            raise NotAMember(f"{host}:{port} is not a member of this job: {exc}") from None
         theirs = await handshake(reader, writer, ours, expect_rank=expect_rank, timeout=timeout)
     except BaseException:
         writer.close()
