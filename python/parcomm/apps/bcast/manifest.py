@@ -32,6 +32,12 @@ MANIFEST_FORMAT = "parcomm-bcast-manifest"
 MANIFEST_VERSION = 1
 DIGEST_SIZE = 32
 DEFAULT_FETCH_SIZE = 16 * 1024 * 1024  # bytes per GET while preparing
+# Bounds on what a hash list may claim (it comes from storage, not from the user):
+MAX_OBJECT_BYTES = 5 * 1024**4  # 5 TiB, S3's largest object
+MAX_PIECE_BYTES = 256 * 1024**2  # a piece is one frame in memory on every node: 256 MiB at most
+MAX_PIECES = 1 << 22  # 4M digests = 128 MiB of hashes, 5 TiB at 1.25 MiB pieces
+MAX_MANIFEST_BYTES = (MAX_PIECES * DIGEST_SIZE * 4) // 3 + 4096  # the digests in base64, and the small fields
+MAX_ETAG_CHARS = 1024  # the peer Hello carries at most this (wire._MAX_ETAG)
 
 
 class ManifestError(S3Error):
@@ -70,19 +76,57 @@ class Manifest:
 
     @classmethod
     def from_json(cls, text: str | bytes) -> "Manifest":
-        """Parse and check a sidecar; raises ValueError if it is malformed."""
-        doc = json.loads(text)
+        """Parse and check a sidecar; raises ValueError naming the bad field."""
+        if len(text) > MAX_MANIFEST_BYTES:
+            raise ValueError(f"{len(text)} bytes, more than a hash list of at most {MAX_PIECES} pieces needs")
+        try:
+            doc = json.loads(text)
+        except RecursionError:
+            raise ValueError("nested too deeply to be a hash list") from None
+        except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+            raise ValueError(f"not JSON: {exc}") from None
+        if not isinstance(doc, dict):
+            raise ValueError(f"not a JSON object but {type(doc).__name__}")
         if doc.get("format") != MANIFEST_FORMAT or doc.get("version") != MANIFEST_VERSION:
-            raise ValueError(f"not a version-{MANIFEST_VERSION} parcomm manifest")
-        size, piece_size = int(doc["size"]), int(doc["piece_size"])
-        blob = base64.b64decode(doc["piece_sha256"], validate=True)
-        if size < 0 or piece_size <= 0 or len(blob) != num_pieces(size, piece_size) * DIGEST_SIZE:
-            raise ValueError("sizes and the number of piece digests disagree")
+            raise ValueError(f"not a version-{MANIFEST_VERSION} parcomm manifest (field 'format'/'version')")
+        size = _int_field(doc, "size", 0, MAX_OBJECT_BYTES)
+        piece_size = _int_field(doc, "piece_size", 1, MAX_PIECE_BYTES)
+        if num_pieces(size, piece_size) > MAX_PIECES:
+            raise ValueError(f"field 'piece_size': {num_pieces(size, piece_size)} pieces, at most {MAX_PIECES}")
+        etag = _str_field(doc, "etag", MAX_ETAG_CHARS)
+        try:
+            blob = base64.b64decode(_str_field(doc, "piece_sha256", MAX_MANIFEST_BYTES), validate=True)
+        except ValueError:
+            raise ValueError("field 'piece_sha256' is not base64") from None
+        if len(blob) != num_pieces(size, piece_size) * DIGEST_SIZE:
+            raise ValueError(f"field 'piece_sha256' holds {len(blob) // DIGEST_SIZE} digests; size and "
+                             f"piece_size make {num_pieces(size, piece_size)} pieces")
         digests = tuple(blob[i:i + DIGEST_SIZE] for i in range(0, len(blob), DIGEST_SIZE))
-        whole = bytes.fromhex(doc["sha256"])
+        try:
+            whole = bytes.fromhex(_str_field(doc, "sha256", 2 * DIGEST_SIZE))
+        except ValueError:
+            raise ValueError("field 'sha256' is not a hex digest") from None
         if len(whole) != DIGEST_SIZE:
-            raise ValueError("bad whole-object digest")
-        return cls(size, str(doc["etag"]), piece_size, digests, whole)
+            raise ValueError("field 'sha256' is not a 32-byte hex digest")
+        return cls(size, etag, piece_size, digests, whole)
+
+
+def _int_field(doc: dict, name: str, lo: int, hi: int) -> int:
+    value = doc.get(name)
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise ValueError(f"field {name!r} must be an integer, got {type(value).__name__}")
+    if not lo <= value <= hi:
+        raise ValueError(f"field {name!r} = {value} is outside {lo}..{hi}")
+    return value
+
+
+def _str_field(doc: dict, name: str, max_len: int) -> str:
+    value = doc.get(name)
+    if not isinstance(value, str):
+        raise ValueError(f"field {name!r} must be a string, got {type(value).__name__}")
+    if len(value) > max_len:
+        raise ValueError(f"field {name!r} is {len(value)} characters long, at most {max_len}")
+    return value
 
 
 def num_pieces(size: int, piece_size: int) -> int:
@@ -144,7 +188,11 @@ def load(url: str, *, client: S3Client | None = None, info: ObjectInfo | None = 
     info = info or client.head(url)
     fix = f"run `parcomm bcast prepare {url}` to create it"
     try:
-        raw = client.get_bytes(sidecar_url(url))
+        sidecar = client.head(sidecar_url(url))
+        if sidecar.size > MAX_MANIFEST_BYTES:
+            raise ManifestError(url, f"hash list {sidecar_url(url)} is {sidecar.size} bytes, more than any hash list "
+                                     f"({MAX_MANIFEST_BYTES}); {fix.replace('create', 'recreate')}")
+        raw = client.get_bytes(sidecar_url(url), 0, sidecar.size, etag=sidecar.etag)
     except ObjectNotFound:
         raise ManifestError(url, f"no hash list ({sidecar_url(url)} not found); {fix}") from None
     try:
