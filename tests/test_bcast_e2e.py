@@ -220,3 +220,44 @@ def test_mpi_ranks_meet_through_mpi(versitygw, s3, tmp_path):
     assert sum(r["bytes_from_storage"] for r in reports) == size
     for rank in range(4):
         assert hashlib.sha256((tmp_path / f"out.{rank}").read_bytes()).hexdigest() == digest
+
+
+@pytest.mark.parametrize("extra, expected", [
+    (["--local", "2"], "directory /nonexistent/dir does not exist"),
+    (["--rendezvous", "127.0.0.1:9", "--rank", "1", "--nodes", "2"], "directory /nonexistent/dir does not exist"),
+])
+def test_bad_out_path_is_one_line_exit_2(extra, expected):
+    run = _cli("s3://b/k", "--out", "/nonexistent/dir/x", *extra)
+    assert run.returncode == 2 and run.stdout == ""
+    assert run.stderr.strip().splitlines() == [run.stderr.strip()] and expected in run.stderr
+
+
+def test_bad_out_path_under_mpi_is_one_line_per_rank():
+    from parcomm.comm import CommError
+    from parcomm.comm.mpi import find_mpiexec
+
+    try:
+        mpiexec = find_mpiexec()
+    except CommError as exc:
+        pytest.skip(str(exc))
+    run = subprocess.run([mpiexec, "-n", "3", sys.executable, "-m", "parcomm", "bcast", "s3://b/k", "--out",
+                          "/nonexistent/x", "--mpi"], capture_output=True, text=True, timeout=120)
+    lines = run.stderr.strip().splitlines()
+    assert run.returncode == 2, run.stderr
+    assert len(lines) == 3 and all(ln == "error: --out /nonexistent/x: directory /nonexistent does not exist"
+                                   for ln in lines), run.stderr
+
+
+def test_hand_started_nodes_need_a_key(tmp_path):
+    env = {k: v for k, v in os.environ.items() if k != "PARCOMM_JOB_KEY"}
+    base = ["s3://b/k", "--out", str(tmp_path / "x"), "--rendezvous-dir", str(tmp_path), "--rank", "0", "--nodes", "2"]
+    run = _cli(*base, env=env)
+    assert run.returncode == 2 and "needs a shared key" in run.stderr and "Traceback" not in run.stderr
+    secret = "ab" * 8
+    run = _cli(*base, env={**env, "PARCOMM_JOB_KEY": secret})  # 8 bytes: too short to be a secret
+    assert run.returncode == 2 and "at least 16" in run.stderr and secret not in run.stderr
+    loose = tmp_path / "loose.key"
+    loose.write_text("cd" * 32)
+    loose.chmod(0o644)
+    run = _cli(*base, "--key-file", str(loose), env=env)
+    assert run.returncode == 2 and "chmod 600" in run.stderr and "cd" * 32 not in run.stderr

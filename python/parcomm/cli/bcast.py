@@ -16,7 +16,7 @@ from pathlib import Path
 import click
 
 from ..platform.units import parse_size
-from .common import UserError, emit_json, parse_with
+from .common import RunFailed, UserError, emit_json, parse_with
 
 ALGOS = ("flat", "nonsteal", "steal")
 
@@ -89,10 +89,27 @@ def _protocol_options(f):
 
 #: A broadcast that has not finished within 30 days will not: a longer limit is a typo.
 _MAX_TIMEOUT_S = 30 * 86400.0
+#: Node processes on one machine: each is a Python process with its own buffers.
+_MAX_LOCAL = 256
+#: Nodes of one broadcast: every node holds a connection to every other.
+_MAX_NODES = 4096
 
 
 def _fail(exc: Exception) -> None:
     raise UserError(str(exc)) from None
+
+
+def _check_out(out: str, ranks: range) -> None:
+    """A mistake in --out is the user's: one line per process, before any node starts."""
+    for rank in ranks:
+        target = Path(out.replace("{rank}", str(rank)))
+        folder = target.parent
+        if target.is_dir():
+            raise UserError(f"--out {target}: is a directory")
+        if not folder.is_dir():
+            raise UserError(f"--out {target}: directory {folder} does not exist")
+        if not os.access(folder, os.W_OK | os.X_OK):
+            raise UserError(f"--out {target}: directory {folder} is not writable")
 
 
 @bcast.command()
@@ -122,6 +139,7 @@ def get(url, out, local, mpi, rendezvous, rendezvous_dir, rank, nodes, bind, adv
     peer table. With --rendezvous or --rendezvous-dir give every node the
     same key (--key-file or $PARCOMM_JOB_KEY)."""
     from ..apps.bcast.launch import Job, run_local, run_one
+    from ..apps.bcast.output import OutputError
     from ..apps.bcast.real import BcastError
     from ..apps.bcast.s3 import S3Error, parse_s3_url
 
@@ -134,6 +152,15 @@ def get(url, out, local, mpi, rendezvous, rendezvous_dir, rank, nodes, bind, adv
     if len(modes) != 1:
         raise UserError("choose exactly one of --local N, --mpi, --rendezvous HOST:PORT, --rendezvous-dir DIR"
                         + (f" (got {' and '.join(modes)})" if modes else ""))
+    if local is not None and not 1 <= local <= _MAX_LOCAL:
+        raise UserError(f"--local must be in 1..{_MAX_LOCAL}, got {local}")
+    if rendezvous is not None or rendezvous_dir is not None:
+        if rank is None or nodes is None:
+            raise UserError("give --rank and --nodes with --rendezvous/--rendezvous-dir")
+        if not 1 <= nodes <= _MAX_NODES or not 0 <= rank < nodes:
+            raise UserError(f"--nodes must be in 1..{_MAX_NODES} and --rank in 0..nodes-1, got --nodes {nodes} "
+                            f"--rank {rank}")
+    _check_out(out, range(local) if local is not None else range(rank or 0, (rank or 0) + 1))
     if not 0 < timeout <= _MAX_TIMEOUT_S:
         raise UserError(f"--timeout must be in (0, {_MAX_TIMEOUT_S:g}] seconds, got {timeout:g}")
     key = None
@@ -171,8 +198,10 @@ def get(url, out, local, mpi, rendezvous, rendezvous_dir, rank, nodes, bind, adv
                 if MPI.COMM_WORLD.Get_rank() != 0:
                     return
                 reports = gathered
-    except (BcastError, S3Error, OSError) as exc:
+    except S3Error as exc:  # the object, the bucket or the credentials the user named
         _fail(exc)
+    except (BcastError, OutputError, OSError) as exc:  # the run failed
+        raise RunFailed(str(exc)) from None
     _summarize(reports, errors, as_json)
     if errors:
         sys.exit(1)

@@ -13,6 +13,15 @@ class UserError(Exception):
     """A mistake in the user's input: reported in one line, exit status 2."""
 
 
+class RunFailed(click.ClickException):
+    """The run itself failed (not the invocation): exit status 1, one line."""
+
+    exit_code = 1
+
+    def show(self, file: Any = None) -> None:
+        click.echo(f"error: {self.message}", err=True)
+
+
 def parse_with(parser, value: str, option: str) -> Any:
     try:
         return parser(value)

@@ -16,7 +16,7 @@ from typing import Any
 import click
 
 from ..platform.units import parse_duration, parse_size
-from .common import UserError, emit_json
+from .common import RunFailed, UserError, emit_json
 
 PROGRAM_HELP = (
     "the rank program: MODULE:FUNCTION (an `async def f(comm, ...)`), path/to/file.py:FUNCTION, "
@@ -24,15 +24,6 @@ PROGRAM_HELP = (
     "gather_linear)"
 )
 KWARGS_HELP = 'keyword arguments for the program as a JSON object, e.g. \'{"nbytes": 65536}\''
-
-
-class RunFailed(click.ClickException):
-    """The run itself failed (not the invocation): exit status 1, one line."""
-
-    exit_code = 1
-
-    def show(self, file: Any = None) -> None:
-        click.echo(f"error: {self.message}", err=True)
 
 
 def _program(ref: str) -> str:
