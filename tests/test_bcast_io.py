@@ -383,7 +383,10 @@ def test_output_commit(tmp_path):
     data = _blob(100_001)
     target = tmp_path / "out.bin"
     with OutputWriter(target, len(data), hashlib.sha256(data).digest()) as out:
-        assert out.temp_path == tmp_path / f".out.bin.parcomm-partial-{os.getpid()}"
+        # Hidden, next to the target, named for this host, this pid and its start time.
+        assert out.temp_path.parent == tmp_path and out.temp_path == partial_path(target)
+        assert out.temp_path.name.startswith(".out.bin.parcomm-partial-")
+        assert f"-{os.getpid()}-" in out.temp_path.name
         assert out.temp_path.stat().st_size == len(data)  # pre-sized
         assert not target.exists()
         for offset, piece in reversed(_pieces(data, 4096)):

@@ -1,54 +1,200 @@
 """The output file of a broadcast, written piece by piece and published atomically.
 
-Pieces go, in any order and from any thread, into ``.NAME.parcomm-partial-<pid>``
-next to ``PATH`` (same filesystem, so the final rename is atomic), pre-sized to
-the object. :meth:`OutputWriter.commit` checks the whole file's sha256 and only
-then renames it to ``PATH``; :meth:`OutputWriter.abort` (or leaving the ``with``
-block without a commit) removes it. ``PATH`` therefore either keeps what it had
-before or holds the complete, verified object — never a partial one.
+Pieces go, in any order and from any thread, into a hidden partial file
+``.NAME.parcomm-partial-<host>-<pid>-<start>`` next to ``PATH`` (same
+filesystem, so the final rename is atomic), pre-sized to the object.
+:meth:`OutputWriter.commit` checks the whole file's sha256 and only then
+renames it to ``PATH``; :meth:`OutputWriter.abort` (or leaving the ``with``
+block without a commit) removes it. ``PATH`` therefore either keeps what it
+had before or holds the complete, verified object — never a partial one.
+
+A writer killed with ``kill -9`` cannot remove its partial file, so the next
+writer of the same ``PATH`` does (:func:`remove_stale_partials`). A partial
+is stale only when its owner is gone on both counts: the process named in it
+(pid *and* start time, so a recycled pid is not mistaken for the owner) no
+longer exists on this host, and nobody holds the ``flock`` every writer keeps
+on its partial while alive. Partials of other hosts (a shared filesystem) are
+left alone: whether their owner lives cannot be told from here.
+
+Local storage failures (disk full, quota, read-only filesystem, I/O error)
+raise :class:`OutputError`, which is deliberately *not* an ``OSError``: the
+caller retries network errors, but fetching the object again cannot help a
+full disk.
 """
 
 from __future__ import annotations
 
+import errno
+import fcntl
 import hashlib
 import hmac
 import os
+import socket
+import stat
 import threading
 from pathlib import Path
 
 PARTIAL_MARK = ".parcomm-partial-"
 _READ_BLOCK = 4 * 1024 * 1024
+# Errors of the local filesystem that no retry of the download can cure.
+_SPACE_ERRNOS = (errno.ENOSPC, errno.EDQUOT)
+# posix_fallocate on a filesystem that does not implement it.
+_NO_FALLOCATE_ERRNOS = (errno.EOPNOTSUPP, errno.EINVAL, errno.ENOSYS)
 
 
 class OutputError(Exception):
-    pass
+    """The output cannot be written (bad path, disk full, I/O error); not an OSError on purpose."""
+
+
+def _errname(exc: OSError) -> str:
+    name = errno.errorcode.get(exc.errno or 0, "")
+    what = "disk full" if exc.errno == errno.ENOSPC else (exc.strerror or str(exc)).lower()
+    return f"{what} ({name})" if name else what
+
+
+def _host() -> str:
+    # The separator is "-", which host names may contain: the pid and start time are parsed from the right.
+    return "".join(c if c.isalnum() or c in "-._" else "_" for c in socket.gethostname())[:64] or "localhost"
+
+
+def _start_time(pid: int) -> int | None:
+    """Field 22 of /proc/<pid>/stat (clock ticks since boot), or None if there is no such process."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as f:
+            data = f.read().decode(errors="replace")
+    except OSError:
+        return None
+    fields = data[data.rfind(")") + 2 :].split()  # comm may contain spaces and parentheses
+    try:
+        return int(fields[19])
+    except (IndexError, ValueError):
+        return None
 
 
 def partial_path(path: str | os.PathLike[str], pid: int | None = None) -> Path:
+    """The partial file a writer in process ``pid`` (default: this one) uses for ``path``."""
     target = Path(path)
-    return target.with_name(f".{target.name}{PARTIAL_MARK}{os.getpid() if pid is None else pid}")
+    pid = os.getpid() if pid is None else pid
+    token = f"{_host()}-{pid}-{_start_time(pid) or 0}"
+    return target.with_name(f".{target.name}{PARTIAL_MARK}{token}")
 
 
-def remove_stale_partials(path: str | os.PathLike[str]) -> list[Path]:
-    """Remove partial files of ``path`` left by processes that no longer exist."""
-    target = Path(path)
-    removed = []
-    for candidate in target.parent.glob(f".{target.name}{PARTIAL_MARK}*"):
-        pid_text = candidate.name.rsplit("-", 1)[-1]
-        if pid_text.isdigit() and not _alive(int(pid_text)):
-            candidate.unlink(missing_ok=True)
-            removed.append(candidate)
-    return removed
+def _owner(name: str, mark: str) -> tuple[str, int, int | None] | None:
+    """(host, pid, start time) from a partial's name; None if the name is not one of ours."""
+    token = name[len(mark):]
+    if token.isdigit():  # the older ``-<pid>`` form: same host, start time unknown
+        return _host(), int(token), None
+    parts = token.rsplit("-", 2)
+    if len(parts) != 3 or not parts[1].isdigit() or not parts[2].isdigit():
+        return None
+    return parts[0], int(parts[1]), int(parts[2]) or None
 
 
-def _alive(pid: int) -> bool:
+def _alive(pid: int, start: int | None = None) -> bool:
+    now = _start_time(pid)
+    if now is not None:
+        return start is None or now == start
+    if os.path.isdir("/proc/self"):
+        return False  # /proc is there and has no such process
     try:
-        os.kill(pid, 0)  # signal 0: existence check only
+        os.kill(pid, 0)  # no /proc: signal 0 is an existence check only
     except ProcessLookupError:
         return False
     except PermissionError:
         return True
     return True
+
+
+def _locked(path: Path) -> bool:
+    """True if some process holds the flock of ``path`` (a live writer)."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
+    except OSError:
+        return False
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        return True
+    except OSError:
+        return False  # no locks on this filesystem: the pid check alone decides
+    finally:
+        os.close(fd)  # also drops our lock
+    return False
+
+
+def remove_stale_partials(path: str | os.PathLike[str]) -> list[Path]:
+    """Remove partial files of ``path`` whose writer is dead; never one of a live process.
+
+    Only regular files of this user, named for this host, whose owner process
+    is gone and whose flock is free are removed. Returns the files removed.
+    """
+    target = Path(path)
+    mark = f".{target.name}{PARTIAL_MARK}"
+    removed = []
+    try:
+        candidates = [c for c in target.parent.iterdir() if c.name.startswith(mark)]
+    except OSError:
+        return removed
+    for candidate in sorted(candidates):
+        owner = _owner(candidate.name, mark)
+        if owner is None or owner[0] != _host() or _alive(owner[1], owner[2]):
+            continue
+        try:
+            st = candidate.lstat()
+        except OSError:
+            continue
+        if not stat.S_ISREG(st.st_mode) or st.st_uid != os.geteuid() or _locked(candidate):
+            continue
+        try:
+            candidate.unlink()
+        except FileNotFoundError:
+            continue  # another writer swept it first
+        except OSError:
+            continue  # not ours to remove after all (permissions): leave it
+        removed.append(candidate)
+    return removed
+
+
+def check_output_path(path: str | os.PathLike[str], size: int | None = None) -> Path:
+    """Check that ``path`` can become the output, before anything is downloaded.
+
+    Raises :class:`OutputError` with one line naming the path when it is a
+    directory or not a regular file, when its directory is missing, is not a
+    directory or is not writable (read-only filesystem included), or when
+    ``size`` bytes cannot fit in the free space of its filesystem.
+    Returns ``path`` as a :class:`~pathlib.Path`.
+    """
+    target = Path(path)
+    folder = target.parent
+    if str(target) in ("", ".") or target.name in ("", ".", ".."):
+        raise OutputError(f"{path}: not a file name")
+    if target.is_dir():
+        raise OutputError(f"{target}: is a directory")
+    if target.exists() and not target.is_file():
+        raise OutputError(f"{target}: exists and is not a regular file (the output replaces it)")
+    if not folder.exists():
+        raise OutputError(f"{target}: directory {folder} does not exist")
+    if not folder.is_dir():
+        raise OutputError(f"{target}: {folder} is not a directory")
+    if not os.access(folder, os.W_OK | os.X_OK):
+        # access() also says no for a read-only filesystem, even to root.
+        raise OutputError(f"{target}: directory {folder} is not writable")
+    if size:
+        _check_free_space(target, size, lambda: os.statvfs(folder))
+    return target
+
+
+def _check_free_space(target: Path, size: int, statvfs) -> None:
+    try:
+        st = statvfs()
+    except OSError:
+        return  # the filesystem does not say: find out by writing
+    if st.f_blocks == 0:
+        return  # pseudo filesystems report no blocks at all
+    free = st.f_bavail * st.f_frsize
+    if free < size:
+        raise OutputError(f"{target}: disk full (ENOSPC): the object needs {size} bytes, "
+                          f"{free} are free on the filesystem of {target.parent}")
 
 
 class OutputWriter:
@@ -65,29 +211,58 @@ class OutputWriter:
         self._lock = threading.Lock()
         self._closed = False
         self._committed = False
-        if self.path.is_dir():
-            raise OutputError(f"{self.path}: is a directory")
-        flags = os.O_RDWR | os.O_CREAT | os.O_TRUNC | getattr(os, "O_CLOEXEC", 0)
-        try:
-            self._fd = os.open(self.temp_path, flags, 0o644)
-        except OSError as exc:
-            raise OutputError(f"{self.path}: cannot create {self.temp_path.name}: {exc.strerror}") from None
+        check_output_path(self.path)
+        remove_stale_partials(self.path)  # of writers killed before they could clean up
+        self._fd = self._create()
         try:
             self._presize()
-        except OSError as exc:
+        except BaseException:
             self.abort()
-            raise OutputError(f"{self.path}: cannot reserve {size} bytes: {exc.strerror}") from None
+            raise
+
+    def _create(self) -> int:
+        """Open the partial file and hold its flock for as long as this writer lives."""
+        flags = os.O_RDWR | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW | getattr(os, "O_CLOEXEC", 0)
+        for _ in range(10):
+            try:
+                fd = os.open(self.temp_path, flags, 0o644)
+            except OSError as exc:
+                raise OutputError(f"{self.path}: cannot create {self.temp_path.name}: {_errname(exc)}") from None
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except OSError:
+                pass  # no locks here (or a stale lock holder): the pid in the name still marks it live
+            # A sweeper that opened the file before we locked it may have unlinked it: start over then.
+            try:
+                same = os.path.samestat(os.fstat(fd), os.stat(self.temp_path, follow_symlinks=False))
+            except OSError:
+                same = False
+            if same:
+                return fd
+            os.close(fd)
+        raise OutputError(f"{self.path}: {self.temp_path.name} keeps disappearing while being created")
 
     def _presize(self) -> None:
-        # Reserve the blocks up front so a full disk fails now, not midway.
-        if self.size and hasattr(os, "posix_fallocate"):
+        # Reserve the blocks up front so a full disk fails now, not after the download.
+        if not self.size:
+            return
+        if hasattr(os, "posix_fallocate"):
             try:
                 os.posix_fallocate(self._fd, 0, self.size)
                 return
             except OSError as exc:
-                if exc.errno not in (95, 22):  # EOPNOTSUPP / EINVAL: filesystem without fallocate
-                    raise
-        os.ftruncate(self._fd, self.size)
+                if exc.errno not in _NO_FALLOCATE_ERRNOS:
+                    raise self._io_error(exc, f"reserving {self.size} bytes for {self.temp_path.name}", size_hint=False) from None
+        # No fallocate on this filesystem: at least check the free space, then size the file (sparse).
+        _check_free_space(self.path, self.size, lambda: os.fstatvfs(self._fd))
+        try:
+            os.ftruncate(self._fd, self.size)
+        except OSError as exc:
+            raise self._io_error(exc, f"sizing {self.temp_path.name} to {self.size} bytes") from None
+
+    def _io_error(self, exc: OSError, doing: str, *, size_hint: bool = True) -> OutputError:
+        hint = f" (the object needs {self.size} bytes)" if size_hint and exc.errno in _SPACE_ERRNOS else ""
+        return OutputError(f"{self.path}: {_errname(exc)} {doing}{hint}")
 
     def write_piece(self, offset: int, data: bytes | bytearray | memoryview) -> None:
         """Write ``data`` at ``offset`` (thread safe: positional writes)."""
@@ -96,9 +271,13 @@ class OutputWriter:
         if offset < 0 or offset + len(data) > self.size:
             raise OutputError(f"{self.path}: write [{offset}, {offset + len(data)}) outside the object (size {self.size})")
         view = memoryview(data)
-        while view:
-            n = os.pwrite(self._fd, view, offset)
-            view, offset = view[n:], offset + n
+        try:
+            while view:
+                n = os.pwrite(self._fd, view, offset)
+                view, offset = view[n:], offset + n
+        except OSError as exc:
+            # Not an OSError for the caller: re-fetching the piece cannot cure a full disk.
+            raise self._io_error(exc, f"writing byte {offset} of {self.temp_path.name}") from None
         with self._lock:
             self.bytes_written += len(data)
 
@@ -131,10 +310,13 @@ class OutputWriter:
                 if not hmac.compare_digest(actual, self.expected_sha256):
                     raise OutputError(f"{self.path}: sha256 {actual.hex()} does not match the object's "
                                       f"{self.expected_sha256.hex()}; output not written")
-            os.fsync(self._fd)
-            os.close(self._fd)
-            self._closed = True
-            os.replace(self.temp_path, self.path)
+            try:
+                os.fsync(self._fd)  # delayed allocation (NFS, XFS) may report a full disk only here
+                os.close(self._fd)
+                self._closed = True
+                os.replace(self.temp_path, self.path)
+            except OSError as exc:
+                raise self._io_error(exc, f"publishing {self.temp_path.name}") from None
             self._committed = True
         except BaseException:
             self.abort()

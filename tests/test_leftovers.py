@@ -1,0 +1,240 @@
+"""Nothing left behind, and local storage failures said plainly (issue 14, items 7 and 8).
+
+* A bcast writer killed with ``kill -9`` leaves a hidden partial file; the
+  next writer of that output removes it — but never a live writer's.
+* A full disk is reported as a full disk, at once, as an error the bcast
+  retry loop does not retry (not an ``OSError``).
+* An emulation killed with ``kill -9`` (with or without its reaper) leaves
+  no work directory and no namespace behind once the next run starts.
+* Path and permission mistakes give one line and exit 2.
+
+Every "killed" process here is a real child process, killed by its pid.
+Tests that mount a small tmpfs or build namespaces need root and skip
+with the reason otherwise.
+"""
+
+from __future__ import annotations
+
+import errno
+import fcntl
+import hashlib
+import json
+import os
+import signal
+import subprocess
+import sys
+import tempfile
+import textwrap
+import time
+from pathlib import Path
+
+import pytest
+
+from parcomm.apps.bcast.output import (
+    OutputError,
+    OutputWriter,
+    check_output_path,
+    partial_path,
+    remove_stale_partials,
+)
+
+# --------------------------------------------------------------------------- helpers
+
+
+def _partials(folder: Path) -> list[str]:
+    return sorted(p.name for p in folder.iterdir() if ".parcomm-partial-" in p.name)
+
+
+_WRITER = textwrap.dedent(
+    """
+    import sys, time
+    from parcomm.apps.bcast.output import OutputWriter
+    w = OutputWriter(sys.argv[1], 4 << 20, None)
+    w.write_piece(0, b"x" * (1 << 20))
+    print(w.temp_path, flush=True)
+    time.sleep(600)
+    """
+)
+
+
+def _start_writer(target: Path) -> tuple[subprocess.Popen, Path]:
+    """A real process holding an OutputWriter on ``target``; returns it and its partial file."""
+    proc = subprocess.Popen([sys.executable, "-c", _WRITER, str(target)], stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True)
+    line = proc.stdout.readline().strip()
+    assert line, proc.stderr.read()
+    return proc, Path(line)
+
+
+def _kill(proc: subprocess.Popen) -> None:
+    if proc.poll() is None:
+        proc.send_signal(signal.SIGKILL)  # our own child, by pid
+    proc.wait(timeout=10)
+    proc.stdout.close()
+    proc.stderr.close()
+
+
+def _mount_tmpfs(path: Path, options: str) -> None:
+    if os.geteuid() != 0:
+        pytest.skip("mounting a small tmpfs needs root")
+    path.mkdir(parents=True, exist_ok=True)
+    proc = subprocess.run(["mount", "-t", "tmpfs", "-o", options, "tmpfs", str(path)], capture_output=True, text=True)
+    if proc.returncode != 0:
+        pytest.skip(f"cannot mount a tmpfs here: {proc.stderr.strip()}")
+
+
+def _umount(path: Path) -> None:
+    if subprocess.run(["umount", str(path)], capture_output=True).returncode != 0:
+        subprocess.run(["umount", "-l", str(path)], capture_output=True)
+
+
+@pytest.fixture
+def small_fs(tmp_path):
+    """A real 1 MiB filesystem (tmpfs), unmounted afterwards."""
+    mnt = tmp_path / "small"
+    _mount_tmpfs(mnt, "size=1m,mode=0755")
+    yield mnt
+    _umount(mnt)
+
+
+@pytest.fixture
+def readonly_fs(tmp_path):
+    mnt = tmp_path / "ro"
+    _mount_tmpfs(mnt, "ro,size=64k")
+    yield mnt
+    _umount(mnt)
+
+
+def _no_fallocate(monkeypatch):
+    """This filesystem 'does not support fallocate' (as NFSv3, some FUSE and older filesystems)."""
+
+    def refuse(fd, offset, length):
+        raise OSError(errno.EOPNOTSUPP, os.strerror(errno.EOPNOTSUPP))
+
+    monkeypatch.setattr(os, "posix_fallocate", refuse)
+
+
+# --------------------------------------------------------------------------- stale partial files
+
+
+def test_partial_of_a_killed_writer_is_removed_by_the_next_but_a_live_ones_is_kept(tmp_path):
+    target = tmp_path / "obj.bin"
+    dead, dead_partial = _start_writer(target)
+    live, live_partial = _start_writer(target)
+    try:
+        _kill(dead)
+        assert dead_partial.exists() and dead_partial.stat().st_size == 4 << 20  # what kill -9 leaves
+        data = b"parcomm" * 1000
+        with OutputWriter(target, len(data), hashlib.sha256(data).digest()) as out:
+            assert not dead_partial.exists()  # swept when the next writer started
+            assert live_partial.exists()  # a live writer's is never touched
+            out.write_piece(0, data)
+            out.commit()
+        assert target.read_bytes() == data
+        assert _partials(tmp_path) == [live_partial.name]
+        assert remove_stale_partials(target) == []  # still alive: still kept
+    finally:
+        _kill(live)
+    # Its owner is dead now: the next sweep removes it too.
+    assert remove_stale_partials(target) == [live_partial]
+    assert _partials(tmp_path) == []
+
+
+def test_recycled_pid_and_foreign_partials(tmp_path):
+    """The owner is the pid *and* its start time; a locked or foreign partial stays."""
+    target = tmp_path / "obj.bin"
+    mine = partial_path(target)
+    assert mine.name.count("-") >= 3 and f"-{os.getpid()}-" in mine.name
+    # A dead writer whose pid now belongs to another process (here: this one, with another start time).
+    host, pid, start = mine.name.rsplit("-", 2)
+    recycled = mine.with_name(f"{host}-{pid}-{int(start) + 1}")
+    recycled.write_bytes(b"r")
+    # This process, right name, not (yet) locked: a writer between create and lock. Kept.
+    mine.write_bytes(b"m")
+    # A dead pid, but someone holds the lock (e.g. a writer in another pid namespace). Kept.
+    locked = partial_path(target, pid=2**22 + 7)
+    locked.write_bytes(b"l")
+    fd = os.open(locked, os.O_RDONLY)
+    fcntl.flock(fd, fcntl.LOCK_EX)
+    # Another host's partial on a shared filesystem: cannot tell if its owner lives. Kept.
+    foreign = target.with_name(f".obj.bin.parcomm-partial-otherhost-{2**22 + 9}-12345")
+    foreign.write_bytes(b"f")
+    # The older name form (pid only) of a dead process. Removed.
+    legacy = target.with_name(f".obj.bin.parcomm-partial-{2**22 + 11}")
+    legacy.write_bytes(b"o")
+    # Not ours at all. Kept.
+    other = tmp_path / ".obj.bin.parcomm-partial-not-a-token"
+    other.write_bytes(b"n")
+    try:
+        assert sorted(remove_stale_partials(target)) == sorted([recycled, legacy])
+    finally:
+        os.close(fd)
+    assert {p.name for p in tmp_path.iterdir()} == {mine.name, locked.name, foreign.name, other.name}
+    assert remove_stale_partials(target) == [locked]  # its lock is gone now
+
+
+# --------------------------------------------------------------------------- disk full
+
+
+def test_disk_full_is_refused_up_front(small_fs):
+    target = small_fs / "big.bin"
+    with pytest.raises(OutputError, match=r"disk full \(ENOSPC\)") as err:
+        OutputWriter(target, 8 << 20, None)  # 8 MiB onto 1 MiB: fallocate says no at once
+    assert str(target) in str(err.value)
+    assert not isinstance(err.value, OSError)  # the bcast retry loop retries OSErrors only
+    assert os.listdir(small_fs) == []
+
+
+def test_disk_full_without_fallocate_checks_free_space(small_fs, monkeypatch):
+    _no_fallocate(monkeypatch)
+    target = small_fs / "big.bin"
+    with pytest.raises(OutputError, match=r"disk full \(ENOSPC\).*needs 8388608 bytes") as err:
+        OutputWriter(target, 8 << 20, None)
+    assert str(target) in str(err.value)
+    assert os.listdir(small_fs) == []
+    with pytest.raises(OutputError, match="disk full"):
+        check_output_path(target, 8 << 20)
+    assert check_output_path(target, 100_000) == target
+
+
+def test_disk_filling_up_midway_is_one_clear_error(small_fs, monkeypatch):
+    """No fallocate and the space taken by someone else after the check: the write itself hits ENOSPC."""
+    _no_fallocate(monkeypatch)
+    target = small_fs / "obj.bin"
+    out = OutputWriter(target, 600_000, None)  # fits now (sparse, nothing reserved)
+    with open(small_fs / "filler", "wb") as f:  # another program takes the space
+        try:
+            while True:
+                f.write(b"\0" * 65536)
+                f.flush()
+        except OSError as exc:
+            assert exc.errno == errno.ENOSPC
+    with pytest.raises(OutputError) as err:
+        out.write_piece(0, os.urandom(600_000))
+    msg = str(err.value)
+    assert "disk full (ENOSPC)" in msg and str(target) in msg and "600000" in msg
+    assert not isinstance(err.value, OSError)
+    out.abort()
+    assert os.listdir(small_fs) == ["filler"]
+
+
+# --------------------------------------------------------------------------- output paths
+
+
+def test_output_path_mistakes_are_one_line(tmp_path, readonly_fs):
+    afile = tmp_path / "afile"
+    afile.write_bytes(b"x")
+    cases = {
+        tmp_path / "missing" / "out.bin": "does not exist",
+        afile / "out.bin": "is not a directory",
+        tmp_path: "is a directory",
+        readonly_fs / "out.bin": "not writable",
+    }
+    for path, words in cases.items():
+        for attempt in (lambda: check_output_path(path), lambda: OutputWriter(path, 10, None)):
+            with pytest.raises(OutputError) as err:
+                attempt()
+            msg = str(err.value)
+            assert words in msg and str(path) in msg and "\n" not in msg, msg
+    with pytest.raises(OutputError, match="not a regular file"):
+        check_output_path("/dev/null")  # the rename would replace the device node
