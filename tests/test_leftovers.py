@@ -218,6 +218,99 @@ def test_disk_filling_up_midway_is_one_clear_error(small_fs, monkeypatch):
     assert os.listdir(small_fs) == ["filler"]
 
 
+# --------------------------------------------------------------------------- the same through `parcomm bcast`
+
+
+@pytest.fixture(scope="module")
+def bcast_object(versitygw, s3_bucket):
+    """An 8 MiB object with its hash list: (url, sha256 hex)."""
+    import numpy as np
+
+    from parcomm.apps.bcast import manifest as mf
+    from parcomm.apps.bcast.s3 import S3Client
+
+    client = S3Client(versitygw.s3_config())
+    url = f"s3://{s3_bucket}/leftovers/obj.bin"
+    data = np.random.default_rng(14).bytes(8 << 20)
+    client.put_bytes(url, data)
+    mf.prepare(url, 256 << 10, client=client)
+    return url, hashlib.sha256(data).hexdigest()
+
+
+def _bcast_node(url: str, out: Path, meet: Path, prelude: str = "") -> list[str]:
+    """argv of one hand-started node (`--nodes 1`), optionally after some Python run first."""
+    args = ["bcast", url, "--out", str(out), "--rendezvous-dir", str(meet), "--rank", "0", "--nodes", "1",
+            "--timeout", "120"]
+    if not prelude:
+        return [sys.executable, "-m", "parcomm", *args]
+    return [sys.executable, "-c", prelude + "\nimport sys\nfrom parcomm.cli import main\nsys.exit(main(sys.argv[1:]))", *args]
+
+
+def _node_env(versitygw, endpoint: str) -> dict:
+    from parcomm.auth import JobKey
+
+    return {**os.environ, **versitygw.environ(), "AWS_ENDPOINT_URL_S3": endpoint, "PARCOMM_JOB_KEY": JobKey.generate().hex()}
+
+
+def test_killed_bcast_node_leaves_nothing_after_the_next_run(versitygw, bcast_object, tmp_path):
+    from parcomm.apps.bcast.proxy import PacingProxy
+
+    url, digest = bcast_object
+    out = tmp_path / "out"
+    out.mkdir()
+    with PacingProxy(versitygw.endpoint_url, profile=[(1.0, 2e5)], seed=1) as proxy:  # 200 kB/s: seconds to go
+        node = subprocess.Popen(_bcast_node(url, out / "obj.bin", tmp_path / "meet1"),
+                                env=_node_env(versitygw, proxy.endpoint_url),
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        try:
+            deadline = time.monotonic() + 60
+            while not _partials(out) and time.monotonic() < deadline:
+                assert node.poll() is None, node.communicate()
+                time.sleep(0.05)
+            time.sleep(0.3)
+            assert node.poll() is None, "the node finished before it could be killed"
+        finally:
+            _kill(node)
+    left = _partials(out)
+    assert len(left) == 1 and (out / left[0]).stat().st_size == 8 << 20  # the hidden partial kill -9 leaves
+    run = subprocess.run(_bcast_node(url, out / "obj.bin", tmp_path / "meet2"),
+                         env=_node_env(versitygw, versitygw.endpoint_url), capture_output=True, text=True, timeout=120)
+    assert run.returncode == 0, run.stderr
+    assert os.listdir(out) == ["obj.bin"]
+    assert hashlib.sha256((out / "obj.bin").read_bytes()).hexdigest() == digest
+
+
+def test_bcast_onto_a_full_disk_fails_at_once_without_refetching(versitygw, bcast_object, small_fs, tmp_path):
+    """No fallocate and no free-space figure (the worst case): the first write hits ENOSPC and
+    ends the run with that, instead of five re-downloads of each work."""
+    from parcomm.apps.bcast.proxy import PacingProxy
+
+    url, _digest = bcast_object
+    blind = ("import os\n"
+             "del os.posix_fallocate\n"
+             "def _unknown(*a):\n    raise OSError(38, 'statvfs not supported')\n"
+             "os.statvfs = os.fstatvfs = _unknown")
+    with PacingProxy(versitygw.endpoint_url) as proxy:
+        run = subprocess.run(_bcast_node(url, small_fs / "obj.bin", tmp_path / "meet", prelude=blind),
+                             env=_node_env(versitygw, proxy.endpoint_url), capture_output=True, text=True, timeout=120)
+        stats = proxy.snapshot()
+    lines = run.stderr.strip().splitlines()
+    assert run.returncode == 1 and len(lines) == 1, run.stderr
+    assert "disk full (ENOSPC)" in lines[0] and str(small_fs / "obj.bin") in lines[0], lines[0]
+    assert "failed 5 times" not in run.stderr
+    assert stats.bytes_served < 8 << 20, stats  # before: 11 GETs, 13 MB for this 8 MiB object
+    assert os.listdir(small_fs) == []
+
+    # With the usual tools (fallocate) the run does not even start downloading the object.
+    with PacingProxy(versitygw.endpoint_url) as proxy:
+        run = subprocess.run(_bcast_node(url, small_fs / "obj.bin", tmp_path / "meet2"),
+                             env=_node_env(versitygw, proxy.endpoint_url), capture_output=True, text=True, timeout=120)
+        stats = proxy.snapshot()
+    assert run.returncode == 1 and run.stderr.count("\n") == 1 and "disk full (ENOSPC)" in run.stderr, run.stderr
+    assert stats.bytes_served < 1 << 20, stats  # the hash list only
+    assert os.listdir(small_fs) == []
+
+
 # --------------------------------------------------------------------------- output paths
 
 
