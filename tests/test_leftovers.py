@@ -331,3 +331,120 @@ def test_output_path_mistakes_are_one_line(tmp_path, readonly_fs):
             assert words in msg and str(path) in msg and "\n" not in msg, msg
     with pytest.raises(OutputError, match="not a regular file"):
         check_output_path("/dev/null")  # the rename would replace the device node
+
+
+# --------------------------------------------------------------------------- emulation leftovers
+
+from test_emu import _namespaces, needs_netns  # noqa: E402  (the emulation tests' root/netns skip)
+
+_EMU_CHILD = textwrap.dedent(
+    """
+    import time
+    from parcomm.emu import EmuCluster
+    cl = EmuCluster("star:4,rate=100M,buffer=16KiB", sample_interval_s=None)
+    cl.up()
+    cl.write_addresses(4, 17000)  # something in the work directory
+    print(cl._reaper.pid, cl.workdir, " ".join(cl.namespaces), flush=True)
+    time.sleep(600)
+    """
+)
+
+
+def _start_emu_child() -> tuple[subprocess.Popen, int, Path, list[str]]:
+    """A real process with an emulated cluster up: (process, its reaper's pid, work dir, namespaces)."""
+    child = subprocess.Popen([sys.executable, "-c", _EMU_CHILD], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    line = child.stdout.readline().split()
+    assert line, child.stderr.read()
+    reaper, workdir, *names = line
+    assert Path(workdir).is_dir() and os.listdir(workdir) and len(names) == 5
+    return child, int(reaper), Path(workdir), names
+
+
+def _gone(workdir: Path, names: list[str], seconds: float) -> bool:
+    end = time.monotonic() + seconds
+    while time.monotonic() < end:
+        if not workdir.exists() and not set(names) & _namespaces():
+            return True
+        time.sleep(0.1)
+    return False
+
+
+@needs_netns
+def test_killed_emulation_and_reaper_leave_nothing_after_the_next_start():
+    from parcomm.emu import EmuCluster
+
+    doomed, doomed_reaper, doomed_dir, doomed_ns = _start_emu_child()
+    live, _live_reaper, live_dir, live_ns = _start_emu_child()
+    try:
+        os.kill(doomed_reaper, signal.SIGKILL)  # the reaper we started through the child, by its pid
+        _kill(doomed)
+        time.sleep(1.0)
+        # What kill -9 of both leaves: the work directory and every namespace.
+        assert doomed_dir.is_dir() and set(doomed_ns) <= _namespaces()
+        with EmuCluster("star:2,rate=100M", sample_interval_s=None) as cl:
+            assert set(doomed_ns) <= set(cl.stale_removed)
+            assert not doomed_dir.exists() and not set(doomed_ns) & _namespaces()
+            # Never a live run's.
+            assert live_dir.is_dir() and os.listdir(live_dir) and set(live_ns) <= _namespaces()
+            mine = Path(cl.workdir)
+            assert mine.name.startswith("parcomm-emu-") and mine.is_dir()
+        assert not mine.exists()
+    finally:
+        _kill(live)
+    # The live run's owner is dead now and its reaper is still there: it removes everything.
+    assert _gone(live_dir, live_ns, 10), "the reaper left the work directory or namespaces"
+
+
+@needs_netns
+def test_sweep_removes_only_dead_unkept_work_directories(tmp_path):
+    """Work directories without a state file (killed between the two) go by their pid;
+    a live pid's, a kept one and a symlink named like one stay."""
+    from parcomm.emu import EmuCluster
+    from parcomm.emu.naming import KEEP_MARK, sweep
+
+    top = Path(tempfile.gettempdir())
+    dead = top / f"parcomm-emu-{2**22 + 3}-beef-abc123"
+    live = top / f"parcomm-emu-{os.getpid()}-beef-abc123"
+    kept = top / f"parcomm-emu-{2**22 + 5}-beef-abc123"
+    target = tmp_path / "precious"
+    target.mkdir()
+    (target / "data").write_text("keep me")
+    link = top / f"parcomm-emu-{2**22 + 7}-beef-abc123"
+    try:
+        for d in (dead, live, kept):
+            (d / "sub").mkdir(parents=True)
+            (d / "sub" / "f").write_text("x")
+        (kept / KEEP_MARK).touch()
+        link.symlink_to(target)
+        removed = sweep()
+        assert str(dead) in removed.workdirs and not dead.exists()
+        assert live.is_dir() and kept.is_dir() and link.is_symlink() and (target / "data").read_text() == "keep me"
+        # A kept work directory survives its own run's teardown too.
+        with EmuCluster("star:2,rate=100M", sample_interval_s=None, keep_workdir=True) as cl:
+            kept_run = Path(cl.workdir)
+        assert kept_run.is_dir() and (kept_run / KEEP_MARK).exists()
+        assert str(kept_run) not in sweep().workdirs and kept_run.is_dir()
+    finally:
+        import shutil
+
+        for d in (dead, live, kept, locals().get("kept_run")):
+            if d is not None:
+                shutil.rmtree(d, ignore_errors=True)
+        if link.is_symlink():
+            link.unlink()
+
+
+@needs_netns
+def test_cli_emu_cleanup_reports_work_directories(tmp_path):
+    stale = Path(tempfile.gettempdir()) / f"parcomm-emu-{2**22 + 13}-cafe-xyz789"
+    stale.mkdir()
+    try:
+        proc = subprocess.run([sys.executable, "-m", "parcomm", "emu", "cleanup", "--json"], capture_output=True,
+                              text=True, timeout=60)
+        assert proc.returncode == 0, proc.stderr
+        assert str(stale) in json.loads(proc.stdout)["workdirs"] and not stale.exists()
+        proc = subprocess.run([sys.executable, "-m", "parcomm", "emu", "cleanup"], capture_output=True, text=True, timeout=60)
+        assert proc.returncode == 0 and "work director" in proc.stdout, proc.stdout + proc.stderr
+    finally:
+        if stale.exists():
+            stale.rmdir()

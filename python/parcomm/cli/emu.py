@@ -12,7 +12,7 @@ from typing import Any, Callable
 import click
 
 from ..platform.units import parse_duration, parse_size
-from .common import UserError, emit_json, load_platform, parse_with
+from .common import RunFailed, UserError, emit_json, load_platform, parse_with
 
 EMU_PLATFORM_HELP = (
     "a star platform: short form (star:8,rate=100M,buffer=32KiB; buffer in bytes or '20 packets') "
@@ -91,6 +91,8 @@ def run_on_cluster(plat: dict, repeat: int, job: Callable[[Any], Any], label: st
             info = cl.describe()
     except EmuError as e:
         raise click.ClickException(str(e)) from None
+    except OSError as e:  # e.g. a full /tmp under the work directory: the run failed, in one line
+        raise RunFailed(f"{e.filename + ': ' if e.filename else ''}{(e.strerror or str(e)).lower()}") from None
     return results, info
 
 
@@ -220,17 +222,21 @@ def bcast(algo, size, root, platform_spec, rto_min, rto_max, rto_scheme, seed, r
 @click.option("--all", "all_runs", is_flag=True, help="also remove runs whose owner is still alive")
 @click.option("--json", "as_json", is_flag=True)
 def cleanup(all_runs, as_json) -> None:
-    """Remove namespaces left by emulated runs whose process has died."""
-    from ..emu import EmuError, cleanup as do_cleanup
+    """Remove namespaces and work directories left by emulated runs whose process has died."""
+    from ..emu import EmuError, require_root
+    from ..emu.naming import sweep
 
     try:
-        removed = do_cleanup(all_runs=all_runs)
+        require_root()
+        removed = sweep(all_runs=all_runs)
     except EmuError as e:
         raise UserError(str(e)) from None
     if as_json:
-        emit_json({"removed": removed})
+        emit_json({"removed": removed.namespaces, "workdirs": removed.workdirs})
     else:
-        click.echo(f"removed {len(removed)} namespace(s)" + (": " + ", ".join(removed) if removed else ""))
+        click.echo(f"removed {len(removed.namespaces)} namespace(s)"
+                   + (": " + ", ".join(removed.namespaces) if removed.namespaces else "")
+                   + f" and {len(removed.workdirs)} work director{'y' if len(removed.workdirs) == 1 else 'ies'}")
 
 
 @emu.command(name="list")

@@ -35,11 +35,9 @@ __all__ = [
 
 
 def cleanup(*, all_runs: bool = False) -> list[str]:
-    """Remove stale runs' objects (``all_runs``: every parcomm run, even live ones'); returns the namespaces removed."""
+    """Remove stale runs' namespaces and work directories (``all_runs``: every parcomm run,
+    even live ones'); returns the namespaces removed."""
+    from .naming import sweep
+
     require_root()
-    if not all_runs:
-        return cleanup_stale()
-    removed: list[str] = []
-    for r in list_runs():
-        removed += remove_run(r)
-    return removed
+    return sweep(all_runs=all_runs).namespaces

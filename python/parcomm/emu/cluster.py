@@ -14,7 +14,9 @@ runs, then builds the namespaces, shapes the ports and sets the TCP knobs.
 ``down()`` removes everything; it runs on leaving the block, on an
 exception, on SIGINT/SIGTERM/SIGHUP (turned into exceptions while the cluster
 is up) and at interpreter exit. Against ``kill -9`` a reaper process (see
-``reaper.py``) removes the run's namespaces as soon as the owner is gone.
+``reaper.py``) removes the run's namespaces and work directory as soon as
+the owner is gone; if the reaper was killed too, the next ``up()`` (or
+``parcomm emu cleanup``) does.
 """
 
 from __future__ import annotations
@@ -139,13 +141,17 @@ class EmuCluster:
         self.stale_removed = naming.cleanup_stale()
         name = naming.new_run()
         layout = plan(self.platform, name, choose_subnet(_root_routes()))
-        name.record(platform=layout.platform_name, hosts=len(layout.hosts))
         self.layout = layout
         self._install_handlers()
         atexit.register(self.down)
         try:
+            try:
+                self.workdir = naming.make_workdir(name, keep=self.keep_workdir)
+            except OSError as e:
+                raise EmuError(f"cannot create a work directory in {tempfile.gettempdir()}: {e.strerror}") from None
+            # The state file names the work directory, so whoever finds the run dead removes both.
+            name.record(platform=layout.platform_name, hosts=len(layout.hosts), workdir=self.workdir)
             self._start_reaper()
-            self.workdir = tempfile.mkdtemp(prefix=f"parcomm-emu-{name.run_id}-")
             topology.create(layout)
             shaping.shape(layout)
             self.knobs = tcpknobs.apply(layout)
@@ -160,7 +166,7 @@ class EmuCluster:
         layout, self.layout = self.layout, None
         try:
             if layout is not None:
-                naming.remove_run(layout.run, layout.namespaces())
+                naming.remove_run(layout.run, layout.namespaces(), workdirs=not self.keep_workdir)
         finally:
             self._stop_reaper()
             self._restore_handlers()

@@ -13,6 +13,13 @@ for a live owner. A run is *stale* when its owner is dead (or is another
 process that reused the pid); :func:`cleanup_stale` removes stale runs only,
 never those of a live process. Without a state file a live pid counts as the
 owner: when in doubt, leave it.
+
+A run's scratch files (addresses, rank logs and results) live in a work
+directory ``<tmp>/parcomm-emu-<pid>-<tag>-XXXXXXXX``, named for the run and
+recorded in its state file, so whoever removes a dead run's namespaces (the
+owner, its reaper, the next run's sweep, ``parcomm emu cleanup``) removes
+its work directory too. One holding a ``.keep`` file was kept on purpose
+(``EmuCluster(keep_workdir=True)``) and is never swept.
 """
 
 from __future__ import annotations
@@ -21,7 +28,10 @@ import json
 import os
 import re
 import secrets
+import shutil
 import signal
+import stat
+import tempfile
 import time
 from dataclasses import dataclass, field
 
@@ -35,12 +45,18 @@ __all__ = [
     "owner_alive",
     "remove_run",
     "cleanup_stale",
+    "sweep",
+    "Removed",
+    "make_workdir",
     "state_dir",
 ]
 
 PREFIX = "pce"
 _NS_RE = re.compile(rf"^{PREFIX}-(\d+)-([0-9a-f]{{4}})-([a-z0-9]+)$")
 _STATE_DIRS = ("/run/parcomm/emu", "/tmp/parcomm-emu")
+WORKDIR_PREFIX = "parcomm-emu-"
+_WORKDIR_RE = re.compile(rf"^{WORKDIR_PREFIX}(\d+)-([0-9a-f]{{4}})-[A-Za-z0-9_]+$")
+KEEP_MARK = ".keep"
 
 
 def state_dir() -> str:
@@ -142,7 +158,68 @@ def list_runs() -> list[RunName]:
         m = re.match(r"^(\d+)-([0-9a-f]{4})\.json$", fn)
         if m:
             runs.setdefault((int(m.group(1)), m.group(2)), RunName(int(m.group(1)), m.group(2)))
+    for path in _workdirs():  # a run killed after its state file went may have left only this
+        m = _WORKDIR_RE.match(os.path.basename(path))
+        if m:
+            runs.setdefault((int(m.group(1)), m.group(2)), RunName(int(m.group(1)), m.group(2)))
     return sorted(runs.values(), key=lambda r: (r.pid, r.tag))
+
+
+def make_workdir(run_name: RunName, *, keep: bool = False) -> str:
+    """Create the run's work directory (mode 700) in the temporary directory; ``keep``: never swept."""
+    path = tempfile.mkdtemp(prefix=f"{WORKDIR_PREFIX}{run_name.run_id}-")
+    if keep:
+        with open(os.path.join(path, KEEP_MARK), "w"):
+            pass
+    return path
+
+
+def _removable_workdir(path: str, run_name: RunName | None = None) -> bool:
+    """One of our work directories (of ``run_name`` if given), ours to delete and not kept."""
+    m = _WORKDIR_RE.match(os.path.basename(path))
+    if not m or (run_name is not None and (int(m.group(1)), m.group(2)) != (run_name.pid, run_name.tag)):
+        return False
+    try:
+        st = os.lstat(path)
+    except OSError:
+        return False
+    # A real directory of our own user: never follow a symlink or delete another user's files.
+    if not stat.S_ISDIR(st.st_mode) or st.st_uid != os.geteuid():
+        return False
+    return not os.path.lexists(os.path.join(path, KEEP_MARK))
+
+
+def _workdirs() -> list[str]:
+    """Our unkept work directories in the temporary directory (any run, alive or not)."""
+    top = tempfile.gettempdir()
+    try:
+        names = [n for n in os.listdir(top) if n.startswith(WORKDIR_PREFIX)]
+    except OSError:
+        return []
+    return [os.path.join(top, n) for n in sorted(names) if _removable_workdir(os.path.join(top, n))]
+
+
+def _recorded_workdir(run_name: RunName) -> str | None:
+    try:
+        with open(os.path.join(state_dir(), f"{run_name.run_id}.json")) as f:
+            path = json.load(f).get("workdir")
+    except (OSError, ValueError, EmuError, AttributeError):
+        return None
+    return path if isinstance(path, str) and os.path.isabs(path) else None
+
+
+def _remove_workdirs(run_name: RunName) -> list[str]:
+    """Delete the run's work directories (the recorded one, wherever it is, and any in the temp dir)."""
+    found = [p for p in _workdirs() if _removable_workdir(p, run_name)]
+    recorded = _recorded_workdir(run_name)
+    if recorded and recorded not in found and _removable_workdir(recorded, run_name):
+        found.append(recorded)
+    removed = []
+    for path in found:
+        shutil.rmtree(path, ignore_errors=True)  # rmtree does not follow symlinks inside
+        if not os.path.lexists(path):
+            removed.append(path)
+    return removed
 
 
 def _recorded_start(run_name: RunName) -> int | None:
@@ -178,11 +255,29 @@ def _kill_namespace_processes(ns: str) -> None:
             pass
 
 
-def remove_run(run_name: RunName, namespaces: list[str] | None = None) -> list[str]:
-    """Delete a run's namespaces (and so its veths and bridge) and its state file.
+@dataclass
+class Removed:
+    """What a removal or sweep deleted."""
+
+    namespaces: list[str] = field(default_factory=list)
+    workdirs: list[str] = field(default_factory=list)
+
+    def __iadd__(self, other: "Removed") -> "Removed":
+        self.namespaces += other.namespaces
+        self.workdirs += other.workdirs
+        return self
+
+
+def remove_run(run_name: RunName, namespaces: list[str] | None = None, *, workdirs: bool = True) -> list[str]:
+    """Delete a run's namespaces (and so its veths and bridge), its work directory
+    (unless ``workdirs`` is false or it is kept) and its state file.
 
     Idempotent: objects already gone are skipped. Returns the namespaces removed.
     """
+    return _remove_run(run_name, namespaces, workdirs=workdirs).namespaces
+
+
+def _remove_run(run_name: RunName, namespaces: list[str] | None = None, *, workdirs: bool = True) -> Removed:
     wanted = set(namespaces or [])
     for ns in _netns_names():
         m = _NS_RE.match(ns)
@@ -201,17 +296,25 @@ def remove_run(run_name: RunName, namespaces: list[str] | None = None) -> list[s
             removed.append(ns)
         else:
             raise EmuError(f"could not delete namespace {ns}: {proc.stderr.strip()}")
+    # The state file goes last: it names the work directory and keeps the run listed until all is gone.
+    dirs = _remove_workdirs(run_name) if workdirs else []
     try:
         os.unlink(os.path.join(state_dir(), f"{run_name.run_id}.json"))
     except (OSError, EmuError):
         pass
+    return Removed(removed, dirs)
+
+
+def sweep(*, all_runs: bool = False) -> Removed:
+    """Remove the namespaces and work directories of every run whose owner is dead
+    (``all_runs``: of every run, live or not); kept work directories stay."""
+    removed = Removed()
+    for r in list_runs():
+        if all_runs or not owner_alive(r):
+            removed += _remove_run(r)
     return removed
 
 
 def cleanup_stale() -> list[str]:
     """Remove the objects of every run whose owner is dead; returns the namespaces removed."""
-    removed: list[str] = []
-    for r in list_runs():
-        if not owner_alive(r):
-            removed += remove_run(r)
-    return removed
+    return sweep().namespaces
