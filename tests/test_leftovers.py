@@ -448,3 +448,67 @@ def test_cli_emu_cleanup_reports_work_directories(tmp_path):
     finally:
         if stale.exists():
             stale.rmdir()
+
+
+# --------------------------------------------------------------------------- one line for path mistakes
+
+
+def _parcomm(*args: str, timeout: float = 120) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "parcomm", *args], capture_output=True, text=True, timeout=timeout)
+
+
+def _one_line(proc: subprocess.CompletedProcess, code: int, *words: str) -> str:
+    err = proc.stderr.strip()
+    assert proc.returncode == code and "Traceback" not in proc.stderr + proc.stdout, proc.stderr[-2000:]
+    assert len(err.splitlines()) == 1 and err.startswith("error: "), err
+    assert all(w in err for w in words), err
+    return err
+
+
+def test_repro_bad_out_is_one_line_exit_2(tmp_path, readonly_fs):
+    afile = tmp_path / "afile"
+    afile.write_text("x")
+    # Before: 28-46 lines of traceback each (FileNotFoundError / NotADirectoryError from mkdir).
+    _one_line(_parcomm("repro", "--quick", "--out", str(afile / "res"), "shimokuni"), 2, str(afile / "res"), "not a directory")
+    _one_line(_parcomm("repro", "--quick", "--out", "/proc/parcomm-no/res", "shimokuni"), 2, "/proc/parcomm-no/res")
+    _one_line(_parcomm("repro", "--quick", "--out", "/proc", "shimokuni"), 2, "--out /proc", "cannot write")
+    _one_line(_parcomm("repro", "--quick", "--out", str(readonly_fs / "res"), "shimokuni"), 2, "read-only file system")
+    _one_line(_parcomm("repro", "--quick", "--out", str(readonly_fs), "shimokuni"), 2, "read-only file system")
+    # A typo in a study name is refused before --out is created.
+    _one_line(_parcomm("repro", "--out", str(tmp_path / "new"), "nosuch"), 2, "nosuch")
+    assert not (tmp_path / "new").exists()
+
+
+def test_repro_running_out_of_space_is_one_line_exit_1(tmp_path):
+    """The call was fine; the run failed (64 KiB filesystem, half a MiB of results): exit 1, one line."""
+    mnt = tmp_path / "tiny"
+    _mount_tmpfs(mnt, "size=64k")
+    try:
+        proc = _parcomm("repro", "--quick", "--out", str(mnt / "res"), "shimokuni", timeout=300)
+    finally:
+        _umount(mnt)
+    _one_line(proc, 1, str(mnt / "res"), "no space left on device (ENOSPC)")
+
+
+def test_emu_path_mistakes_are_one_line(tmp_path):
+    _one_line(_parcomm("emu", "run", "incast", "--platform", str(tmp_path / "missing.toml")), 2, "missing.toml")
+    unreadable = tmp_path / "plat.toml"
+    unreadable.write_bytes(b"\xff\xfe not toml [[[")
+    _one_line(_parcomm("emu", "run", "incast", "--platform", str(unreadable)), 2, "plat.toml")
+
+
+@needs_netns
+def test_emu_cluster_without_a_work_directory_is_a_clear_error_and_leaves_nothing(monkeypatch):
+    from parcomm.emu import EmuCluster, EmuError, list_runs
+
+    def full(*args, **kwargs):
+        raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+
+    monkeypatch.setattr(tempfile, "mkdtemp", full)
+    ours = lambda: {r.run_id for r in list_runs() if r.pid == os.getpid()}  # noqa: E731 (other sessions may run)
+    before = ours()
+    cl = EmuCluster("star:2,rate=100M", sample_interval_s=None)
+    with pytest.raises(EmuError, match="cannot create a work directory.*No space left on device"):
+        cl.up()
+    assert not cl.is_up and cl.workdir is None
+    assert ours() == before  # no state file, no namespace of it left

@@ -2,11 +2,34 @@
 
 from __future__ import annotations
 
+import errno
 from pathlib import Path
 
 import click
 
-from .common import UserError
+from .common import RunFailed, UserError
+
+
+def _os_message(e: OSError, with_file: bool = True) -> str:
+    where = f"{e.filename}: " if e.filename and with_file else ""
+    name = errno.errorcode.get(e.errno or 0)
+    return f"{where}{(e.strerror or str(e)).lower()}" + (f" ({name})" if name else "")
+
+
+def check_out_dir(out: Path) -> None:
+    """Create ``out`` if needed and prove it writable by writing to it; UserError (exit 2) in one line if not."""
+    import tempfile
+
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+    except OSError as e:
+        raise UserError(f"--out {out}: cannot create the directory: {_os_message(e)}") from None
+    try:
+        # access() says yes to root whatever the mode bits (and in /proc); writing a file says the truth.
+        with tempfile.NamedTemporaryFile(dir=out, prefix=".parcomm-probe-"):
+            pass
+    except OSError as e:
+        raise UserError(f"--out {out}: cannot write a file in this directory: {_os_message(e, with_file=False)}") from None
 
 
 @click.command()
@@ -27,11 +50,17 @@ def repro(studies: tuple[str, ...], quick: bool, out: Path, seed: int) -> None:
 
     con = Console(stderr=True)
     names = list(studies) or list(STUDIES)
+    unknown = [n for n in names if n not in STUDIES]
+    if unknown:
+        raise UserError(f"unknown study {', '.join(unknown)}; known: {', '.join(sorted(STUDIES))}")
+    check_out_dir(out)  # a bad --out is the user's mistake: say so before minutes of work
     try:
         with con.status("running studies") as status:
             reports = run_studies(names, out, quick, seed, progress=lambda m: status.update(m))
     except ValueError as e:
         raise UserError(str(e)) from None
+    except OSError as e:  # e.g. the disk filled up or --out vanished mid-run: the run failed, not the call
+        raise RunFailed(f"writing the results in {out}: {_os_message(e)}") from None
     for rep in reports:
         con.print(f"[bold]{rep.name}[/]: {rep.title} ({rep.wall_s:.1f} s)")
         for c in rep.comparisons:
