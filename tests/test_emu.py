@@ -209,8 +209,10 @@ def test_cluster_comes_up_and_goes_away_without_a_trace():
         assert _root_links() == before_links  # nothing appeared in the machine's own namespace
         state = os.path.join(state_dir(), f"{cl.layout.run.run_id}.json")
         assert os.path.exists(state)
+        workdir = cl.workdir
+        assert os.path.isdir(workdir) and json.load(open(state))["workdir"] == workdir
     assert not ours & _namespaces()  # (other runs, e.g. a concurrent test session, may come and go)
-    assert not os.path.exists(state)
+    assert not os.path.exists(state) and not os.path.exists(workdir)
     assert _root_links() == before_links
 
 
@@ -336,6 +338,10 @@ def test_kill_9_mid_run_leaks_nothing(reaper):
         assert res.counters["hosts"]["syn_retransmits"] == [0, 0, 0]
     assert not set(names) & _namespaces()
     assert not os.path.exists(os.path.join(state_dir(), f"{run_id}.json"))
+    import glob
+    import tempfile
+
+    assert not glob.glob(os.path.join(tempfile.gettempdir(), f"parcomm-emu-{run_id}-*"))  # nor its work directory
     for p in pids:  # the dead run's ranks died with it (PR_SET_PDEATHSIG)
         assert not os.path.exists(f"/proc/{p}") or open(f"/proc/{p}/stat").read().split()[2] == "Z"
 
