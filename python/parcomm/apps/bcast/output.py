@@ -191,7 +191,8 @@ def _check_free_space(target: Path, size: int, statvfs) -> None:
         return  # the filesystem does not say: find out by writing
     if st.f_blocks == 0:
         return  # pseudo filesystems report no blocks at all
-    free = st.f_bavail * st.f_frsize
+    # Root may also use the blocks reserved for it; anyone else only the available ones.
+    free = (st.f_bfree if os.geteuid() == 0 else st.f_bavail) * st.f_frsize
     if free < size:
         raise OutputError(f"{target}: disk full (ENOSPC): the object needs {size} bytes, "
                           f"{free} are free on the filesystem of {target.parent}")
