@@ -101,15 +101,13 @@ def _fail(exc: Exception) -> None:
 
 def _check_out(out: str, ranks: range) -> None:
     """A mistake in --out is the user's: one line per process, before any node starts."""
+    from ..apps.bcast.output import OutputError, check_output_path
+
     for rank in ranks:
-        target = Path(out.replace("{rank}", str(rank)))
-        folder = target.parent
-        if target.is_dir():
-            raise UserError(f"--out {target}: is a directory")
-        if not folder.is_dir():
-            raise UserError(f"--out {target}: directory {folder} does not exist")
-        if not os.access(folder, os.W_OK | os.X_OK):
-            raise UserError(f"--out {target}: directory {folder} is not writable")
+        try:
+            check_output_path(out.replace("{rank}", str(rank)))
+        except OutputError as exc:
+            raise UserError(f"--out {exc}") from None
 
 
 @bcast.command()

@@ -57,7 +57,7 @@ from .messages import (
 )
 from ...auth import JobKey
 from .node import BcastConfig, BcastNode
-from .output import OutputWriter
+from .output import OutputError, OutputWriter
 from .s3 import AccessDenied, ObjectChanged, ObjectNotFound, S3Client, S3Error
 from .wire import Hello, NotAMember, PeerConnection, WireError, connect_peer, serve_peers
 
@@ -387,6 +387,10 @@ class RealNode:
                     self.events.put_nowait(PeerPiece(peer, msg.piece, ok))
                 else:
                     self.events.put_nowait(PeerMessage(peer, msg))
+        except OutputError as exc:  # our disk, not the peer: the whole node fails, at once
+            self.fatal = exc
+            self.events.put_nowait(Tick())
+            return
         except (ConnectionError, OSError, WireError, asyncio.IncompleteReadError):
             pass
         except asyncio.CancelledError:
