@@ -9,7 +9,6 @@ proxy for trying it out; ``demo`` does all of it in one go.
 
 from __future__ import annotations
 
-import os
 import sys
 from pathlib import Path
 
