@@ -53,6 +53,20 @@ __all__ = [
 BUFFER_UNITS = ("bytes", "packets", "cells")
 
 _NUMBER = r"[+-]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][+-]?\d+)?"
+
+# Bounds on what a quantity may be, so an absurd value is an error rather than a
+# hang or an allocation (``Fraction("1e99999999")`` alone would compute 10**99999999):
+#: Digits a number may be written with, and the largest decimal exponent: a double has 17
+#: significant digits and every bound below is under 1e16.
+_MAX_DIGITS = 40
+_MAX_EXPONENT = 30
+#: 2**53 bytes (8 PiB) or items: the largest whole number the core's float64 clocks
+#: and rates hold exactly; far above any object, buffer or message in this domain.
+MAX_WHOLE = 2**53
+#: 1 Pbit/s: three orders of magnitude above the fastest link in production.
+MAX_RATE_BPS = 1e15
+#: About 31.7 years: no timer, timeout or simulated horizon is longer.
+MAX_DURATION_S = 1e9
 _QUANTITY = re.compile(rf"^\s*({_NUMBER})\s*(.*?)\s*$")
 
 _DECIMAL = {"": 1, "k": 10**3, "m": 10**6, "g": 10**9, "t": 10**12}
@@ -92,10 +106,20 @@ def _multiplier(prefix: str) -> int:
 
 def _split(text: str, kind: str, what: str | None) -> tuple[Fraction, str]:
     """Split ``"64 KiB"`` into ``(Fraction(64), "KiB")``."""
-    m = _QUANTITY.match(text)
+    shown = text if len(text) <= 60 else text[:57] + "..."
+    m = _QUANTITY.match(text) if len(text) <= 200 else None
     if not m:
-        raise ValueError(f"{_ctx(what)}{kind} '{text}' is not a number with an optional unit")
+        raise ValueError(f"{_ctx(what)}{kind} '{shown}' is not a number with an optional unit")
+    mantissa, _, exponent = m.group(1).lower().partition("e")
+    if sum(c.isdigit() for c in mantissa) > _MAX_DIGITS or (exponent and abs(int(exponent)) > _MAX_EXPONENT):
+        raise ValueError(f"{_ctx(what)}{kind} '{shown}' is out of any sensible range")
     return Fraction(m.group(1)), m.group(2)
+
+
+def _bounded(amount, limit, text: Any, kind: str, what: str | None):
+    if amount > limit:
+        raise ValueError(f"{_ctx(what)}{kind} '{text}' is larger than the limit of {limit:g}")
+    return amount
 
 
 def _prefixed(text: str, kind: str, what: str | None) -> tuple[Fraction, str, str]:
@@ -114,6 +138,7 @@ def _is_real(value: Any) -> bool:
 def _whole(amount: Fraction, text: Any, kind: str, what: str | None) -> int:
     if amount < 0:
         raise ValueError(f"{_ctx(what)}{kind} '{text}' must not be negative")
+    _bounded(amount, MAX_WHOLE, text, kind, what)
     if amount.denominator != 1:
         raise ValueError(f"{_ctx(what)}{kind} '{text}' is not a whole number ({float(amount):g})")
     return int(amount)
@@ -171,7 +196,7 @@ def parse_rate(value: Any, what: str | None = None) -> float:
         rate = float(value)
         if not math.isfinite(rate) or rate <= 0:
             raise ValueError(f"{_ctx(what)}rate {value!r} must be a positive number of bits/s")
-        return rate
+        return _bounded(rate, MAX_RATE_BPS, value, "rate", what)
     if not isinstance(value, str):
         raise ValueError(f"{_ctx(what)}rate {value!r} is neither a number nor a string")
     number, unit = _split(value, "rate", what)
@@ -188,10 +213,10 @@ def parse_rate(value: Any, what: str | None = None) -> float:
             " (expected e.g. 10Mbps, 1G, 1Gbit/s, 125MB/s)"
         )
     bits = 8 if m.group(2) in ("Bps", "B/s") else 1
-    rate = float(number * _DECIMAL[prefix.lower()] * bits)
-    if not math.isfinite(rate) or rate <= 0:
+    exact = number * _DECIMAL[prefix.lower()] * bits
+    if exact <= 0:
         raise ValueError(f"{_ctx(what)}rate '{value}' must be positive")
-    return rate
+    return float(_bounded(exact, MAX_RATE_BPS, value, "rate", what))
 
 
 def parse_duration(value: Any, what: str | None = None) -> float:
@@ -202,7 +227,7 @@ def parse_duration(value: Any, what: str | None = None) -> float:
             raise ValueError(
                 f"{_ctx(what)}duration {value!r} must be a non-negative number of seconds"
             )
-        return seconds
+        return _bounded(seconds, MAX_DURATION_S, value, "duration", what)
     if not isinstance(value, str):
         raise ValueError(f"{_ctx(what)}duration {value!r} is neither a number nor a string")
     number, unit = _split(value, "duration", what)
@@ -213,7 +238,7 @@ def parse_duration(value: Any, what: str | None = None) -> float:
         )
     if number < 0:
         raise ValueError(f"{_ctx(what)}duration '{value}' must not be negative")
-    return float(number * _DURATION_UNITS[unit])
+    return float(_bounded(number * _DURATION_UNITS[unit], MAX_DURATION_S, value, "duration", what))
 
 
 def parse_buffer(value: Any, default_unit: str = "bytes", what: str | None = None) -> dict:

@@ -34,10 +34,16 @@ change, and benchmarks/quest_speed.py keeps the original loop as a baseline.
 
 Two formats:
 
-* **binary** (``.qtx``): a header, then chunks ``(part, first, ntx, nitems)``
-  + transaction lengths (uint16) + items (uint16 when N <= 65536, else
-  uint32). Transactions are split into ``P`` contiguous partitions; a chunk
-  never straddles two, so rank ``r`` reads only its own chunks.
+* **binary** (``.qtx``, format 2): a header and its JSON metadata followed by
+  their CRC-32, then chunks ``(part, first, ntx, nitems)`` + transaction
+  lengths (uint16) + items (uint16 when N <= 65536, else uint32) + the CRC-32
+  of the chunk. Transactions are split into ``P`` contiguous partitions; a
+  chunk never straddles two, so rank ``r`` reads only its own chunks. Reading
+  checks every chunk it reads (checksum, item ids below N, items strictly
+  increasing within a transaction, lengths adding up) and the chunk headers it
+  skips (in order, covering 0..D-1, inside their partition): a corrupted file is
+  an error naming the file and the chunk, never mined. Format 1 files (no
+  checksums) are refused with a hint to regenerate them.
 * **text**: one transaction per line, integer item ids separated by blanks
   (commas are accepted too); blank lines and ``#`` comments are skipped.
 """
@@ -48,16 +54,27 @@ import json
 import math
 import os
 import struct
+import zlib
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Iterator
 
 import numpy as np
 
-MAGIC = b"PCQTX1\0\0"
+MAGIC = b"PCQTX2\0\0"
+_MAGIC_V1 = b"PCQTX1\0\0"
 CHUNK = 8192
 _HEADER = struct.Struct("<8sQIIBI")  # magic, D, N, P, itemsize, json length
 _CHUNK_HDR = struct.Struct("<IQIQ")  # part, first transaction, ntx, nitems
+_CRC = struct.Struct("<I")  # zlib.crc32 of the header + metadata, or of a chunk
+# Bounds on what a file may claim (its header is read before anything is allocated):
+#: Item ids index dense count arrays (pass 1 counts with one bincount): 2**24 ids is
+#: 128 MiB of counters, far above Quest's N (1,000 to 100,000) and real catalogues.
+MAX_ITEMS = 1 << 24
+MAX_TRANSACTIONS = 1 << 40
+MAX_PARTS = 1 << 16
+MAX_TRANSACTION_LEN = 65535  # lengths are stored as uint16
+_MAX_META = 1 << 16
 
 
 class TransactionFileError(ValueError):
@@ -126,10 +143,10 @@ class QuestParams:
     seed: int = 1
 
     def check(self) -> None:
-        if self.transactions < 0:
-            raise ValueError(f"transactions must be >= 0, got {self.transactions}")
-        if self.items < 1:
-            raise ValueError(f"items must be >= 1, got {self.items}")
+        if not 0 <= self.transactions <= MAX_TRANSACTIONS:
+            raise ValueError(f"transactions must be in 0..{MAX_TRANSACTIONS}, got {self.transactions}")
+        if not 1 <= self.items <= MAX_ITEMS:
+            raise ValueError(f"items must be in 1..{MAX_ITEMS}, got {self.items}")
         if self.patterns < 1:
             raise ValueError(f"patterns must be >= 1, got {self.patterns}")
         if not self.avg_len >= 1:
@@ -517,8 +534,8 @@ def write_quest(path: str | os.PathLike, p: QuestParams, parts: int = 1) -> dict
     maxlen = 0
     tmp = Path(str(path) + ".part")
     with open(tmp, "wb") as f:
-        f.write(_HEADER.pack(MAGIC, p.transactions, p.items, parts, itemsize, len(meta)))
-        f.write(meta)
+        head = _HEADER.pack(MAGIC, p.transactions, p.items, parts, itemsize, len(meta)) + meta
+        f.write(head + _CRC.pack(zlib.crc32(head)))
         for first, lens, flat in generate(p):
             if len(lens) and lens.max() > 65535:
                 raise ValueError("a transaction longer than 65535 items cannot be stored")
@@ -530,9 +547,9 @@ def write_quest(path: str | os.PathLike, p: QuestParams, parts: int = 1) -> dict
                     continue
                 i0, i1 = lo - first, hi - first
                 seg = flat[offs[i0]:offs[i1]]
-                f.write(_CHUNK_HDR.pack(r, lo, i1 - i0, len(seg)))
-                f.write(lens[i0:i1].astype("<u2").tobytes())
-                f.write(seg.astype(dt).tobytes())
+                body = b"".join((_CHUNK_HDR.pack(r, lo, i1 - i0, len(seg)), lens[i0:i1].astype("<u2").tobytes(),
+                                 seg.astype(dt).tobytes()))
+                f.write(body + _CRC.pack(zlib.crc32(body)))
             total_items += int(lens.sum())
             maxlen = max(maxlen, int(lens.max()) if len(lens) else 0)
     os.replace(tmp, path)
@@ -545,11 +562,29 @@ def _read_header(f, path) -> tuple[int, int, int, int, dict]:
     if len(raw) < _HEADER.size:
         raise TransactionFileError(f"{path}: truncated header")
     magic, d, n, parts, itemsize, mlen = _HEADER.unpack(raw)
+    if magic == _MAGIC_V1:
+        raise TransactionFileError(f"{path}: written by an older parcomm (format 1, without checksums); "
+                                   "regenerate it with `parcomm mine gen`")
     if magic != MAGIC:
         raise TransactionFileError(f"{path}: not a parcomm Quest file (bad magic)")
-    if itemsize not in (2, 4):
-        raise TransactionFileError(f"{path}: bad item size {itemsize}")
-    meta = json.loads(f.read(mlen) or b"{}")
+    for name, value, lo, hi in (("transactions", d, 0, MAX_TRANSACTIONS), ("items", n, 1, MAX_ITEMS),
+                                ("parts", parts, 1, MAX_PARTS), ("metadata length", mlen, 0, _MAX_META)):
+        if not lo <= value <= hi:
+            raise TransactionFileError(f"{path}: header field {name} = {value} is outside {lo}..{hi}")
+    if itemsize not in (2, 4) or (itemsize == 2 and n > 65536):
+        raise TransactionFileError(f"{path}: header field itemsize = {itemsize} does not fit {n} items")
+    meta_raw = f.read(mlen)
+    crc = f.read(_CRC.size)
+    if len(meta_raw) < mlen or len(crc) < _CRC.size:
+        raise TransactionFileError(f"{path}: truncated header")
+    if _CRC.unpack(crc)[0] != zlib.crc32(raw + meta_raw):
+        raise TransactionFileError(f"{path}: header checksum mismatch (the file is corrupted)")
+    try:
+        meta = json.loads(meta_raw or b"{}")
+    except (ValueError, RecursionError):
+        meta = None
+    if not isinstance(meta, dict):
+        raise TransactionFileError(f"{path}: header metadata is not a JSON object")
     return d, n, parts, itemsize, meta
 
 
@@ -559,35 +594,70 @@ def quest_info(path: str | os.PathLike) -> dict:
     return {"transactions": d, "items": n, "parts": parts, "itemsize": itemsize, "params": meta}
 
 
+def _check_chunk(path, where: str, lens: np.ndarray, items: np.ndarray, n: int) -> np.ndarray:
+    """Offsets of a chunk's transactions, after checking what the format promises."""
+    offs = np.zeros(len(lens) + 1, dtype=np.int64)
+    np.cumsum(lens, out=offs[1:])
+    if offs[-1] != len(items):
+        raise TransactionFileError(f"{path}: {where}: lengths add up to {offs[-1]}, the chunk holds {len(items)} items")
+    if len(items):
+        if int(items.max()) >= n:
+            raise TransactionFileError(f"{path}: {where}: item id {int(items.max())} is not below N = {n}")
+        rising = np.diff(items.astype(np.int64)) > 0
+        starts = offs[1:-1]
+        rising[starts[(starts > 0) & (starts < len(items))] - 1] = True  # a new transaction may start lower
+        if not rising.all():
+            raise TransactionFileError(f"{path}: {where}: items not strictly increasing within a transaction")
+    return offs
+
+
 def read_quest(path: str | os.PathLike, rank: int = 0, size: int = 1) -> Transactions:
     """Read partition ``rank`` of ``size`` (contiguous blocks of transactions).
     When ``size`` equals the file's partition count, only that partition's
-    chunks are read; otherwise the chunks that overlap the range are."""
+    chunks are read; otherwise the chunks that overlap the range are. Every
+    chunk read is checked (see the module docstring)."""
     with open(path, "rb") as f:
-        d, _n, parts, itemsize, _ = _read_header(f, path)
+        file_size = os.fstat(f.fileno()).st_size
+        d, n, parts, itemsize, _ = _read_header(f, path)
         dt = np.dtype("<u2" if itemsize == 2 else "<u4")
         a, b = part_bounds(d, size, rank)
         lens_l, items_l = [], []
+        expect = 0  # the next transaction a chunk must start at
         while True:
+            at = f.tell()
             raw = f.read(_CHUNK_HDR.size)
             if not raw:
                 break
+            where = f"chunk at byte {at}"
             if len(raw) < _CHUNK_HDR.size:
-                raise TransactionFileError(f"{path}: truncated chunk header at byte {f.tell() - len(raw)}")
+                raise TransactionFileError(f"{path}: truncated {where}")
             part, first, ntx, nitems = _CHUNK_HDR.unpack(raw)
+            if first != expect or not 1 <= ntx <= CHUNK or first + ntx > d or part >= parts:
+                raise TransactionFileError(f"{path}: {where}: header (part {part}, transactions {first}+{ntx}) "
+                                           f"does not continue the file (next transaction {expect} of {d})")
+            p0, p1 = part_bounds(d, parts, part)
+            if not p0 <= first < first + ntx <= p1 or nitems > ntx * MAX_TRANSACTION_LEN:
+                raise TransactionFileError(f"{path}: {where}: header (part {part}, {ntx} transactions, "
+                                           f"{nitems} items) is inconsistent")
             body = ntx * 2 + nitems * itemsize
+            if at + _CHUNK_HDR.size + body + _CRC.size > file_size:
+                raise TransactionFileError(f"{path}: truncated {where} (transactions {first}..{first + ntx})")
+            expect = first + ntx
             if first >= b or first + ntx <= a:
-                f.seek(body, os.SEEK_CUR)
+                f.seek(body + _CRC.size, os.SEEK_CUR)
                 continue
-            lens = np.frombuffer(f.read(ntx * 2), dtype="<u2").astype(np.int64)
-            items = np.frombuffer(f.read(nitems * itemsize), dtype=dt)
-            if len(lens) != ntx or len(items) != nitems:
-                raise TransactionFileError(f"{path}: truncated chunk of transactions {first}..{first + ntx}")
-            offs = np.zeros(ntx + 1, dtype=np.int64)
-            np.cumsum(lens, out=offs[1:])
+            data = f.read(body)
+            (crc,) = _CRC.unpack(f.read(_CRC.size))
+            if crc != zlib.crc32(raw + data):
+                raise TransactionFileError(f"{path}: {where}: checksum mismatch (the file is corrupted)")
+            lens = np.frombuffer(data, dtype="<u2", count=ntx).astype(np.int64)
+            items = np.frombuffer(data, dtype=dt, offset=ntx * 2)
+            offs = _check_chunk(path, where, lens, items, n)
             i0, i1 = max(a, first) - first, min(b, first + ntx) - first
             lens_l.append(lens[i0:i1])
             items_l.append(items[offs[i0]:offs[i1]])
+        if expect != d:
+            raise TransactionFileError(f"{path}: truncated: chunks cover transactions 0..{expect} of {d}")
     lengths = np.concatenate(lens_l) if lens_l else np.empty(0, np.int64)
     offsets = np.zeros(len(lengths) + 1, dtype=np.int64)
     np.cumsum(lengths, out=offsets[1:])
@@ -610,10 +680,13 @@ def read_text(path: str | os.PathLike) -> Transactions:
                 if not (tok.isdigit() and tok.isascii()):
                     raise TransactionFileError(
                         f"{path}:{lineno}: {tok!r} is not a non-negative integer item id")
-                v = int(tok)
-                if v >= 2**31:
-                    raise TransactionFileError(f"{path}:{lineno}: item id {v} is too large (max 2^31-1)")
-                flat.append(v)
+                if len(tok) > 9 or int(tok) >= MAX_ITEMS:
+                    raise TransactionFileError(f"{path}:{lineno}: item id {tok[:20]} is too large "
+                                               f"(item ids are below {MAX_ITEMS})")
+                flat.append(int(tok))
+            if len(s) > MAX_TRANSACTION_LEN:
+                raise TransactionFileError(f"{path}:{lineno}: {len(s)} items in one transaction, "
+                                           f"at most {MAX_TRANSACTION_LEN}")
             lens.append(len(s))
     return normalize(np.array(lens, dtype=np.int64), np.array(flat, dtype=np.int64))
 
@@ -631,8 +704,10 @@ def write_text(path: str | os.PathLike, tx: Transactions) -> None:
 
 
 def is_quest_file(path: str | os.PathLike) -> bool:
+    """A binary Quest file (any format version), by its content or its ``.qtx`` name:
+    a damaged one must not be read as text."""
     with open(path, "rb") as f:
-        return f.read(len(MAGIC)) == MAGIC
+        return f.read(5) == MAGIC[:5] or str(path).endswith(".qtx")
 
 
 def load(path: str | os.PathLike, rank: int = 0, size: int = 1) -> Transactions:
