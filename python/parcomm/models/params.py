@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import bisect
 import json
+import math
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -36,6 +37,17 @@ def interpolate(sizes: list[int], values: list[float], m: float) -> float:
     return max(0.0, y0 + (y1 - y0) * (m - x0) / (x1 - x0))
 
 
+def _check_int(name: str, v: Any, lo: int, hi: int) -> None:
+    if isinstance(v, bool) or not isinstance(v, int) or not lo <= v <= hi:
+        raise ValueError(f"params: '{name}' must be whole numbers in {lo}..{hi}, got {v!r}"[:200])
+
+
+def _check_number(name: str, v: Any, hi: float = 1e9) -> None:
+    """A time in seconds (or a byte count): finite, non-negative, below ``hi``."""
+    if isinstance(v, bool) or not isinstance(v, (int, float)) or not (math.isfinite(v) and 0 <= v <= hi):
+        raise ValueError(f"params: '{name}' must be finite numbers in 0..{hi:g}, got {v!r}"[:200])
+
+
 @dataclass
 class PlogPParams:
     procs: int
@@ -52,6 +64,31 @@ class PlogPParams:
     meta: dict[str, Any] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
+        # Types first: a parameter file is user input, and the models do arithmetic on it.
+        _check_int("procs", self.procs, 1, 1 << 20)
+        _check_number("L", self.L)
+        for name in ("sizes", "g", "o_s", "o_r"):
+            if not isinstance(getattr(self, name), list):
+                raise ValueError(f"params: '{name}' must be a list, got {type(getattr(self, name)).__name__}")
+        for m in self.sizes:
+            _check_int("sizes", m, 0, 2**53)
+        for name in ("g", "o_s", "o_r"):
+            for v in getattr(self, name):
+                _check_number(name, v)
+        if not isinstance(self.g_pattern, dict):
+            raise ValueError(f"params: 'g_pattern' must be an object, got {type(self.g_pattern).__name__}")
+        for pat, vals in self.g_pattern.items():
+            if not isinstance(vals, list):
+                raise ValueError(f"params: g_pattern['{pat}'] must be a list, got {type(vals).__name__}")
+            for v in vals:
+                _check_number(f"g_pattern['{pat}']", v)
+        if self.queue_bytes is not None:
+            _check_number("queue_bytes", self.queue_bytes, 2.0**53)
+        if not isinstance(self.flow_control, bool):
+            raise ValueError(f"params: 'flow_control' must be true or false, got {self.flow_control!r}")
+        _check_number("rto_s", self.rto_s, 1e9)
+        if not isinstance(self.meta, dict):
+            raise ValueError(f"params: 'meta' must be an object, got {type(self.meta).__name__}")
         n = len(self.sizes)
         if n == 0:
             raise ValueError("params: 'sizes' is empty")

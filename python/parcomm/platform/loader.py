@@ -71,12 +71,20 @@ def load(path: str | Path) -> dict:
     return loads(text, source=str(path))
 
 
+#: A platform file describes hosts, switches and links: 4 MiB is tens of thousands of them.
+MAX_FILE_BYTES = 4 << 20
+
+
 def loads(text: str, source: str = "<string>") -> dict:
     """Parse TOML text; ``source`` names it in error messages."""
+    if len(text) > MAX_FILE_BYTES:
+        raise PlatformError(f"{source}: {len(text)} characters, more than a platform file's {MAX_FILE_BYTES}")
     try:
         data = tomllib.loads(text)
     except tomllib.TOMLDecodeError as e:
         raise PlatformError(f"{source}: invalid TOML: {e}") from None
+    except RecursionError:
+        raise PlatformError(f"{source}: invalid TOML: arrays or tables nested too deeply") from None
     return from_mapping(data, source=source)
 
 

@@ -207,6 +207,8 @@ def load(path: str | Path) -> Tree:
 
 def loads(text: str, fmt: str = "json", source: str = "<string>") -> Tree:
     """Parse ``text`` as ``fmt`` ("json" or "toml") and validate it."""
+    if len(text) > MAX_FILE_BYTES:
+        raise TreeError(f"{source}: {len(text)} characters, more than a tree file's {MAX_FILE_BYTES}")
     try:
         if fmt == "json":
             data = json.loads(text)
@@ -218,11 +220,16 @@ def loads(text: str, fmt: str = "json", source: str = "<string>") -> Tree:
         raise TreeError(f"{source}: invalid JSON: {e}") from None
     except tomllib.TOMLDecodeError as e:
         raise TreeError(f"{source}: invalid TOML: {e}") from None
+    except RecursionError:
+        raise TreeError(f"{source}: nested too deeply") from None
     try:
         return validate(data)
     except TreeError as e:
         raise TreeError(f"{source}: {e}") from None
 
+
+#: A tree file lists nodes and networks: 4 MiB is tens of thousands of them.
+MAX_FILE_BYTES = 4 << 20
 
 _TOP_KEYS = {"name", "source", "packet_bytes", "nodes", "networks"}
 _NODE_KEYS = {"name", "kind", "repair"}
