@@ -202,7 +202,7 @@ FORMATS = {
 
 #: What a clean error must name, per format (None: not checked; the core's own messages
 #: for platform dicts do not always name the field, see the platform-schema issue).
-NAMES = {"unit strings": "--option", "platform short form": ":", "platform TOML": "cluster.toml",
+NAMES = {"unit strings": "--option", "platform short form": None, "platform TOML": "cluster.toml",
          "platform dict": None, "multicast tree": "tree.json", "model parameters": "params.json"}
 
 
