@@ -45,7 +45,6 @@ import shutil
 import signal
 import subprocess
 import sys
-import tempfile
 import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -361,11 +360,13 @@ class EmuBcast:
         from .versitygw import ensure_versitygw
 
         ensure_versitygw(install=False)  # fail before building anything
-        self.work = Path(self._workdir_arg or tempfile.mkdtemp(prefix="parcomm-bcast-emu-"))
-        self.work.mkdir(parents=True, exist_ok=True)
-        self.cluster = EmuCluster(self.platform.platform_dict(), sample_interval_s=None)
+        self.cluster = EmuCluster(self.platform.platform_dict(), sample_interval_s=None, keep_workdir=self.keep)
         try:
             self.cluster.up()
+            # Inside the cluster's work directory unless given: the reaper, the next start-up's
+            # sweep and `parcomm emu cleanup` then remove it with the cluster's, even after kill -9.
+            self.work = Path(self._workdir_arg) if self._workdir_arg else Path(self.cluster.workdir) / "bcast"
+            self.work.mkdir(parents=True, exist_ok=True)
             self._start_storage()
         except BaseException:
             self.down()
