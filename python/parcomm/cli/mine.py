@@ -96,7 +96,7 @@ def run(file, algo, procs, backend, platform_spec, rto_min, rto_max, min_support
     one transaction per line) and print Table 2's columns per pass."""
     from ..apps.hpa.apriori import apriori, rules
     from ..apps.hpa.hpa import levels_to_dict, merge_result
-    from ..apps.hpa.quest import TransactionFileError, load
+    from ..apps.hpa.quest import TransactionFileError, count_transactions, load
 
     minsup = _fraction(min_support, "--min-support")
     minconf = _fraction(min_conf, "--min-conf")
@@ -115,6 +115,7 @@ def run(file, algo, procs, backend, platform_spec, rto_min, rto_max, min_support
             procs = 1
             backend = "serial"
         else:
+            count_transactions(file)  # a bad file is the user's error, said once, not once per rank
             kwargs = {"path": os.path.abspath(file), "min_support": minsup, "block_bytes": block_bytes,
                       "max_len": max_len}
             prog = "parcomm.apps.hpa.hpa:hpa"
