@@ -2,7 +2,7 @@
 
 Every real-run connection now starts with a mutual HMAC-SHA256
 challenge-response (python/parcomm/auth): one more round trip at connection
-set-up, nothing per frame. This measures, old and new taking turns (A B A B
+set-up, nothing per frame. This measures, old and new taking turns (A B, B A,
 ...; one untimed warm-up pair first), on the same machine:
 
 * **ping-pong**: ``run_local`` with 2 ranks, 8-byte and 1 MiB messages
@@ -21,7 +21,8 @@ build's Rust core copied in (the core did not change):
 
 Results (medians, the new/old ratio per pair, its min and max) go to
 benchmarks/results/auth_overhead.json. The machine is shared (2 cores): the
-pairing keeps the ratio meaningful when its speed drifts; the spread says how
+pairing keeps the ratio meaningful when its speed drifts, the order within a
+pair alternates (the first of a pair ran slower), and the spread says how
 noisy it was.
 """
 
@@ -94,6 +95,13 @@ def run_pingpong(tree: Path) -> dict:
     return json.loads(out.stdout.strip().splitlines()[-1])
 
 
+def _order(pair: int, old: Path) -> tuple:
+    """New first in even pairs, old first in odd ones: whichever runs first in a pair
+    was measured slower here (by up to 15 % at 1 MiB), so neither may always go first."""
+    both = (("new", NEW), ("old", old))
+    return both if pair % 2 == 0 else both[::-1]
+
+
 def _summary(new: list[float], old: list[float]) -> dict:
     ratios = [n / o for n, o in zip(new, old)]
     return {"new_median": statistics.median(new), "old_median": statistics.median(old),
@@ -104,7 +112,7 @@ def bench_pingpong(old: Path, pairs: int) -> dict:
     run_pingpong(NEW), run_pingpong(old)  # warm-up: caches, forkserver start-up paths
     samples: dict[str, dict[str, list[float]]] = {}
     for i in range(pairs):
-        for label, tree in (("new", NEW), ("old", old)):
+        for label, tree in _order(i, old):
             for nbytes, r in run_pingpong(tree).items():
                 for metric, value in r.items():
                     samples.setdefault(f"{nbytes}B {metric}", {"new": [], "old": []})[label].append(value)
@@ -156,7 +164,7 @@ def bench_bcast(old: Path, pairs: int, size: int) -> dict:
             one(NEW), one(old)  # warm-up pair
             samples: dict[str, dict[str, list[float]]] = {}
             for i in range(pairs):
-                for label, tree in (("new", NEW), ("old", old)):
+                for label, tree in _order(i, old):
                     for k, v in one(tree).items():
                         samples.setdefault(k, {"new": [], "old": []})[label].append(v)
                 print(f"  bcast pair {i + 1}/{pairs}", file=sys.stderr)
