@@ -36,6 +36,7 @@ from __future__ import annotations
 
 import math
 import re
+import reprlib
 from fractions import Fraction
 from typing import Any
 
@@ -46,6 +47,7 @@ __all__ = [
     "parse_duration",
     "parse_buffer",
     "parse_bool",
+    "shown",
     "BUFFER_UNITS",
 ]
 
@@ -99,6 +101,26 @@ def _ctx(what: str | None) -> str:
     return f"{what}: " if what else ""
 
 
+_SHORT = reprlib.Repr()
+_SHORT.maxstring, _SHORT.maxother, _SHORT.maxlevel = 60, 60, 2
+_SHORT.maxlist = _SHORT.maxtuple = _SHORT.maxdict = _SHORT.maxset = 4
+
+
+def shown(value: Any, limit: int = 80) -> str:
+    """``value`` as an error message shows it: ``repr``, cut to about ``limit`` characters, on one line.
+
+    Values come from users' files and command lines: a megabyte string, a list of a million items, a
+    10,000-digit integer (whose ``repr`` Python refuses) or a 2,000-deep list must not become the message.
+    """
+    if isinstance(value, int) and not isinstance(value, bool) and value.bit_length() > 128:
+        return f"an integer of {len(str(value)) if value.bit_length() < 10_000 else 'over 3,000'} digits"
+    try:
+        text = _SHORT.repr(value)
+    except (ValueError, RecursionError):  # pragma: no cover - reprlib already limits depth and size
+        text = f"a {type(value).__name__}"
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
 def _multiplier(prefix: str) -> int:
     p = prefix.lower()
     return _DECIMAL[p] if p in _DECIMAL else _BINARY[p]
@@ -106,20 +128,30 @@ def _multiplier(prefix: str) -> int:
 
 def _split(text: str, kind: str, what: str | None) -> tuple[Fraction, str]:
     """Split ``"64 KiB"`` into ``(Fraction(64), "KiB")``."""
-    shown = text if len(text) <= 60 else text[:57] + "..."
     m = _QUANTITY.match(text) if len(text) <= 200 else None
     if not m:
-        raise ValueError(f"{_ctx(what)}{kind} '{shown}' is not a number with an optional unit")
+        raise ValueError(f"{_ctx(what)}{kind} {shown(text)} is not a number with an optional unit")
     mantissa, _, exponent = m.group(1).lower().partition("e")
     if sum(c.isdigit() for c in mantissa) > _MAX_DIGITS or (exponent and abs(int(exponent)) > _MAX_EXPONENT):
-        raise ValueError(f"{_ctx(what)}{kind} '{shown}' is out of any sensible range")
+        raise ValueError(f"{_ctx(what)}{kind} {shown(text)} is out of any sensible range")
     return Fraction(m.group(1)), m.group(2)
 
 
 def _bounded(amount, limit, text: Any, kind: str, what: str | None):
     if amount > limit:
-        raise ValueError(f"{_ctx(what)}{kind} '{text}' is larger than the limit of {limit:g}")
+        raise ValueError(f"{_ctx(what)}{kind} {shown(text)} is larger than the limit of {limit:g}")
     return amount
+
+
+def _real(value: int | float, limit: float, kind: str, what: str | None) -> float:
+    """A finite float from an int or float no larger than ``limit`` (compared before converting, so
+    that an integer beyond any float is refused rather than overflowing)."""
+    if isinstance(value, float) and not math.isfinite(value):
+        raise ValueError(f"{_ctx(what)}{kind} {shown(value)} is not a finite number")
+    _bounded(value, limit, value, kind, what)
+    if value < -limit:
+        raise ValueError(f"{_ctx(what)}{kind} {shown(value)} must not be negative")
+    return float(value)
 
 
 def _prefixed(text: str, kind: str, what: str | None) -> tuple[Fraction, str, str]:
@@ -127,7 +159,7 @@ def _prefixed(text: str, kind: str, what: str | None) -> tuple[Fraction, str, st
     number, unit = _split(text, kind, what)
     m = _PREFIX_WORD.match(unit)
     if not m:
-        raise ValueError(f"{_ctx(what)}{kind} '{text}' has unknown unit '{unit}'")
+        raise ValueError(f"{_ctx(what)}{kind} {shown(text)} has unknown unit {shown(unit)}")
     return number, m.group(1), m.group(2)
 
 
@@ -137,16 +169,16 @@ def _is_real(value: Any) -> bool:
 
 def _whole(amount: Fraction, text: Any, kind: str, what: str | None) -> int:
     if amount < 0:
-        raise ValueError(f"{_ctx(what)}{kind} '{text}' must not be negative")
+        raise ValueError(f"{_ctx(what)}{kind} {shown(text)} must not be negative")
     _bounded(amount, MAX_WHOLE, text, kind, what)
     if amount.denominator != 1:
-        raise ValueError(f"{_ctx(what)}{kind} '{text}' is not a whole number ({float(amount):g})")
+        raise ValueError(f"{_ctx(what)}{kind} {shown(text)} is not a whole number ({float(amount):g})")
     return int(amount)
 
 
 def _number_whole(value: Any, kind: str, what: str | None) -> int:
     if isinstance(value, float) and not math.isfinite(value):
-        raise ValueError(f"{_ctx(what)}{kind} {value!r} is not a finite number")
+        raise ValueError(f"{_ctx(what)}{kind} {shown(value)} is not a finite number")
     return _whole(Fraction(value), value, kind, what)
 
 
@@ -158,15 +190,15 @@ def parse_size(value: Any, what: str | None = None) -> int:
     if _is_real(value):
         return _number_whole(value, "size", what)
     if not isinstance(value, str):
-        raise ValueError(f"{_ctx(what)}size {value!r} is neither a number nor a string")
+        raise ValueError(f"{_ctx(what)}size {shown(value)} is neither a number nor a string")
     number, prefix, word = _prefixed(value, "size", what)
     if word == "b":
         raise ValueError(
-            f"{_ctx(what)}size '{value}': lowercase 'b' means bits; sizes are bytes, write 'B'"
+            f"{_ctx(what)}size {shown(value)}: lowercase 'b' means bits; sizes are bytes, write 'B'"
         )
     if word not in ("", "B") and word.lower() not in _BYTE_WORDS:
         raise ValueError(
-            f"{_ctx(what)}size '{value}' has unknown unit '{prefix}{word}'"
+            f"{_ctx(what)}size {shown(value)} has unknown unit {shown(prefix + word)}"
             " (expected B, kB, KiB, MB, MiB, GB, GiB or a bare number of bytes)"
         )
     return _whole(number * _multiplier(prefix), value, "size", what)
@@ -177,11 +209,11 @@ def parse_count(value: Any, what: str | None = None) -> int:
     if _is_real(value):
         return _number_whole(value, "count", what)
     if not isinstance(value, str):
-        raise ValueError(f"{_ctx(what)}count {value!r} is neither a number nor a string")
+        raise ValueError(f"{_ctx(what)}count {shown(value)} is neither a number nor a string")
     number, prefix, word = _prefixed(value, "count", what)
     if word:
         raise ValueError(
-            f"{_ctx(what)}count '{value}' has unknown unit '{prefix}{word}'"
+            f"{_ctx(what)}count {shown(value)} has unknown unit {shown(prefix + word)}"
             " (a count takes only a prefix k, M, G, Ki, Mi, Gi)"
         )
     return _whole(number * _multiplier(prefix), value, "count", what)
@@ -193,51 +225,49 @@ _RATE_SUFFIX = re.compile(r"^([A-Za-z]*?)\s*(bps|b/s|bit/s|bits/s|Bps|B/s)?$")
 def parse_rate(value: Any, what: str | None = None) -> float:
     """Bits per second from ``1e9``, ``"1G"``, ``"155M"``, ``"10Mbps"``, ``"1Gbit/s"``."""
     if _is_real(value):
-        rate = float(value)
-        if not math.isfinite(rate) or rate <= 0:
-            raise ValueError(f"{_ctx(what)}rate {value!r} must be a positive number of bits/s")
-        return _bounded(rate, MAX_RATE_BPS, value, "rate", what)
+        rate = _real(value, MAX_RATE_BPS, "rate", what)
+        if rate <= 0:
+            raise ValueError(f"{_ctx(what)}rate {shown(value)} must be a positive number of bits/s")
+        return rate
     if not isinstance(value, str):
-        raise ValueError(f"{_ctx(what)}rate {value!r} is neither a number nor a string")
+        raise ValueError(f"{_ctx(what)}rate {shown(value)} is neither a number nor a string")
     number, unit = _split(value, "rate", what)
     m = _RATE_SUFFIX.match(unit)
     prefix = m.group(1) if m else unit
     if m is None or prefix.lower() not in _DECIMAL:
         if prefix.lower() in _BINARY:
             raise ValueError(
-                f"{_ctx(what)}rate '{value}': binary prefix '{prefix}' is not used for rates;"
+                f"{_ctx(what)}rate {shown(value)}: binary prefix {shown(prefix)} is not used for rates;"
                 " write k, M, G or T (powers of 1000)"
             )
         raise ValueError(
-            f"{_ctx(what)}rate '{value}' has unknown unit '{unit}'"
+            f"{_ctx(what)}rate {shown(value)} has unknown unit {shown(unit)}"
             " (expected e.g. 10Mbps, 1G, 1Gbit/s, 125MB/s)"
         )
     bits = 8 if m.group(2) in ("Bps", "B/s") else 1
     exact = number * _DECIMAL[prefix.lower()] * bits
     if exact <= 0:
-        raise ValueError(f"{_ctx(what)}rate '{value}' must be positive")
+        raise ValueError(f"{_ctx(what)}rate {shown(value)} must be positive")
     return float(_bounded(exact, MAX_RATE_BPS, value, "rate", what))
 
 
 def parse_duration(value: Any, what: str | None = None) -> float:
     """Seconds from ``0.2``, ``"0.2"``, ``"200ms"``, ``"60s"``, ``"1us"``, ``"10 ns"``."""
     if _is_real(value):
-        seconds = float(value)
-        if not math.isfinite(seconds) or seconds < 0:
-            raise ValueError(
-                f"{_ctx(what)}duration {value!r} must be a non-negative number of seconds"
-            )
-        return _bounded(seconds, MAX_DURATION_S, value, "duration", what)
+        seconds = _real(value, MAX_DURATION_S, "duration", what)
+        if seconds < 0:
+            raise ValueError(f"{_ctx(what)}duration {shown(value)} must be a non-negative number of seconds")
+        return seconds
     if not isinstance(value, str):
-        raise ValueError(f"{_ctx(what)}duration {value!r} is neither a number nor a string")
+        raise ValueError(f"{_ctx(what)}duration {shown(value)} is neither a number nor a string")
     number, unit = _split(value, "duration", what)
     if unit not in _DURATION_UNITS:
         raise ValueError(
-            f"{_ctx(what)}duration '{value}' has unknown unit '{unit}'"
+            f"{_ctx(what)}duration {shown(value)} has unknown unit {shown(unit)}"
             " (expected ns, us, ms, s, min or h; a bare number is seconds)"
         )
     if number < 0:
-        raise ValueError(f"{_ctx(what)}duration '{value}' must not be negative")
+        raise ValueError(f"{_ctx(what)}duration {shown(value)} must not be negative")
     return float(_bounded(number * _DURATION_UNITS[unit], MAX_DURATION_S, value, "duration", what))
 
 
@@ -257,18 +287,18 @@ def parse_buffer(value: Any, default_unit: str = "bytes", what: str | None = Non
     if isinstance(value, dict):
         extra = set(value) - {"size", "unit"}
         if extra:
-            raise ValueError(f"{_ctx(what)}buffer has unknown field(s) {', '.join(sorted(extra))}")
+            raise ValueError(f"{_ctx(what)}buffer has unknown field(s) {shown(', '.join(sorted(map(str, extra))))}")
         if "size" not in value:
             raise ValueError(f"{_ctx(what)}buffer needs a 'size'")
         unit = value.get("unit", default_unit)
         if unit not in BUFFER_UNITS:
-            raise ValueError(f"{_ctx(what)}buffer unit {unit!r} is not one of {units}")
+            raise ValueError(f"{_ctx(what)}buffer unit {shown(unit)} is not one of {units}")
         parse = parse_size if unit == "bytes" else parse_count
         return {"size": parse(value["size"], what), "unit": unit}
     if _is_real(value):
         return {"size": _number_whole(value, "buffer", what), "unit": default_unit}
     if not isinstance(value, str):
-        raise ValueError(f"{_ctx(what)}buffer {value!r} is neither a number, a string nor a dict")
+        raise ValueError(f"{_ctx(what)}buffer {shown(value)} is neither a number, a string nor a dict")
     number, prefix, word = _prefixed(value, "buffer", what)
     low = word.lower()
     if word == "":
@@ -281,11 +311,11 @@ def parse_buffer(value: Any, default_unit: str = "bytes", what: str | None = Non
         unit = "cells"
     elif word == "b":
         raise ValueError(
-            f"{_ctx(what)}buffer '{value}': lowercase 'b' means bits; write 'B' for bytes"
+            f"{_ctx(what)}buffer {shown(value)}: lowercase 'b' means bits; write 'B' for bytes"
         )
     else:
         raise ValueError(
-            f"{_ctx(what)}buffer '{value}' has unknown unit '{prefix}{word}'"
+            f"{_ctx(what)}buffer {shown(value)} has unknown unit {shown(prefix + word)}"
             " (expected bytes such as 64KiB, a packet count such as '100 packets'"
             " or a cell count such as '2048 cells')"
         )
@@ -308,4 +338,4 @@ def parse_bool(value: Any, what: str | None = None) -> bool:
             return True
         if low in _FALSE:
             return False
-    raise ValueError(f"{_ctx(what)}'{value}' is not a boolean (use on/off, yes/no, true/false or 1/0)")
+    raise ValueError(f"{_ctx(what)}{shown(value)} is not a boolean (use on/off, yes/no, true/false or 1/0)")
