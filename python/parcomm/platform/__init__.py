@@ -106,9 +106,10 @@ __all__ = [
 
 
 def as_platform(spec: "dict | str") -> dict:
-    """A platform from a dict, a short form (``"star:64"``) or a ``.toml`` path."""
+    """A platform from a dict (validated: it may come from a user), a short form (``"star:64"``)
+    or a ``.toml`` path."""
     if isinstance(spec, dict):
-        return spec
+        return validate(spec)
     if isinstance(spec, str) and spec.endswith(".toml"):
         return load(spec)
     return from_spec_string(spec)

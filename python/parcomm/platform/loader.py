@@ -51,28 +51,45 @@ from typing import Any, Mapping
 from .rto import apply_rto, set_rto
 from .schema import HOST_OPTIONS, PlatformError, host, link, make_platform, router, segment, switch
 from .shortform import BUILDERS
+from .units import shown
 
 __all__ = ["load", "loads", "from_mapping"]
 
 _SECTIONS = ("hosts", "switches", "links", "segments", "routers")
 
 
+#: A platform file describes hosts, switches and links: 4 MiB is tens of thousands of them.
+MAX_FILE_BYTES = 4 << 20
+
+
+def read_bounded(path: Path, what: str, limit: int, error: type[ValueError]) -> str:
+    """The UTF-8 text of ``path``, refusing more than ``limit`` bytes without reading them (a
+    device such as /dev/zero, or a huge file, ends with ``error`` naming the file, not a hang)."""
+    try:
+        with open(path, "rb") as f:
+            raw = f.read(limit + 1)
+    except OSError as e:
+        raise error(f"{path}: cannot read {what}: {e.strerror or e}") from None
+    if len(raw) > limit:
+        raise error(f"{path}: larger than a {what}'s limit of {limit} bytes")
+    try:
+        return raw.decode("utf-8")
+    except UnicodeDecodeError as e:
+        line = raw.count(b"\n", 0, e.start) + 1
+        raise error(f"{path}: line {line}: not UTF-8 text ({e.reason} at byte {e.start})") from None
+
+
+def parse_failure(e: ValueError) -> str:
+    """What a parser's plain ``ValueError`` (not its decode error) means, in a few words."""
+    if "Exceeds the limit" in str(e):  # Python's guard against quadratic int() on huge digit strings
+        return "a number with thousands of digits"
+    return shown(str(e), 120)
+
+
 def load(path: str | Path) -> dict:
     """Read a TOML platform file (see the module docstring)."""
     path = Path(path)
-    try:
-        raw = path.read_bytes()
-    except OSError as e:
-        raise PlatformError(f"{path}: cannot read platform file: {e.strerror or e}") from None
-    try:
-        text = raw.decode("utf-8")
-    except UnicodeDecodeError as e:
-        raise PlatformError(f"{path}: not UTF-8 text: {e}") from None
-    return loads(text, source=str(path))
-
-
-#: A platform file describes hosts, switches and links: 4 MiB is tens of thousands of them.
-MAX_FILE_BYTES = 4 << 20
+    return loads(read_bounded(path, "platform file", MAX_FILE_BYTES, PlatformError), source=str(path))
 
 
 def loads(text: str, source: str = "<string>") -> dict:
@@ -85,6 +102,8 @@ def loads(text: str, source: str = "<string>") -> dict:
         raise PlatformError(f"{source}: invalid TOML: {e}") from None
     except RecursionError:
         raise PlatformError(f"{source}: invalid TOML: arrays or tables nested too deeply") from None
+    except ValueError as e:  # e.g. an integer of more digits than Python converts
+        raise PlatformError(f"{source}: invalid TOML: {parse_failure(e)}") from None
     return from_mapping(data, source=source)
 
 
@@ -111,7 +130,7 @@ def from_mapping(data: Mapping[str, Any], source: str = "<platform>") -> dict:
 def _from_builder(data: dict) -> dict:
     name = data.pop("builder")
     if not isinstance(name, str) or name not in BUILDERS:
-        raise PlatformError(f"builder: unknown builder {name!r} (expected one of {', '.join(BUILDERS)})")
+        raise PlatformError(f"builder: unknown builder {shown(name)} (expected one of {', '.join(BUILDERS)})")
     clash = [k for k in _SECTIONS if k in data]
     if clash:
         raise PlatformError(
@@ -127,7 +146,7 @@ def _from_builder(data: dict) -> dict:
     unknown = sorted(set(data) - allowed)
     if unknown:
         raise PlatformError(
-            f"{unknown[0]}: not an argument of builder '{name}' (expected {', '.join(sorted(allowed))})"
+            f"{shown(unknown[0])}: not an argument of builder '{name}' (expected {', '.join(sorted(allowed))})"
         )
     return fn(**data)
 
@@ -137,14 +156,14 @@ def _explicit(data: dict) -> dict:
     unknown = sorted(set(data) - allowed)
     if unknown:
         raise PlatformError(
-            f"{unknown[0]}: unknown top-level key (expected {', '.join(sorted(allowed))},"
+            f"{shown(unknown[0])}: unknown top-level key (expected {', '.join(sorted(allowed))},"
             " 'rto', or 'builder' with its arguments)"
         )
     if "hosts" not in data:
         raise PlatformError("hosts: missing (or give 'builder = \"star\"' and its arguments)")
     name = data.get("name", "")
     if not isinstance(name, str):
-        raise PlatformError(f"name: must be a string, got {name!r}")
+        raise PlatformError(f"name: must be a string, got {shown(name)}")
     sections = {}
     for key, make in (
         ("hosts", _host),
@@ -162,13 +181,18 @@ def _explicit(data: dict) -> dict:
             if not isinstance(item, Mapping):
                 raise PlatformError(f"{where}: expected a table, got {type(item).__name__}")
             if isinstance(item.get("name"), str):
-                where += f" ({item['name']})"
+                where += f" ({_plain(item['name'])})"
             try:
                 built.append(make(dict(item)))
             except (ValueError, TypeError) as e:
                 raise PlatformError(f"{where}: {e}") from None
         sections[key] = built
     return make_platform(name, **sections)
+
+
+def _plain(text: str) -> str:
+    """``text`` as it is when it is a short printable line, else quoted and cut (``shown``)."""
+    return text if len(text) <= 60 and text.isprintable() else shown(text)
 
 
 def _take(item: dict, required: tuple[str, ...], optional: tuple[str, ...]) -> tuple[list, dict]:
@@ -178,7 +202,7 @@ def _take(item: dict, required: tuple[str, ...], optional: tuple[str, ...]) -> t
     unknown = sorted(set(item) - set(required) - set(optional))
     if unknown:
         raise PlatformError(
-            f"unknown field(s) {', '.join(unknown)} (expected {', '.join([*required, *optional])})"
+            f"unknown field(s) {_plain(', '.join(unknown))} (expected {', '.join([*required, *optional])})"
         )
     return [item.pop(k) for k in required], item
 

@@ -28,7 +28,7 @@ import random
 from typing import Any, Mapping
 
 from .schema import PlatformError, tcp_spec, validate
-from .units import parse_duration
+from .units import parse_duration, shown
 
 __all__ = ["RTO_SCHEMES", "apply_rto", "set_rto", "host_rng"]
 
@@ -73,7 +73,7 @@ def set_rto(
         known = {h["name"] for h in p.get("hosts", [])}
         missing = wanted - known
         if missing:
-            raise PlatformError(f"set_rto: unknown host(s) {', '.join(sorted(missing))}")
+            raise PlatformError(f"set_rto: unknown host(s) {shown(', '.join(sorted(map(str, missing))))}")
     for h in p.get("hosts", []):
         if wanted is not None and h["name"] not in wanted:
             continue
@@ -100,7 +100,7 @@ def apply_rto(
     it is: the simulator clamps RTO into [MIN, MAX] as Solaris does.
     """
     if scheme not in RTO_SCHEMES:
-        raise PlatformError(f"apply_rto: unknown scheme {scheme!r} (expected one of {', '.join(RTO_SCHEMES)})")
+        raise PlatformError(f"apply_rto: unknown scheme {shown(scheme)} (expected one of {', '.join(RTO_SCHEMES)})")
     x = parse_duration(x_s, "apply_rto: x_s")
     if x <= 0:
         raise PlatformError(f"apply_rto: x_s must be positive, got {x}")

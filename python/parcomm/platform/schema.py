@@ -21,12 +21,16 @@ from typing import Any, Iterable, Mapping
 
 from .units import (
     BUFFER_UNITS,
+    MAX_DURATION_S,
+    MAX_RATE_BPS,
+    MAX_WHOLE,
     parse_bool,
     parse_buffer,
     parse_count,
     parse_duration,
     parse_rate,
     parse_size,
+    shown,
 )
 
 __all__ = [
@@ -39,6 +43,7 @@ __all__ = [
     "TCP_FIELDS",
     "TCP_OPTIONAL",
     "HOST_OPTIONS",
+    "MAX_HOSTS",
     "tcp_spec",
     "overhead",
     "host",
@@ -105,6 +110,41 @@ TCP_OPTIONAL = ("sack", "tail_loss_probe", "sndbuf_initial_bytes", "cwnd_restart
 #: Keyword options of ``host`` other than the name (what builders pass through).
 HOST_OPTIONS = ("mtu", "nic_queue_packets", "send_overhead", "recv_overhead", "tcp")
 
+# Upper bounds of what a platform may hold, checked by ``validate`` (so by every builder, loader and
+# dict that reaches the core). The core takes any u64 or f64; these keep absurd values (a typo, a
+# unit mix-up, a hostile file) out of its arithmetic and its memory.
+
+#: Hosts in one platform. The core's route table has an entry per (node, host) pair: building
+#: star:16384 took 4 GB and 10 s, star:4096 0.3 GB and 0.5 s. The seed papers' largest cluster
+#: has 130 hosts; 4096 leaves room for any study this simulator can run in reasonable time.
+MAX_HOSTS = 4096
+#: Switches, routers or segments (each): a network element per host is already generous.
+MAX_ELEMENTS = 4096
+#: IP MTU: an IPv4 datagram is at most 65,535 bytes; Linux's loopback uses 65,536.
+MAX_MTU = 65536
+#: Interface queue: Linux's txqueuelen is 1000 and 10 GbE drivers suggest 10,000 packets.
+MAX_NIC_QUEUE_PACKETS = 1 << 20
+#: Initial window (RFC 6928: 10) and duplicate-ACK threshold (Linux caps reordering at 300):
+#: 65,535 segments is already a window beyond any socket buffer below.
+MAX_SEGMENTS = 65535
+#: Socket buffers: TCP's window stops at 1 GiB (RFC 7323 window scale 14), Linux buffers at 2 GiB.
+MAX_SOCKET_BUFFER_BYTES = 1 << 32
+#: Switch and router port buffers: real ones hold MBs to a few GBs; 1 TiB, or 2^32 packets or cells.
+MAX_PORT_BUFFER_BYTES = 1 << 40
+MAX_PORT_BUFFER_UNITS = 1 << 32
+#: Fault-injection drop lists: a million dropped packets is more than any run sends by hand.
+MAX_DROP_NTH = 1 << 20
+#: Names are shown in messages, counters and tables: one printable line of reasonable length.
+MAX_NAME_CHARS = 256
+
+_TCP_MAX = {
+    "initial_cwnd_segments": MAX_SEGMENTS,
+    "dupack_threshold": MAX_SEGMENTS,
+    "sndbuf_bytes": MAX_SOCKET_BUFFER_BYTES,
+    "rcvbuf_bytes": MAX_SOCKET_BUFFER_BYTES,
+    "sndbuf_initial_bytes": MAX_SOCKET_BUFFER_BYTES,
+}
+
 _TCP_KIND = {
     "rto_min_s": "duration",
     "rto_max_s": "duration",
@@ -140,8 +180,21 @@ def _coerce(kind: str, value: Any, what: str) -> Any:
 
 def _number(value: Any, what: str) -> float:
     if isinstance(value, bool) or not isinstance(value, (int, float)):
-        raise PlatformError(f"{what} must be a number, got {value!r}")
+        raise PlatformError(f"{what} must be a number, got {shown(value)}")
+    if isinstance(value, float) and not math.isfinite(value) or abs(value) > MAX_WHOLE:
+        raise PlatformError(f"{what} must be a finite number, got {shown(value)}")
     return float(value)
+
+
+def check_name(name: Any, what: str) -> str:
+    """A node name: a non-empty string of printable characters, at most ``MAX_NAME_CHARS`` long."""
+    if not isinstance(name, str):
+        raise PlatformError(f"{what} must be a string, got {shown(name)}")
+    if len(name) > MAX_NAME_CHARS:
+        raise PlatformError(f"{what} is {len(name)} characters long, more than {MAX_NAME_CHARS}: {shown(name)}")
+    if not name.isprintable():
+        raise PlatformError(f"{what} {shown(name)} has control or other unprintable characters")
+    return name
 
 
 def tcp_spec(base: Mapping[str, Any] | None = None, **overrides: Any) -> dict:
@@ -156,7 +209,7 @@ def tcp_spec(base: Mapping[str, Any] | None = None, **overrides: Any) -> dict:
     unknown = set(merged) - set(TCP_FIELDS)
     if unknown:
         raise PlatformError(
-            f"tcp: unknown field(s) {', '.join(sorted(unknown))} (TcpSpec has {', '.join(TCP_FIELDS)})"
+            f"tcp: unknown field(s) {shown(', '.join(sorted(map(str, unknown))))} (TcpSpec has {', '.join(TCP_FIELDS)})"
         )
     missing = [f for f in TCP_FIELDS if f not in merged]
     if missing:  # only possible with an incomplete ``base``
@@ -179,7 +232,7 @@ def _as_overhead(value: Any, what: str) -> dict:
     if isinstance(value, Mapping):
         unknown = set(value) - {"fixed_s", "per_byte_s", "jitter_s"}
         if unknown:
-            raise PlatformError(f"{what}: unknown field(s) {', '.join(sorted(unknown))}")
+            raise PlatformError(f"{what}: unknown field(s) {shown(', '.join(sorted(map(str, unknown))))}")
         return overhead(value.get("fixed_s", 0.0), value.get("per_byte_s", 0.0), value.get("jitter_s", 0.0))
     if isinstance(value, (tuple, list)) and len(value) == 2:
         return overhead(*value)
@@ -203,6 +256,7 @@ def host(
     ``tcp`` is a full or partial TcpSpec dict; missing fields come from
     ``LINUX_TCP`` (the spec's ``Default``).
     """
+    check_name(name, "hosts: name")
     return {
         "name": name,
         "mtu": parse_size(mtu, f"hosts.{name}.mtu"),
@@ -238,6 +292,7 @@ def switch(
     every frame still arriving, as a cell switch does; off, a frame is
     admitted or truncated whole when its last bit arrives.
     """
+    check_name(name, "switches: name")
     return {
         "name": name,
         "buffer": parse_buffer(buffer, "bytes", f"switches.{name}.buffer"),
@@ -268,9 +323,9 @@ def link(
     ``drop_nth`` is fault injection: the 1-based indices of packets sent from
     ``a`` to ``b`` that the link loses.
     """
-    what = f"links[{a}-{b}]"
+    what = f"links[{check_name(a, 'links: a')}-{check_name(b, 'links: b')}]"
     if framing not in FRAMINGS:
-        raise PlatformError(f"{what}.framing must be one of {', '.join(FRAMINGS)}, got {framing!r}")
+        raise PlatformError(f"{what}.framing must be one of {', '.join(FRAMINGS)}, got {shown(framing)}")
     return {
         "a": a,
         "b": b,
@@ -278,7 +333,7 @@ def link(
         "propagation_s": parse_duration(propagation_s, f"{what}.propagation_s"),
         "loss": _number(loss, f"{what}.loss"),
         "framing": framing,
-        "drop_nth": [parse_count(k, f"{what}.drop_nth") for k in drop_nth],
+        "drop_nth": _drop_list(drop_nth, f"{what}.drop_nth"),
     }
 
 
@@ -291,6 +346,9 @@ def segment(
     collisions: bool = True,
 ) -> dict:
     """A ``SegmentSpec`` dict: a shared medium (e.g. 10BASE-T through a hub)."""
+    check_name(name, "segments: name")
+    if isinstance(members, (str, bytes, Mapping)) or not isinstance(members, Iterable):
+        raise PlatformError(f"segments.{name}.members must be a list of names, got {shown(members)}")
     return {
         "name": name,
         "rate_bps": parse_rate(rate_bps, f"segments.{name}.rate_bps"),
@@ -302,6 +360,7 @@ def segment(
 
 def router(name: str, *, forward_pps: float, backplane_bps: Any, buffer: Any) -> dict:
     """A ``RouterSpec`` dict; ``buffer`` is per output interface (bytes or packets)."""
+    check_name(name, "routers: name")
     return {
         "name": name,
         "forward_pps": float(
@@ -350,7 +409,7 @@ def wire_bytes(framing: str, ip_bytes: int) -> int:
         return max(ip_bytes + 18, 64) + 20
     if framing == "atm":
         return atm_cells(ip_bytes) * 53
-    raise PlatformError(f"framing must be one of {', '.join(FRAMINGS)}, got {framing!r}")
+    raise PlatformError(f"framing must be one of {', '.join(FRAMINGS)}, got {shown(framing)}")
 
 
 # validation -------------------------------------------------------------------
@@ -371,39 +430,52 @@ def _fields(obj: Any, allowed: set[str], required: set[str], where: str) -> None
     unknown = set(obj) - allowed
     if unknown:
         raise PlatformError(
-            f"{where}: unknown field(s) {', '.join(sorted(unknown))} (expected {', '.join(sorted(allowed))})"
+            f"{where}: unknown field(s) {shown(', '.join(sorted(map(str, unknown))))}"
+            f" (expected {', '.join(sorted(allowed))})"
         )
     missing = required - set(obj)
     if missing:
         raise PlatformError(f"{where}: missing field(s) {', '.join(sorted(missing))}")
 
 
-def _u64(obj: Mapping, key: str, where: str, default: Any = None) -> int:
+def _u64(obj: Mapping, key: str, where: str, default: Any = None, hi: int = MAX_WHOLE) -> int:
     v = obj.get(key, default)
     if isinstance(v, bool) or not isinstance(v, int) or v < 0:
-        raise PlatformError(f"{where}.{key} must be a non-negative integer, got {v!r}")
+        raise PlatformError(f"{where}.{key} must be a non-negative integer, got {shown(v)}")
+    if v > hi:
+        raise PlatformError(f"{where}.{key} must be at most {hi}, got {shown(v)}")
     return v
 
 
-def _f64(obj: Mapping, key: str, where: str, default: Any = None) -> float:
+def _f64(obj: Mapping, key: str, where: str, default: Any = None, hi: float = MAX_WHOLE) -> float:
     v = obj.get(key, default)
     if isinstance(v, bool) or not isinstance(v, (int, float)):
-        raise PlatformError(f"{where}.{key} must be a number, got {v!r}")
+        raise PlatformError(f"{where}.{key} must be a number, got {shown(v)}")
+    if isinstance(v, float) and not math.isfinite(v):
+        raise PlatformError(f"{where}.{key} must be a finite number, got {shown(v)}")
+    if abs(v) > hi:  # compared before float(): an integer beyond any double is refused, not overflowed
+        raise PlatformError(f"{where}.{key} must be at most {hi:g}, got {shown(v)}")
     return float(v)
+
+
+def _drop_list(drops: Any, what: str) -> list[int]:
+    if isinstance(drops, (str, bytes, Mapping)) or not isinstance(drops, Iterable):
+        raise PlatformError(f"{what} must be a list of packet numbers, got {shown(drops)}")
+    drops = list(drops)
+    if len(drops) > MAX_DROP_NTH:
+        raise PlatformError(f"{what} lists {len(drops)} packets, more than {MAX_DROP_NTH}")
+    return [parse_count(k, what) for k in drops]
 
 
 def _bool(obj: Mapping, key: str, where: str, default: bool) -> bool:
     v = obj.get(key, default)
     if not isinstance(v, bool):
-        raise PlatformError(f"{where}.{key} must be true or false, got {v!r}")
+        raise PlatformError(f"{where}.{key} must be true or false, got {shown(v)}")
     return v
 
 
 def _str(obj: Mapping, key: str, where: str) -> str:
-    v = obj.get(key)
-    if not isinstance(v, str):
-        raise PlatformError(f"{where}.{key} must be a string, got {v!r}")
-    return v
+    return check_name(obj.get(key), f"{where}.{key}")
 
 
 def _positive(v: float, field: str) -> None:
@@ -418,10 +490,10 @@ def _non_negative(v: float, field: str) -> None:
 
 def _buffer(obj: Any, where: str) -> tuple[int, str]:
     _fields(obj, {"size", "unit"}, {"size", "unit"}, where)
-    size = _u64(obj, "size", where)
     unit = obj["unit"]
     if unit not in BUFFER_UNITS:
-        raise PlatformError(f"{where}.unit must be one of {', '.join(BUFFER_UNITS)}, got {unit!r}")
+        raise PlatformError(f"{where}.unit must be one of {', '.join(BUFFER_UNITS)}, got {shown(unit)}")
+    size = _u64(obj, "size", where, hi=MAX_PORT_BUFFER_BYTES if unit == "bytes" else MAX_PORT_BUFFER_UNITS)
     return size, unit
 
 
@@ -429,6 +501,9 @@ def _list(p: Mapping, key: str) -> list:
     v = p.get(key, [])
     if not isinstance(v, list):
         raise PlatformError(f"{key}: expected a list, got {type(v).__name__}")
+    limit = MAX_HOSTS if key == "hosts" else MAX_ELEMENTS if key != "links" else None
+    if limit is not None and len(v) > limit:
+        raise PlatformError(f"{key}: {len(v)} of them, more than the limit of {limit}")
     return v
 
 
@@ -441,8 +516,9 @@ def validate(p: Mapping[str, Any]) -> dict:
     are refused (``deny_unknown_fields``).
     """
     _fields(p, _TOP, {"hosts"}, "platform")
-    if not isinstance(p.get("name", ""), str):
-        raise PlatformError(f"name must be a string, got {p.get('name')!r}")
+    name = p.get("name", "")
+    if not isinstance(name, str) or len(name) > MAX_NAME_CHARS or not name.isprintable():
+        raise PlatformError(f"name must be a printable string of at most {MAX_NAME_CHARS} characters, got {shown(name)}")
     hosts, switches = _list(p, "hosts"), _list(p, "switches")
     links, segments, routers = _list(p, "links"), _list(p, "segments"), _list(p, "routers")
 
@@ -451,13 +527,13 @@ def validate(p: Mapping[str, Any]) -> dict:
         _fields(h, _HOST, {"name"}, f"hosts[{i}]")
         name = _str(h, "name", f"hosts[{i}]")
         w = f"hosts.{name}"
-        _u64(h, "mtu", w, DEFAULT_MTU)
-        _u64(h, "nic_queue_packets", w, DEFAULT_NIC_QUEUE_PACKETS)
+        _u64(h, "mtu", w, DEFAULT_MTU, MAX_MTU)
+        _u64(h, "nic_queue_packets", w, DEFAULT_NIC_QUEUE_PACKETS, MAX_NIC_QUEUE_PACKETS)
         for o in ("send_overhead", "recv_overhead"):
             ov = h.get(o, {})
             _fields(ov, {"fixed_s", "per_byte_s", "jitter_s"}, set(), f"{w}.{o}")
-            _f64(ov, "fixed_s", f"{w}.{o}", 0.0)
-            _f64(ov, "per_byte_s", f"{w}.{o}", 0.0)
+            for k in ("fixed_s", "per_byte_s", "jitter_s"):
+                _f64(ov, k, f"{w}.{o}", 0.0, MAX_DURATION_S)
         if "tcp" in h:
             t = h["tcp"]
             _fields(t, set(TCP_FIELDS), set(TCP_FIELDS) - set(TCP_OPTIONAL), f"{w}.tcp")
@@ -466,11 +542,11 @@ def validate(p: Mapping[str, Any]) -> dict:
                 if kind == "bool":
                     _bool(t, f, f"{w}.tcp", False)
                 elif kind == "duration":
-                    v = _f64(t, f, f"{w}.tcp", LINUX_TCP[f] if f in TCP_OPTIONAL else None)
+                    v = _f64(t, f, f"{w}.tcp", LINUX_TCP[f] if f in TCP_OPTIONAL else None, MAX_DURATION_S)
                     if v < 0:
                         raise PlatformError(f"{w}.tcp.{f} must not be negative, got {v!r}")
                 else:
-                    _u64(t, f, f"{w}.tcp", LINUX_TCP[f] if f in TCP_OPTIONAL else None)
+                    _u64(t, f, f"{w}.tcp", LINUX_TCP[f] if f in TCP_OPTIONAL else None, _TCP_MAX[f])
     for i, s in enumerate(switches):
         _fields(s, _SWITCH, {"name", "buffer"}, f"switches[{i}]")
         w = f"switches.{_str(s, 'name', f'switches[{i}]')}"
@@ -478,34 +554,40 @@ def validate(p: Mapping[str, Any]) -> dict:
         _bool(s, "flow_control", w, False)
         _bool(s, "early_packet_discard", w, False)
         if s.get("epd_threshold_cells") is not None:
-            _u64(s, "epd_threshold_cells", w)
-        _f64(s, "latency_s", w, 0.0)
+            _u64(s, "epd_threshold_cells", w, hi=MAX_PORT_BUFFER_UNITS)
+        _f64(s, "latency_s", w, 0.0, MAX_DURATION_S)
         _bool(s, "cell_interleaving", w, False)
     for i, l in enumerate(links):
         w = f"links[{i}]"
         _fields(l, _LINK, {"a", "b", "rate_bps"}, w)
         _str(l, "a", w), _str(l, "b", w)
-        _f64(l, "rate_bps", w)
-        _f64(l, "propagation_s", w, 0.0)
+        _f64(l, "rate_bps", w, None, MAX_RATE_BPS)
+        _f64(l, "propagation_s", w, 0.0, MAX_DURATION_S)
         _f64(l, "loss", w, 0.0)
         if l.get("framing", DEFAULT_FRAMING) not in FRAMINGS:
-            raise PlatformError(f"{w}.framing must be one of {', '.join(FRAMINGS)}, got {l.get('framing')!r}")
+            raise PlatformError(f"{w}.framing must be one of {', '.join(FRAMINGS)}, got {shown(l.get('framing'))}")
         drops = l.get("drop_nth", [])
-        if not isinstance(drops, list) or any(isinstance(k, bool) or not isinstance(k, int) or k < 0 for k in drops):
-            raise PlatformError(f"{w}.drop_nth must be a list of non-negative integers, got {drops!r}")
+        if (not isinstance(drops, list) or len(drops) > MAX_DROP_NTH
+                or any(isinstance(k, bool) or not isinstance(k, int) or not 0 <= k <= MAX_WHOLE for k in drops)):
+            raise PlatformError(
+                f"{w}.drop_nth must be a list of at most {MAX_DROP_NTH} packet numbers (integers from 1 to"
+                f" {MAX_WHOLE}), got {shown(drops)}"
+            )
     for i, s in enumerate(segments):
         _fields(s, _SEGMENT, {"name", "rate_bps", "members"}, f"segments[{i}]")
         w = f"segments.{_str(s, 'name', f'segments[{i}]')}"
-        _f64(s, "rate_bps", w)
-        _f64(s, "propagation_s", w, 0.0)
+        _f64(s, "rate_bps", w, None, MAX_RATE_BPS)
+        _f64(s, "propagation_s", w, 0.0, MAX_DURATION_S)
         _bool(s, "collisions", w, True)
-        if not isinstance(s["members"], list) or not all(isinstance(m, str) for m in s["members"]):
-            raise PlatformError(f"{w}.members must be a list of names")
+        if not isinstance(s["members"], list):
+            raise PlatformError(f"{w}.members must be a list of names, got {shown(s['members'])}")
+        for m in s["members"]:
+            check_name(m, f"{w}.members: a member")
     for i, r in enumerate(routers):
         _fields(r, _ROUTER, set(_ROUTER), f"routers[{i}]")
         w = f"routers.{_str(r, 'name', f'routers[{i}]')}"
-        _f64(r, "forward_pps", w)
-        _f64(r, "backplane_bps", w)
+        _f64(r, "forward_pps", w, None, MAX_RATE_BPS)
+        _f64(r, "backplane_bps", w, None, MAX_RATE_BPS)
         _buffer(r["buffer"], f"{w}.buffer")
 
     # the semantic checks of PlatformSpec::validate, in the same order
@@ -622,7 +704,49 @@ def validate(p: Mapping[str, Any]) -> dict:
             if m in seen:
                 raise PlatformError(f"{f('members')}: '{m}' listed twice")
             seen.add(m)
+    _check_wiring(hosts, links, segments)
     return p  # type: ignore[return-value]
+
+
+def _check_wiring(hosts: list, links: list, segments: list) -> None:
+    """What the core checks when it wires the network (sim/build.rs), with the same messages: a host
+    has exactly one interface (a link or a segment), and every host reaches every other."""
+    interfaces = {h["name"]: 0 for h in hosts}
+    leader: dict[str, str] = {}
+
+    def find(n: str) -> str:
+        root = n
+        while leader.get(root, root) != root:
+            root = leader[root]
+        while n != root:  # path compression keeps this linear
+            leader[n], n = root, leader.get(n, n)
+        return root
+
+    def join(a: str, b: str) -> None:
+        ra, rb = find(a), find(b)
+        if ra != rb:
+            leader[ra] = rb
+
+    for l in links:
+        for end in ("a", "b"):
+            if l[end] in interfaces:
+                interfaces[l[end]] += 1
+        join(l["a"], l["b"])
+    for s in segments:
+        for m in s["members"]:
+            if m in interfaces:
+                interfaces[m] += 1
+            join(m, "\0segment:" + s["name"])  # a segment is a node of its own for reachability
+    for h in hosts:
+        n = interfaces[h["name"]]
+        if n > 1:
+            raise PlatformError(f"hosts.{h['name']}: a host has one network interface, this one has {n}")
+        if n == 0 and len(hosts) > 1:
+            raise PlatformError(f"hosts.{h['name']}: not connected to any link or segment")
+    first = hosts[0]["name"]
+    for h in hosts[1:]:
+        if find(h["name"]) != find(first):
+            raise PlatformError(f"hosts.{h['name']}: no route from host '{first}' to host '{h['name']}'")
 
 
 def to_json(p: Mapping[str, Any], *, indent: int | None = None) -> str:

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from .schema import PlatformError, host, make_platform, router, segment, tcp_spec
+from .schema import MAX_HOSTS, PlatformError, host, make_platform, router, segment, tcp_spec
 from .star import _host_count
 from .units import parse_buffer
 
@@ -159,6 +159,11 @@ def segments_router(
                 f"segments: {total} hosts cannot fill {n_segments} segments (each needs at least one host)"
             )
         counts = distribute_hosts(total, n_segments)
+    if sum(counts) > MAX_HOSTS:  # each factor may be within the limit, their product not
+        raise PlatformError(
+            f"segments: {n_segments} segments x {counts[0]} hosts is {sum(counts)} hosts,"
+            f" above the limit of {MAX_HOSTS} (hosts in a platform)"
+        )
 
     host_tcp = tcp_spec(SUNOS_4_1_3_TCP, **(tcp or {}))
     hosts, segments = [], []

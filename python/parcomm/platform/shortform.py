@@ -38,7 +38,7 @@ from .opteron import opteron_cluster
 from .rto import set_rto
 from .segments import segments_router
 from .star import _host_count, star
-from .units import parse_bool, parse_buffer, parse_count, parse_duration, parse_rate, parse_size
+from .units import parse_bool, parse_buffer, parse_count, parse_duration, parse_rate, parse_size, shown
 
 __all__ = ["from_spec_string", "BUILDERS", "SHORT_KINDS"]
 
@@ -62,12 +62,12 @@ def _number(v: str, what: str) -> float:
     try:
         return float(v)
     except ValueError:
-        raise ValueError(f"{what}: '{v}' is not a number") from None
+        raise ValueError(f"{what}: {shown(v)} is not a number") from None
 
 
 def _framing(v: str, what: str) -> str:
     if v not in ("ethernet", "atm", "raw"):
-        raise ValueError(f"{what}: '{v}' is not one of ethernet, atm, raw")
+        raise ValueError(f"{what}: {shown(v)} is not one of ethernet, atm, raw")
     return v
 
 
@@ -132,36 +132,43 @@ _OPTIONS: dict[str, dict[str, _Option]] = {
 #: Kinds of the short form.
 SHORT_KINDS = tuple(_OPTIONS)
 
+#: A short form is typed on a command line: a few options, not pages of them.
+MAX_CHARS = 4096
+
 
 def from_spec_string(text: str) -> dict:
     """Build a platform from the short notation (see the module docstring)."""
     if not isinstance(text, str) or not text.strip():
         raise ValueError("platform: empty description (expected e.g. 'star:64' or 'atm:100')")
+    if len(text) > MAX_CHARS:
+        raise ValueError(f"platform: a short form of {len(text)} characters, more than {MAX_CHARS}: {shown(text)}")
     head, *opts = [part.strip() for part in text.strip().split(",")]
     kind, sep, size = head.partition(":")
     kind = kind.strip().lower()
     size = size.strip()
     if kind not in _OPTIONS:
-        raise ValueError(f"platform: unknown kind '{kind}' in '{text}' (expected one of {', '.join(SHORT_KINDS)})")
+        raise ValueError(
+            f"platform: unknown kind {shown(kind)} in {shown(text)} (expected one of {', '.join(SHORT_KINDS)})"
+        )
     if sep and not size:
-        raise ValueError(f"{kind}: empty size after ':' in '{text}'")
+        raise ValueError(f"{kind}: empty size after ':' in {shown(text)}")
 
     kwargs: dict[str, Any] = {}
     rto: dict[str, float] = {}
     table = {**_COMMON, **_OPTIONS[kind]}
     for opt in opts:
         if not opt:
-            raise ValueError(f"{kind}: empty option in '{text}' (stray comma?)")
+            raise ValueError(f"{kind}: empty option in {shown(text)} (stray comma?)")
         key, eq, value = opt.partition("=")
         key, value = key.strip().lower(), value.strip()
         if not eq or not key or not value:
-            raise ValueError(f"{kind}: option '{opt}' is not KEY=VALUE")
+            raise ValueError(f"{kind}: option {shown(opt)} is not KEY=VALUE")
         if key in ("rto_min", "rto_max"):
             rto[key] = parse_duration(value, f"{kind}: {key}")
             continue
         if key not in table:
             known = ", ".join(sorted([*table, "rto_min", "rto_max"]))
-            raise ValueError(f"{kind}: unknown option '{key}' (expected one of {known})")
+            raise ValueError(f"{kind}: unknown option {shown(key)} (expected one of {known})")
         arg, parse = table[key]
         if arg in kwargs:
             raise ValueError(f"{kind}: option '{key}' given twice")
@@ -190,5 +197,5 @@ def _segments_size(size: str) -> tuple[int, int | None]:
     if not x:
         return n_segments, None
     if not h.strip():
-        raise ValueError(f"segments: hosts per segment missing after 'x' in '{size}'")
+        raise ValueError(f"segments: hosts per segment missing after 'x' in {shown(size)}")
     return n_segments, _host_count(h.strip(), "segments", "hosts per segment")

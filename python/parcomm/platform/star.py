@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from .schema import HOST_OPTIONS, PlatformError, host, link, make_platform, switch
-from .units import parse_buffer, parse_count
+from .schema import HOST_OPTIONS, MAX_HOSTS, PlatformError, host, link, make_platform, switch
+from .units import parse_buffer, parse_count, shown
 
 __all__ = ["star", "DEFAULT_STAR_BUFFER"]
 
@@ -69,28 +69,27 @@ def star(
     return make_platform(name or f"star-{n}", hosts, [sw], links)
 
 
-#: Hosts in one platform: the simulator keeps per-host and per-pair state (an all-to-all
-#: at N hosts has N*(N-1) streams), so beyond 2**16 a platform is a typo, not a cluster.
-MAX_HOSTS = 1 << 16
 
 
 def _host_count(n: Any, builder: str, what: str = "host count", minimum: int = 1) -> int:
     """An integer >= minimum from ``n`` (int or digit string), else ``PlatformError``."""
     if isinstance(n, bool):
-        raise PlatformError(f"{builder}: {what} {n!r} is not an integer")
+        raise PlatformError(f"{builder}: {what} {shown(n)} is not an integer")
     if isinstance(n, str):
         try:
             n = parse_count(n, f"{builder}: {what}")
         except ValueError as e:
             if "limit" in str(e) or "range" in str(e):
-                raise PlatformError(str(e)) from None
-            raise PlatformError(f"{builder}: {what} '{n}' is not an integer") from None
+                raise PlatformError(
+                    f"{builder}: {what} {shown(n)} is above the limit of {MAX_HOSTS} (hosts in a platform)"
+                ) from None
+            raise PlatformError(f"{builder}: {what} {shown(n)} is not an integer") from None
     if isinstance(n, float) and n.is_integer():
         n = int(n)
     if not isinstance(n, int):
-        raise PlatformError(f"{builder}: {what} {n!r} is not an integer")
+        raise PlatformError(f"{builder}: {what} {shown(n)} is not an integer")
     if n < minimum:
-        raise PlatformError(f"{builder}: {what} must be at least {minimum}, got {n}")
+        raise PlatformError(f"{builder}: {what} must be at least {minimum}, got {shown(n)}")
     if n > MAX_HOSTS:
-        raise PlatformError(f"{builder}: {what} {n} is above the limit of {MAX_HOSTS}")
+        raise PlatformError(f"{builder}: {what} {shown(n)} is above the limit of {MAX_HOSTS} (hosts in a platform)")
     return n
