@@ -21,7 +21,7 @@ A tree is a plain dict, written in JSON or TOML::
 
 * A **network** is one hop of the multicast route: the paper's "network N_i"
   with a one-way medium delay T_i (``delay_s`` >= 0), a packet loss rate E_i
-  (``loss`` in [0, 1)) and a bandwidth (``rate_bps`` > 0) (seed 003 §4,
+  (``loss`` in [0, 0.5], see ``MAX_LOSS``) and a bandwidth (``rate_bps`` > 0) (seed 003 §4,
   "検討モデル"). It joins a ``parent`` node to a ``child`` node; packets flow
   parent -> child, acknowledgements child -> parent.
 * A **router** joins networks. A router with ``repair = true`` buffers the
@@ -54,7 +54,7 @@ API
   routers repair).
 
 Errors are :class:`TreeError`, a ``ValueError`` whose message names the bad
-field or node (``networks[3] ('n4').loss = 1.2: must be in [0, 1)``, ``cycle
+field or node (``networks[3] ('n4').loss = 1.2: must be in [0, 0.5]``, ``cycle
 through networks 'a' -> 'b' -> 'a'``, ``receiver 'rcv9' is not reachable from
 source 'src'``) and, for files, starts with the file name.
 
@@ -194,13 +194,12 @@ class Tree:
 
 def load(path: str | Path) -> Tree:
     """Read and validate a tree file: JSON (``.json``) or TOML (any other suffix)."""
+    from ...platform.loader import read_bounded
+
     path = Path(path)
-    try:
-        text = path.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise TreeError(f"{path}: no such tree file") from None
-    except (OSError, UnicodeDecodeError) as e:
-        raise TreeError(f"{path}: cannot read tree file: {getattr(e, 'strerror', None) or e}") from None
+    if not path.exists():
+        raise TreeError(f"{path}: no such tree file")
+    text = read_bounded(path, "tree file", MAX_FILE_BYTES, TreeError)
     fmt = "json" if path.suffix.lower() == ".json" else "toml"
     return loads(text, fmt=fmt, source=str(path))
 
@@ -209,19 +208,20 @@ def loads(text: str, fmt: str = "json", source: str = "<string>") -> Tree:
     """Parse ``text`` as ``fmt`` ("json" or "toml") and validate it."""
     if len(text) > MAX_FILE_BYTES:
         raise TreeError(f"{source}: {len(text)} characters, more than a tree file's {MAX_FILE_BYTES}")
+    if fmt not in ("json", "toml"):
+        raise TreeError(f"unknown tree format {fmt!r} (json or toml)")
     try:
-        if fmt == "json":
-            data = json.loads(text)
-        elif fmt == "toml":
-            data = tomllib.loads(text)
-        else:
-            raise TreeError(f"unknown tree format {fmt!r} (json or toml)")
+        data = json.loads(text) if fmt == "json" else tomllib.loads(text)
     except json.JSONDecodeError as e:
         raise TreeError(f"{source}: invalid JSON: {e}") from None
     except tomllib.TOMLDecodeError as e:
         raise TreeError(f"{source}: invalid TOML: {e}") from None
     except RecursionError:
-        raise TreeError(f"{source}: nested too deeply") from None
+        raise TreeError(f"{source}: invalid {fmt.upper()}: nested too deeply") from None
+    except ValueError as e:  # e.g. an integer of more digits than Python converts
+        from ...platform.loader import parse_failure
+
+        raise TreeError(f"{source}: invalid {fmt.upper()}: {parse_failure(e)}") from None
     try:
         return validate(data)
     except TreeError as e:
@@ -230,24 +230,41 @@ def loads(text: str, fmt: str = "json", source: str = "<string>") -> Tree:
 
 #: A tree file lists nodes and networks: 4 MiB is tens of thousands of them.
 MAX_FILE_BYTES = 4 << 20
+#: Nodes in a tree: a national backbone down to every site's LAN is thousands; the model and the
+#: placement search are polynomial in it, so beyond this a tree is a mistake, not a network.
+MAX_NODES = 1 << 16
+#: A multicast packet is one IP datagram: at most 65,535 bytes (IPv4), 65,536 with room to spare.
+MAX_PACKET_BYTES = 1 << 16
+#: Names appear in messages and tables: one printable line of reasonable length.
+MAX_NAME_CHARS = 256
+#: Loss rate of one network. Seed 003's networks lose 0.1-5 % (MBone measurements); one that loses
+#: more than half its packets is down, not lossy, and the coverage model's rounds stop converging
+#: in reasonable time above it (a 7-node tree: 0.1 s at 0.5 and 0.7, 11 s and no answer at 0.8).
+MAX_LOSS = 0.5
 
 _TOP_KEYS = {"name", "source", "packet_bytes", "nodes", "networks"}
 _NODE_KEYS = {"name", "kind", "repair"}
 _NET_KEYS = {"name", "parent", "child", "delay_s", "loss", "rate_bps"}
 
 
+def _s(value: Any, limit: int = 80) -> str:
+    from ...platform.units import shown
+
+    return shown(value, limit)
+
+
 def _unknown(obj: Mapping, allowed: set[str], where: str) -> None:
     extra = [k for k in obj if k not in allowed]
     if extra:
-        raise TreeError(f"{where}: unknown field {extra[0]!r} (allowed: {', '.join(sorted(allowed))})")
+        raise TreeError(f"{where}: unknown field {_s(extra[0])} (allowed: {', '.join(sorted(allowed))})")
 
 
 def _name(obj: Mapping, key: str, where: str) -> str:
     if key not in obj:
-        raise TreeError(f"{where}: missing field {key!r}")
+        raise TreeError(f"{where}: missing field {_s(key)}")
     v = obj[key]
-    if not isinstance(v, str) or not v:
-        raise TreeError(f"{where}.{key} = {v!r}: must be a non-empty string")
+    if not isinstance(v, str) or not v or len(v) > MAX_NAME_CHARS or not v.isprintable():
+        raise TreeError(f"{where}.{key} = {_s(v)}: must be a non-empty printable string of at most {MAX_NAME_CHARS} characters")
     return v
 
 
@@ -261,9 +278,9 @@ def _delay(v: Any, where: str) -> float:
     try:
         d = parse_duration(v)
     except ValueError as e:
-        raise TreeError(f"{where}.delay_s = {v!r}: {e}") from None
+        raise TreeError(f"{where}.delay_s = {_s(v)}: {e}") from None
     if not math.isfinite(d):
-        raise TreeError(f"{where}.delay_s = {v!r}: must be a finite number of seconds")
+        raise TreeError(f"{where}.delay_s = {_s(v)}: must be a finite number of seconds")
     return d
 
 
@@ -273,7 +290,7 @@ def _rate(v: Any, where: str) -> float:
     try:
         return parse_rate(v)
     except ValueError as e:
-        raise TreeError(f"{where}.rate_bps = {v!r}: {e}") from None
+        raise TreeError(f"{where}.rate_bps = {_s(v)}: {e}") from None
 
 
 def _loss(v: Any, where: str) -> float:
@@ -282,13 +299,13 @@ def _loss(v: Any, where: str) -> float:
         try:
             x = float(v.strip()[:-1]) / 100.0
         except ValueError:
-            raise TreeError(f"{where}.loss = {v!r}: not a number or percentage") from None
+            raise TreeError(f"{where}.loss = {_s(v)}: not a number or percentage") from None
     elif _is_number(v):
         x = float(v)
     else:
-        raise TreeError(f"{where}.loss = {v!r}: must be a number in [0, 1) or a percentage string")
-    if not (0.0 <= x < 1.0):  # also refuses NaN
-        raise TreeError(f"{where}.loss = {v!r}: must be in [0, 1)")
+        raise TreeError(f"{where}.loss = {_s(v)}: must be a number in [0, {MAX_LOSS}] or a percentage string")
+    if not (0.0 <= x <= MAX_LOSS):  # also refuses NaN
+        raise TreeError(f"{where}.loss = {_s(v)}: must be in [0, {MAX_LOSS}]")
     return x
 
 
@@ -300,43 +317,45 @@ def validate(data: Mapping | Tree) -> Tree:
         raise TreeError(f"a tree must be a mapping (dict/table), got {type(data).__name__}")
     _unknown(data, _TOP_KEYS, "tree")
     name = data.get("name", "tree")
-    if not isinstance(name, str) or not name:
-        raise TreeError(f"name = {name!r}: must be a non-empty string")
+    if not isinstance(name, str) or not name or len(name) > MAX_NAME_CHARS or not name.isprintable():
+        raise TreeError(f"name = {_s(name)}: must be a non-empty printable string of at most {MAX_NAME_CHARS} characters")
     source = _name(data, "source", "tree")
     pb = data.get("packet_bytes", DEFAULT_PACKET_BYTES)
-    if not isinstance(pb, int) or isinstance(pb, bool) or pb <= 0:
-        raise TreeError(f"packet_bytes = {pb!r}: must be a positive integer")
+    if not isinstance(pb, int) or isinstance(pb, bool) or not 0 < pb <= MAX_PACKET_BYTES:
+        raise TreeError(f"packet_bytes = {_s(pb)}: must be an integer from 1 to {MAX_PACKET_BYTES}")
 
     raw_nodes = data.get("nodes")
     if not isinstance(raw_nodes, list) or not raw_nodes:
         raise TreeError("nodes: must be a non-empty list of {name, kind[, repair]}")
+    if len(raw_nodes) > MAX_NODES:
+        raise TreeError(f"nodes: {len(raw_nodes)} of them, more than the limit of {MAX_NODES}")
     nodes: dict[str, Node] = {}
     for i, n in enumerate(raw_nodes):
         where = f"nodes[{i}]"
         if not isinstance(n, Mapping):
-            raise TreeError(f"{where}: must be a mapping, got {n!r}")
+            raise TreeError(f"{where}: must be a mapping, got {_s(n)}")
         _unknown(n, _NODE_KEYS, where)
         nm = _name(n, "name", where)
-        where = f"nodes[{i}] ({nm!r})"
+        where = f"nodes[{i}] ({_s(nm)})"
         if nm in nodes:
-            raise TreeError(f"{where}: duplicate node name {nm!r}")
+            raise TreeError(f"{where}: duplicate node name {_s(nm)}")
         kind = n.get("kind")
         if kind not in KINDS:
-            raise TreeError(f"{where}.kind = {kind!r}: must be one of {', '.join(KINDS)}")
+            raise TreeError(f"{where}.kind = {_s(kind)}: must be one of {', '.join(KINDS)}")
         repair = n.get("repair", False)
         if not isinstance(repair, bool):
-            raise TreeError(f"{where}.repair = {repair!r}: must be true or false")
+            raise TreeError(f"{where}.repair = {_s(repair)}: must be true or false")
         if repair and kind != "router":
             raise TreeError(f"{where}.repair: only routers take a repair flag (this node is a {kind})")
         nodes[nm] = Node(nm, kind, repair)
 
     if source not in nodes:
-        raise TreeError(f"source = {source!r}: no node of that name")
+        raise TreeError(f"source = {_s(source)}: no node of that name")
     if nodes[source].kind != "source":
-        raise TreeError(f"source = {source!r}: that node's kind is {nodes[source].kind!r}, not 'source'")
+        raise TreeError(f"source = {_s(source)}: that node's kind is {_s(nodes[source].kind)}, not 'source'")
     others = [n.name for n in nodes.values() if n.kind == "source" and n.name != source]
     if others:
-        raise TreeError(f"node {others[0]!r}: kind 'source' but the tree's source is {source!r} (one source per tree)")
+        raise TreeError(f"node {_s(others[0])}: kind 'source' but the tree's source is {_s(source)} (one source per tree)")
 
     raw_nets = data.get("networks")
     if not isinstance(raw_nets, list) or not raw_nets:
@@ -347,30 +366,30 @@ def validate(data: Mapping | Tree) -> Tree:
     for i, e in enumerate(raw_nets):
         where = f"networks[{i}]"
         if not isinstance(e, Mapping):
-            raise TreeError(f"{where}: must be a mapping, got {e!r}")
+            raise TreeError(f"{where}: must be a mapping, got {_s(e)}")
         _unknown(e, _NET_KEYS, where)
         nm = _name(e, "name", where)
-        where = f"networks[{i}] ({nm!r})"
+        where = f"networks[{i}] ({_s(nm)})"
         if nm in networks:
-            raise TreeError(f"{where}: duplicate network name {nm!r}")
+            raise TreeError(f"{where}: duplicate network name {_s(nm)}")
         parent = _name(e, "parent", where)
         child = _name(e, "child", where)
         for key, node in (("parent", parent), ("child", child)):
             if node not in nodes:
-                raise TreeError(f"{where}.{key} = {node!r}: unknown node")
+                raise TreeError(f"{where}.{key} = {_s(node)}: unknown node")
         if parent == child:
-            raise TreeError(f"{where}: parent and child are both {parent!r}")
+            raise TreeError(f"{where}: parent and child are both {_s(parent)}")
         for key in ("delay_s", "loss", "rate_bps"):
             if key not in e:
-                raise TreeError(f"{where}: missing field {key!r}")
+                raise TreeError(f"{where}: missing field {_s(key)}")
         net = Network(nm, parent, child, _delay(e["delay_s"], where), _loss(e["loss"], where), _rate(e["rate_bps"], where))
         if nodes[child].kind == "source":
-            raise TreeError(f"{where}.child = {child!r}: the source cannot have a parent network")
+            raise TreeError(f"{where}.child = {_s(child)}: the source cannot have a parent network")
         if nodes[parent].kind == "receiver":
-            raise TreeError(f"{where}.parent = {parent!r}: receivers are leaves and cannot have child networks")
+            raise TreeError(f"{where}.parent = {_s(parent)}: receivers are leaves and cannot have child networks")
         if child in parent_net:
             raise TreeError(
-                f"node {child!r} has two parent networks ({parent_net[child].name!r} and {nm!r}); "
+                f"node {_s(child)} has two parent networks ({_s(parent_net[child].name)} and {_s(nm)}); "
                 "each node but the source has exactly one"
             )
         networks[nm] = net
@@ -394,15 +413,15 @@ def validate(data: Mapping | Tree) -> Tree:
                 raise TreeError(f"cycle through networks {' -> '.join(repr(c) for c in cyc)}; the networks must form a tree")
         first = next((n for n in unreached if nodes[n].kind == "receiver"), unreached[0])
         kind = nodes[first].kind
-        how = "no parent network" if first not in parent_net else f"its ancestors end at {_top(first, parent_net)!r}"
-        raise TreeError(f"{kind} {first!r} is not reachable from source {source!r} ({how})")
+        how = "no parent network" if first not in parent_net else f"its ancestors end at {_s(_top(first, parent_net))}"
+        raise TreeError(f"{kind} {_s(first)} is not reachable from source {_s(source)} ({how})")
     for n in order:
         if nodes[n].kind == "router" and not child_nets[n]:
-            raise TreeError(f"router {n!r} has no child network (a leaf must be a receiver)")
+            raise TreeError(f"router {_s(n)} has no child network (a leaf must be a receiver)")
     if not any(nodes[n].kind == "receiver" for n in nodes):
         raise TreeError("nodes: the tree has no receiver")
     if not child_nets[source]:
-        raise TreeError(f"source {source!r} has no child network")
+        raise TreeError(f"source {_s(source)} has no child network")
     return Tree(name, source, pb, nodes, networks, parent_net, child_nets, order)
 
 
