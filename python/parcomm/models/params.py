@@ -21,6 +21,8 @@ from pathlib import Path
 from typing import Any
 
 FORMAT = "parcomm-plogp/1"
+#: A parameter file holds a few dozen sizes per pattern; 4 MiB is far beyond any measurement.
+MAX_FILE_BYTES = 4 << 20
 
 
 def interpolate(sizes: list[int], values: list[float], m: float) -> float:
@@ -37,15 +39,22 @@ def interpolate(sizes: list[int], values: list[float], m: float) -> float:
     return max(0.0, y0 + (y1 - y0) * (m - x0) / (x1 - x0))
 
 
+def _shown(v: Any) -> str:
+    from ..platform.units import shown
+
+    return shown(v)
+
+
 def _check_int(name: str, v: Any, lo: int, hi: int) -> None:
     if isinstance(v, bool) or not isinstance(v, int) or not lo <= v <= hi:
-        raise ValueError(f"params: '{name}' must be whole numbers in {lo}..{hi}, got {v!r}"[:200])
+        raise ValueError(f"params: '{name}' must be whole numbers in {lo}..{hi}, got {_shown(v)}")
 
 
 def _check_number(name: str, v: Any, hi: float = 1e9) -> None:
     """A time in seconds (or a byte count): finite, non-negative, below ``hi``."""
-    if isinstance(v, bool) or not isinstance(v, (int, float)) or not (math.isfinite(v) and 0 <= v <= hi):
-        raise ValueError(f"params: '{name}' must be finite numbers in 0..{hi:g}, got {v!r}"[:200])
+    # 0 <= v <= hi first: an integer beyond any float compares fine but math.isfinite() overflows on it
+    if isinstance(v, bool) or not isinstance(v, (int, float)) or not (0 <= v <= hi and math.isfinite(v)):
+        raise ValueError(f"params: '{name}' must be finite numbers in 0..{hi:g}, got {_shown(v)}")
 
 
 @dataclass
@@ -78,6 +87,8 @@ class PlogPParams:
         if not isinstance(self.g_pattern, dict):
             raise ValueError(f"params: 'g_pattern' must be an object, got {type(self.g_pattern).__name__}")
         for pat, vals in self.g_pattern.items():
+            if not isinstance(pat, str) or len(pat) > 64 or not pat.isprintable():
+                raise ValueError(f"params: 'g_pattern' names a pattern {_shown(pat)}; names are short printable strings")
             if not isinstance(vals, list):
                 raise ValueError(f"params: g_pattern['{pat}'] must be a list, got {type(vals).__name__}")
             for v in vals:
@@ -85,7 +96,7 @@ class PlogPParams:
         if self.queue_bytes is not None:
             _check_number("queue_bytes", self.queue_bytes, 2.0**53)
         if not isinstance(self.flow_control, bool):
-            raise ValueError(f"params: 'flow_control' must be true or false, got {self.flow_control!r}")
+            raise ValueError(f"params: 'flow_control' must be true or false, got {_shown(self.flow_control)}")
         _check_number("rto_s", self.rto_s, 1e9)
         if not isinstance(self.meta, dict):
             raise ValueError(f"params: 'meta' must be an object, got {type(self.meta).__name__}")
@@ -126,9 +137,11 @@ class PlogPParams:
     @classmethod
     def from_dict(cls, d: dict[str, Any], source: str = "params") -> "PlogPParams":
         if not isinstance(d, dict):
-            raise ValueError(f"{source}: expected a JSON object")
+            raise ValueError(f"{source}: expected a JSON object with 'format', 'procs', 'L', ... at top level,"
+                             f" got {type(d).__name__}")
         if d.get("format") != FORMAT:
-            raise ValueError(f"{source}: not a parcomm PlogP parameter file (format {d.get('format')!r}, expected {FORMAT!r})")
+            raise ValueError(f"{source}: not a parcomm PlogP parameter file (format {_shown(d.get('format'))},"
+                             f" expected {FORMAT!r})")
         required = ("procs", "L", "sizes", "g", "o_s", "o_r")
         missing = [k for k in required if k not in d]
         if missing:
@@ -136,7 +149,8 @@ class PlogPParams:
         known = set(cls.__dataclass_fields__)
         unknown = set(d) - known - {"format"}
         if unknown:
-            raise ValueError(f"{source}: unknown field(s) {', '.join(sorted(unknown))}")
+            raise ValueError(f"{source}: unknown field(s) {_shown(', '.join(sorted(map(str, unknown))))}"
+                             f" (a parameter file has format, {', '.join(known)})")
         try:
             return cls(**{k: v for k, v in d.items() if k != "format"})
         except (TypeError, ValueError) as e:
@@ -144,13 +158,22 @@ class PlogPParams:
 
     @classmethod
     def load(cls, path: str | Path) -> "PlogPParams":
+        from ..platform.loader import read_bounded
+
         p = Path(path)
-        try:
-            text = p.read_text()
-        except OSError as e:
-            raise ValueError(f"{p}: cannot read parameter file ({e.strerror})") from None
+        return cls.loads(read_bounded(p, "parameter file", MAX_FILE_BYTES, ValueError), str(p))
+
+    @classmethod
+    def loads(cls, text: str, source: str = "params") -> "PlogPParams":
+        """Parse a parameter file's JSON text; ``source`` names it in error messages."""
         try:
             d = json.loads(text)
         except json.JSONDecodeError as e:
-            raise ValueError(f"{p}: malformed JSON at line {e.lineno}: {e.msg}") from None
-        return cls.from_dict(d, str(p))
+            raise ValueError(f"{source}: malformed JSON at line {e.lineno}: {e.msg}") from None
+        except RecursionError:
+            raise ValueError(f"{source}: malformed JSON: nested too deeply") from None
+        except ValueError as e:  # e.g. an integer of more digits than Python converts
+            from ..platform.loader import parse_failure
+
+            raise ValueError(f"{source}: malformed JSON: {parse_failure(e)}") from None
+        return cls.from_dict(d, source)
