@@ -22,6 +22,37 @@ class RunFailed(click.ClickException):
         click.echo(f"error: {self.message}", err=True)
 
 
+class IntIn(click.ParamType):
+    """An integer option in ``lo..hi``; unlike ``click.IntRange`` its message quotes at most the first
+    40 characters of a wrong value (a 5,000-digit argument must not become a 5,000-character error)."""
+
+    name = "integer"
+
+    def __init__(self, lo: int, hi: int | None = None) -> None:
+        self.lo, self.hi = lo, hi
+
+    def convert(self, value: Any, param: Any, ctx: Any) -> int:
+        if isinstance(value, int) and not isinstance(value, bool):
+            n = value
+        else:
+            text = str(value).strip()
+            shown = repr(text) if len(text) <= 40 else f"{text[:40]!r}... ({len(text)} characters)"
+            if len(text) > 40 or not text.lstrip("+-").isdigit():
+                self.fail(f"{shown} is not {self._range()}", param, ctx)
+            n = int(text)
+        if n < self.lo or (self.hi is not None and n > self.hi):
+            self.fail(f"{n} is not {self._range()}", param, ctx)
+        return n
+
+    def _range(self) -> str:
+        what = {0: "a non-negative integer", 1: "a positive integer"}.get(self.lo, f"an integer >= {self.lo}")
+        return what if self.hi is None else f"{what} (at most {self.hi})"
+
+
+#: Seeds reach the core as unsigned 64-bit integers.
+SEED = IntIn(0, 2**64 - 1)
+
+
 def parse_with(parser, value: str, option: str) -> Any:
     try:
         return parser(value)

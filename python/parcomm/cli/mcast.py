@@ -9,11 +9,12 @@ from __future__ import annotations
 import dataclasses
 import inspect
 import json
+import math
 from typing import Any
 
 import click
 
-from .common import UserError, emit_json
+from .common import SEED, IntIn, UserError, emit_json
 
 CONVENTION_HELP = (
     "delay convention: route (the paper's studies 1-4, default), fanout (study 5: all-or-nothing "
@@ -97,7 +98,7 @@ def model(tree_file: str, convention: str, repair: str | None, rate: str | None,
 
 @mcast.command()
 @click.argument("tree_file")
-@click.option("--routers", "-k", type=int, default=None, help="budget: at most K repair routers")
+@click.option("--routers", "-k", type=IntIn(0), default=None, help="budget: at most K repair routers")
 @click.option("--buffer", "buffer", default=None, help="budget: system-wide buffer, e.g. 100MB (1 MB = 10^6 bytes)")
 @click.option("--convention", type=click.Choice(["route", "fanout", "coverage"]), default="route", show_default=True, help=CONVENTION_HELP)
 @click.option("--method", type=click.Choice(["auto", "dp", "exhaustive", "greedy"]), default="auto", show_default=True,
@@ -113,8 +114,6 @@ def place(tree_file: str, routers: int | None, buffer: str | None, convention: s
 
     if (routers is None) == (buffer is None):
         raise UserError("give exactly one budget: --routers K or --buffer SIZE")
-    if routers is not None and routers < 0:
-        raise UserError(f"--routers {routers}: must be >= 0")
     budget = None
     if buffer is not None:
         try:
@@ -122,6 +121,8 @@ def place(tree_file: str, routers: int | None, buffer: str | None, convention: s
         except ValueError as e:
             raise UserError(str(e)) from None
     t = _tree(tree_file)
+    if routers is not None:
+        routers = min(routers, len(t.routers))  # "at most K": more than the tree has means every one
     B = _rate(rate)
     try:
         best = P.place(t, routers=routers, buffer_bytes=budget, convention=convention, method=method, rate_bps=B)
@@ -187,7 +188,8 @@ def _plot(path: str, name: str, curve, best, none, everywhere) -> None:
 
 @mcast.command(context_settings={"ignore_unknown_options": False})
 @click.argument("tree_file")
-@click.option("--seed", type=int, default=1, show_default=True, help="random seed (same seed, same result)")
+@click.option("--seed", type=SEED, default=1, show_default=True,
+              help="random seed (same seed, same result)")
 @click.option("--repair", default=None, help="comma-separated routers that repair (overrides the file's flags)")
 @click.option("--set", "settings", multiple=True, metavar="KEY=VALUE",
               help="any other keyword argument of parcomm.apps.mcast.sim.simulate (value parsed as JSON if it can be)")
@@ -205,8 +207,11 @@ def sim(tree_file: str, seed: int, repair: str | None, settings: tuple[str, ...]
             raise UserError(f"--set {s!r}: expected KEY=VALUE")
         try:
             kwargs[key] = json.loads(value)
-        except json.JSONDecodeError:
+        except (json.JSONDecodeError, RecursionError):
             kwargs[key] = value
+        except ValueError:  # an integer of thousands of digits
+            raise UserError(f"--set {key}: {value[:40]!r}... is not a sensible value") from None
+        _check_setting(key, kwargs[key])
     params = inspect.signature(simulate).parameters
     if not any(p.kind is p.VAR_KEYWORD for p in params.values()):
         unknown = [k for k in kwargs if k not in params]
@@ -228,6 +233,21 @@ def sim(tree_file: str, seed: int, repair: str | None, settings: tuple[str, ...]
                 click.echo(f"{k}: {v}")
     else:
         click.echo(out)
+
+
+#: ``--set packets=N``: the simulator keeps per-packet state (about 40 bytes each); ten million
+#: packets (10 GB of 1 KiB packets, 80 s of a 1 Gbit/s stream) is 400 MB of it.
+MAX_SIM_PACKETS = 10_000_000
+
+
+def _check_setting(key: str, value: Any) -> None:
+    """Refuse the --set values that would reach the core as a crash rather than an error."""
+    if isinstance(value, float) and not math.isfinite(value):
+        raise UserError(f"--set {key}={value}: must be a finite number")
+    if isinstance(value, int) and not -(2**63) <= value < 2**64:  # the core's integers are 64-bit
+        raise UserError(f"--set {key}: {str(value)[:30]}... is out of any sensible range")
+    if key == "packets" and isinstance(value, (int, float)) and not isinstance(value, bool) and value > MAX_SIM_PACKETS:
+        raise UserError(f"--set packets={value}: at most {MAX_SIM_PACKETS} packets per run")
 
 
 def load_simulator():

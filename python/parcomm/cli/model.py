@@ -2,16 +2,44 @@
 
 from __future__ import annotations
 
+import math
 from pathlib import Path
 
 import click
 
+from ..platform.schema import MAX_HOSTS
 from ..platform.units import parse_duration, parse_size
-from .common import UserError, emit_json, parse_with
+from .common import SEED, IntIn, UserError, emit_json, parse_with
+
+#: Ranks a model predicts for: a million, more than most machines have cores. The models'
+#: cost grows with it (Alltoall B sums P - 1 phases: 2.4 s at 2^20 ranks, 34 s at 2^24).
+MAX_MODEL_PROCS = 1 << 20
+#: Ranks ``measure`` starts: one per host of the largest platform.
+MAX_MEASURE_PROCS = MAX_HOSTS
 
 
 def _sizes(text: str) -> list[int]:
     return [parse_size(s.strip(), "--sizes") for s in text.split(",") if s.strip()]
+
+
+def _rel_ci(ctx, param, value: float) -> float:
+    # a fraction of the mean; repetitions stop at max_reps anyway, but NaN, inf or <= 0 mean nothing
+    if not (0 < value < math.inf):
+        raise click.BadParameter(f"{value} is not a positive fraction of the mean (e.g. 0.05)")
+    return value
+
+
+def _pattern_ks(text: str | None) -> list[int] | None:
+    if not text:
+        return None
+    try:
+        ks = [int(k) for k in text.split(",")]
+    except ValueError:
+        raise click.UsageError(f"--pattern-ks: {text[:60]!r} is not a comma-separated list of integers") from None
+    bad = [k for k in ks if not 1 <= k < MAX_MEASURE_PROCS]
+    if bad:
+        raise click.UsageError(f"--pattern-ks: {bad[0]} is not an XOR partner distance 1..{MAX_MEASURE_PROCS - 1}")
+    return ks
 
 
 @click.command()
@@ -19,16 +47,17 @@ def _sizes(text: str) -> list[int]:
               help="sim: a simulated platform; local: TCP processes on this machine; mpi: ranks under mpiexec")
 @click.option("--platform", "platform_spec", default="opteron:8", show_default=True,
               help="simulated platform to measure (short form or TOML file; --backend sim)")
-@click.option("--procs", "-n", type=int, default=None, help="ranks (default: every host)")
+@click.option("--procs", "-n", type=IntIn(1, MAX_MEASURE_PROCS), default=None,
+              help="ranks (default: every host)")
 @click.option("--sizes", default="0,64,1KiB,4KiB,16KiB,64KiB,256KiB,1MiB", show_default=True,
               help="message sizes at which g, o_s and o_r are measured")
 @click.option("--patterns", type=click.Choice(["alltoall", "none"]), default="alltoall", show_default=True,
               help="measure g(m, C) for the XOR patterns Alltoall A and B use (eq. 3)")
 @click.option("--pattern-ks", default=None, help="measure only these XOR patterns, e.g. 1,2,4 (others by symmetry)")
-@click.option("--rel-ci", type=float, default=0.05, show_default=True,
+@click.option("--rel-ci", type=float, default=0.05, show_default=True, callback=_rel_ci,
               help="repeat until the 95%% confidence interval is within this fraction of the mean")
 @click.option("--rto", default="200ms", show_default=True, help="T_RTO of the platform's TCP (RTO minimum)")
-@click.option("--seed", type=int, default=1, show_default=True)
+@click.option("--seed", type=SEED, default=1, show_default=True)
 @click.option("--out", type=click.Path(dir_okay=False, path_type=Path), required=True, help="parameter file to write (JSON)")
 def measure(backend, platform_spec, procs, sizes, patterns, pattern_ks, rel_ci, rto, seed, out) -> None:
     """Measure PlogP and PlogP-BR parameters (Kielmann's procedure, bidirectional
@@ -44,8 +73,8 @@ def measure(backend, platform_spec, procs, sizes, patterns, pattern_ks, rel_ci, 
 
     size_list = parse_with(_sizes, sizes, "--sizes")
     rto_s = parse_with(lambda v: parse_duration(v, "--rto"), rto, "--rto")
+    ks = _pattern_ks(pattern_ks)
     try:
-        ks = [int(k) for k in pattern_ks.split(",")] if pattern_ks else None
         if backend == "sim":
             plat = as_platform(platform_spec)
             n = procs or len(plat["hosts"])
@@ -113,7 +142,7 @@ _params_opt = click.option("--params", "params_path", type=click.Path(dir_okay=F
 @model.command()
 @click.argument("collective", type=click.Choice(["alltoall", "bcast", "barrier"]))
 @_params_opt
-@click.option("--procs", "-n", type=int, required=True)
+@click.option("--procs", "-n", type=IntIn(1, MAX_MODEL_PROCS), required=True)
 @click.option("--size", default="64KiB", show_default=True)
 @click.option("--model", "model_name", default="plogp-br", show_default=True,
               help="hockney, logp, loggp, plogp or plogp-br")
@@ -140,7 +169,7 @@ def select(collective, params_path, procs, size, model_name, as_json) -> None:
 @model.command()
 @click.argument("algorithm")
 @_params_opt
-@click.option("--procs", "-n", type=int, required=True)
+@click.option("--procs", "-n", type=IntIn(1, MAX_MODEL_PROCS), required=True)
 @click.option("--size", default="64KiB", show_default=True)
 @click.option("--json", "as_json", is_flag=True)
 def predict(algorithm, params_path, procs, size, as_json) -> None:

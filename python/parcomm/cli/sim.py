@@ -7,7 +7,7 @@ from typing import Any
 import click
 
 from ..platform.units import parse_duration, parse_size
-from .common import UserError, emit_json, load_platform, parse_with
+from .common import SEED, IntIn, UserError, emit_json, load_platform, parse_with
 
 PLATFORM_HELP = (
     "platform: a short form (star:64, star:64,rate=1G,buffer=64KiB,fc=off, atm:100, "
@@ -18,7 +18,8 @@ PLATFORM_HELP = (
 def _common(f):
     opts = [
         click.option("--platform", "platform_spec", default="star:64", show_default=True, help=PLATFORM_HELP),
-        click.option("--procs", "-n", type=int, default=None, help="number of ranks (default: one per host)"),
+        click.option("--procs", "-n", type=IntIn(1), default=None,
+                     help="number of ranks (default: one per host)"),
         click.option("--rto-min", default=None, help="TCP RTO minimum for every host, e.g. 200ms"),
         click.option("--rto-max", default=None, help="TCP RTO maximum for every host, e.g. 60s"),
         click.option(
@@ -28,7 +29,8 @@ def _common(f):
             help="per-host RTO of seed 000 §5.2 with X = --rto-min: fixed (MIN=MAX=X), "
             "random_min (MIN in [X,X+100ms], MAX=MIN+100ms), random_both (MIN=MAX in [X,X+100ms])",
         ),
-        click.option("--seed", type=int, default=1, show_default=True, help="random seed (same seed, same result)"),
+        click.option("--seed", type=SEED, default=1, show_default=True,
+                     help="random seed (same seed, same result)"),
         click.option("--eager-limit", default="128KiB", show_default=True, help="larger messages use a rendezvous"),
         click.option("--time-limit", default="600s", show_default=True, help="give up after this much simulated time"),
         click.option("--json", "as_json", is_flag=True, help="print the full result as JSON"),
@@ -47,6 +49,8 @@ def _run(program, kwargs: dict, platform_spec, procs, rto_min, rto_max, rto_sche
     try:
         res = run_sim(program, plat, procs, seed=seed, kwargs=kwargs, eager_limit=eager, time_limit=limit)
     except (CommError, ValueError) as e:
+        if "time limit" in str(e):  # say which option decides it
+            raise UserError(f"{e} (--time-limit {time_limit})") from None
         raise UserError(str(e)) from None
     summary: dict[str, Any] = {
         **what,
