@@ -234,3 +234,19 @@ def test_cli_mcast_options_are_bounded(capsys, tmp_path):
     assert main(["mcast", "place", str(t), "--routers", "1000", "--json"]) == 0
     out = json.loads(capsys.readouterr().out)
     assert out["placement"]["k"] == len(mtree.binary_tree(8).routers)
+
+
+def test_platform_file_errors_name_the_line(tmp_path):
+    from pathlib import Path
+
+    text = (Path(__file__).resolve().parents[1] / "examples" / "platform_file" / "cluster.toml").read_text()
+    f = tmp_path / "c.toml"
+    for broken, where in (
+        (text.replace('name = "a2"\n', 'name = "a2"\nspeed = 3\n'), "line 9: hosts[2] (a2): unknown field(s) speed"),
+        (text.replace('[[links]]\na = "b3"\nb = "rack_b"\nrate_bps = 1e9\n', ""), "line 19: hosts.b3: not connected"),
+        (text + '\n[rto]\nscheme = "bogus"\nx_s = 1\n', "line 67: rto: apply_rto: unknown scheme 'bogus'"),
+    ):
+        f.write_text(broken)
+        with pytest.raises(PlatformError) as err:
+            load(f)
+        assert str(err.value).startswith(f"{f}: {where}"), str(err.value)

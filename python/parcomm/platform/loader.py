@@ -44,6 +44,7 @@ and names the field.
 from __future__ import annotations
 
 import inspect
+import re
 import tomllib
 from pathlib import Path
 from typing import Any, Mapping
@@ -104,13 +105,61 @@ def loads(text: str, source: str = "<string>") -> dict:
         raise PlatformError(f"{source}: invalid TOML: arrays or tables nested too deeply") from None
     except ValueError as e:  # e.g. an integer of more digits than Python converts
         raise PlatformError(f"{source}: invalid TOML: {parse_failure(e)}") from None
-    return from_mapping(data, source=source)
+    try:
+        return _build(data)
+    except PlatformError as e:
+        line = _line_of(text, str(e))
+        raise PlatformError(f"{source}: {'' if line is None else f'line {line}: '}{e}") from None
+
+
+_HEADER = re.compile(r"^[ \t]*(\[\[?)[ \t]*([A-Za-z0-9_-]+)[ \t]*\]\]?", re.M)
+_ITEM = re.compile(r"^(hosts|switches|links|segments|routers)(?:\[(\d+)\]|\.([^.:\s]+))")
+_KEY = re.compile(r"^([A-Za-z_][A-Za-z0-9_]*)\b")
+
+
+def _line_of(text: str, message: str) -> int | None:
+    """The line of the table or key a message starts with, when the file makes that plain:
+    ``hosts[3] ...`` is the fourth ``[[hosts]]``, ``hosts.a0 ...`` the ``[[hosts]]`` whose name is
+    "a0", ``rto: ...`` the ``[rto]`` table, ``n: ...`` a top-level ``n = ...``. Else None."""
+    headers = list(_HEADER.finditer(text))
+
+    def line(pos: int) -> int:
+        return text.count("\n", 0, pos) + 1
+
+    m = _ITEM.match(message)
+    if m:
+        kind, index, name = m.groups()
+        sections = [(h.start(), headers[k + 1].start() if k + 1 < len(headers) else len(text))
+                    for k, h in enumerate(headers) if h.group(1) == "[[" and h.group(2) == kind]
+        if index is not None:
+            return line(sections[int(index)][0]) if int(index) < len(sections) else None
+        named = re.compile(rf"^[ \t]*name[ \t]*=[ \t]*[\"']{re.escape(name)}[\"']", re.M)
+        hits = [a for a, b in sections if named.search(text, a, b)]
+        return line(hits[0]) if len(hits) == 1 else None
+    m = _KEY.match(message)
+    if m:
+        key = m.group(1)
+        table = next((h for h in headers if h.group(1) == "[" and h.group(2) == key), None)
+        if table is not None:
+            return line(table.start())
+        top = text[: headers[0].start()] if headers else text  # top-level keys come before any table
+        hit = re.search(rf"^[ \t]*{re.escape(key)}[ \t]*=", top, re.M)
+        return line(hit.start()) if hit else None
+    return None
 
 
 def from_mapping(data: Mapping[str, Any], source: str = "<platform>") -> dict:
     """Build and validate a platform from an already-parsed TOML/JSON-like mapping."""
+    try:
+        return _build(data)
+    except PlatformError as e:
+        raise PlatformError(f"{source}: {e}") from None
+
+
+def _build(data: Mapping[str, Any]) -> dict:
+    """``from_mapping`` without the source in its messages."""
     if not isinstance(data, Mapping):
-        raise PlatformError(f"{source}: expected a table at top level, got {type(data).__name__}")
+        raise PlatformError(f"expected a table at top level, got {type(data).__name__}")
     data = dict(data)
     rto = data.pop("rto", None)
     try:
@@ -120,10 +169,10 @@ def from_mapping(data: Mapping[str, Any], source: str = "<platform>") -> dict:
             p = _explicit(data)
         if rto is not None:
             p = _apply_rto_table(p, rto)
-    except PlatformError as e:
-        raise PlatformError(f"{source}: {e}") from None
+    except PlatformError:
+        raise
     except (ValueError, TypeError) as e:
-        raise PlatformError(f"{source}: {e}") from None
+        raise PlatformError(str(e)) from None
     return p
 
 
