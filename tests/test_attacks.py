@@ -16,7 +16,6 @@ import json
 import os
 import pickle
 import socket
-import struct
 import subprocess
 import sys
 import threading
@@ -35,6 +34,7 @@ from parcomm.auth import JobKey, authenticate
 from parcomm.comm import CommError, run_local
 from parcomm.comm import socket as sc
 from parcomm.comm.sockopts import _token, write_addresses
+from ports import free_ports
 
 HERE = Path(__file__).resolve().parent
 ME = __name__
@@ -109,17 +109,6 @@ class Attacker(threading.Thread):
         self.join(ATTACK_WINDOW_S + 5)
 
 
-def _free_ports(n: int) -> list[int]:
-    socks = [socket.socket() for _ in range(n)]
-    try:
-        for s in socks:
-            s.bind(("127.0.0.1", 0))
-        return [s.getsockname()[1] for s in socks]
-    finally:
-        for s in socks:
-            s.close()
-
-
 def _socketcomm_exploit(addresses, rank: int, marker: Path) -> bytes:
     """Issue 14's 126-byte RCE against the old SocketComm: a hello with the token
     computed from the public address list, then an eager frame whose pickle runs
@@ -149,7 +138,7 @@ def test_socketcomm_rce_over_the_network_fails(tmp_path):
     """Before: one connection to a `run socket` rank ran `touch` as root. Now the
     exploit (and a forged greeting) is dropped before a byte is interpreted."""
     n = 3
-    ports = _free_ports(n)
+    ports = free_ports(n)
     addresses = [("127.0.0.1", p) for p in ports]
     addrs = tmp_path / "addresses"
     write_addresses(addrs, addresses)
@@ -250,7 +239,7 @@ async def _fake_member(key: JobKey, addresses, listen_sock: socket.socket, attac
 def _victim_vs_member(attack, **comm_kw) -> tuple[BaseException | None, float]:
     key = JobKey.generate()
     listen = sc._listen("127.0.0.1", 0, None)
-    addresses = [("127.0.0.1", _free_ports(1)[0]), ("127.0.0.1", listen.getsockname()[1])]
+    addresses = [("127.0.0.1", free_ports(1)[0]), ("127.0.0.1", listen.getsockname()[1])]
 
     async def victim():
         comm = sc.SocketComm(0, 2, addresses, key=key, **comm_kw)
@@ -377,7 +366,7 @@ def test_rendezvous_cannot_be_hijacked():
     1..N-1 first received the peer table (and then the whole object), and the real
     rank 1 failed. Now registrations without the key are dropped unanswered."""
     key = JobKey.generate()
-    port = _free_ports(1)[0]
+    port = free_ports(1)[0]
     address = ("127.0.0.1", port)
     endpoints = [("127.0.0.1", 42000 + r) for r in range(4)]
     registration = lambda r: encode_record(Record(rv.RV_REGISTER, (r, 4), json.dumps(  # noqa: E731

@@ -13,7 +13,6 @@ import hashlib
 import json
 import os
 import random
-import socket
 import subprocess
 import sys
 import time
@@ -22,6 +21,7 @@ from pathlib import Path
 import pytest
 
 from parcomm.auth import JobKey
+from ports import free_ports
 from parcomm.cli import main
 from parcomm.collectives import (
     alltoall_a,
@@ -346,23 +346,12 @@ def test_cli_run_mpi_spawns_mpiexec(mpi, capsys, tmp_path):
     assert doc["results"] == [5, 0] and [r["rank"] for r in doc["ranks"]] == [0, 1]
 
 
-def _free_ports(n):
-    socks = [socket.socket() for _ in range(n)]
-    try:
-        for s in socks:
-            s.bind(("127.0.0.1", 0))
-        return [s.getsockname()[1] for s in socks]
-    finally:
-        for s in socks:
-            s.close()
-
-
 def test_cli_socket_entry_point_one_process_per_rank(tmp_path):
     """What the emulated cluster runs in each namespace: one process per rank,
     an addresses file, a JSON result per rank."""
     n = 3
     addrs = tmp_path / "addresses"
-    write_addresses(addrs, [("127.0.0.1", p) for p in _free_ports(n)])
+    write_addresses(addrs, [("127.0.0.1", p) for p in free_ports(n)])
     assert len(read_addresses(addrs)) == n
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(HERE), os.environ.get("PYTHONPATH", "")]),
            "PARCOMM_JOB_KEY": JobKey.generate().hex()}  # the job's shared key, from the environment
@@ -391,7 +380,7 @@ def test_cli_socket_entry_point_one_process_per_rank(tmp_path):
 
 def test_cli_socket_entry_point_reports_a_failure(tmp_path):
     addrs = tmp_path / "addresses"
-    write_addresses(addrs, [("127.0.0.1", p) for p in _free_ports(2)])
+    write_addresses(addrs, [("127.0.0.1", p) for p in free_ports(2)])
     key_file = JobKey.generate().write(tmp_path / "job.key")  # the job's shared key, from a file
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(HERE), os.environ.get("PYTHONPATH", "")])}
     env.pop("PARCOMM_JOB_KEY", None)

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import contextlib
 import io
-import json
 import math
 import random
 from pathlib import Path
