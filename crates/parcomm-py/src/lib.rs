@@ -2,7 +2,7 @@
 //! in as JSON, operations go in by host index, completions and counters come
 //! back as plain Python data. Core errors become ValueError.
 
-use parcomm_core::sim::{BusCounters, HostCounters, PortCounters, RouterCounters};
+use parcomm_core::sim::{BusCounters, HostCounters, PortCounters, RouterCounters, TraceSample};
 use parcomm_core::time::from_secs;
 use parcomm_core::{CompletionKind, Simulation as CoreSim};
 use pyo3::exceptions::PyValueError;
@@ -121,6 +121,23 @@ impl Simulation {
         let limit = limit_ns(Some(limit_s))?;
         let inner = &mut self.inner;
         Ok(completions(py.allow_threads(|| inner.run_until(limit))))
+    }
+
+    /// Record each sender's state after every ACK and timer, at most `limit` samples.
+    #[pyo3(signature = (limit=1_000_000))]
+    fn enable_trace(&mut self, limit: usize) {
+        self.inner.enable_trace(limit);
+    }
+
+    /// The trace so far as columns (times in ns, windows in bytes) plus "dropped".
+    fn take_trace<'py>(&mut self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
+        let (samples, dropped) = self.inner.take_trace();
+        let s: &Vec<TraceSample> = &samples;
+        let out = columns!(py, s, t, src, dst, cwnd, ssthresh, rto, srtt, in_flight, acked, in_recovery,
+            segments_retransmitted, timeouts, fast_retransmits, tail_loss_probes);
+        out.set_item("event", s.iter().map(|r| r.event.name()).collect::<Vec<_>>())?;
+        out.set_item("dropped", dropped)?;
+        Ok(out)
     }
 
     fn counters<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {

@@ -200,5 +200,6 @@ pub(super) fn build(spec: &PlatformSpec, seed: u64) -> Result<Simulation, SpecEr
         bus_actions: Vec::new(),
         sack_table: Vec::new(),
         sack_free: Vec::new(),
+        trace: None,
     })
 }

@@ -243,6 +243,7 @@ impl Simulation {
             Some(d) if d <= now => {
                 st.sender.on_timeout(now);
                 let src = st.src;
+                self.trace_stream(s, super::TraceEvent::Timer);
                 self.make_ready(s);
                 self.pump(src);
             }
@@ -323,6 +324,8 @@ impl Simulation {
                 let st = &mut self.streams[s as usize];
                 let una = st.sender.acked();
                 st.sender.on_ack(now, ack);
+                self.trace_stream(s, super::TraceEvent::Ack);
+                let st = &mut self.streams[s as usize];
                 // tcp_check_space(): the ACK freed room a blocked writer waits for.
                 if st.sender.acked() > una && !st.pending.is_empty() {
                     st.sender.expand_sndbuf();

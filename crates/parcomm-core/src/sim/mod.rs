@@ -8,8 +8,10 @@ mod build;
 mod counters;
 mod hosts;
 mod network;
+mod trace;
 
 pub use counters::{BusCounters, Counters, HostCounters, PortCounters, RouterCounters};
+pub use trace::{TraceEvent, TraceSample};
 
 use crate::engine::EventQueue;
 use crate::net::bus::Bus;
@@ -140,6 +142,8 @@ pub struct Simulation {
     /// SACK blocks of ACKs in flight (see `net::packet::AckHeader`).
     pub(crate) sack_table: Vec<crate::transport::SackBlocks>,
     pub(crate) sack_free: Vec<u32>,
+    /// Per-stream sender states, when asked for (`enable_trace`).
+    pub(crate) trace: Option<trace::StreamTrace>,
 }
 
 impl Simulation {
