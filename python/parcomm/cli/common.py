@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import sys
 from typing import Any
 
@@ -62,8 +61,10 @@ def parse_with(parser, value: str, option: str) -> Any:
 
 
 def emit_json(obj: Any) -> None:
-    json.dump(obj, sys.stdout, indent=1, default=str)
-    sys.stdout.write("\n")
+    """``obj`` as strict JSON on stdout: a NaN or infinity is ``null`` (never the non-JSON ``NaN``)."""
+    from .. import strictjson
+
+    strictjson.dump(obj, sys.stdout)
 
 
 def load_platform(spec: str, rto_min: str | None, rto_max: str | None, rto_scheme: str | None, seed: int = 0) -> dict:

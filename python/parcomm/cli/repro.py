@@ -7,7 +7,7 @@ from pathlib import Path
 
 import click
 
-from .common import RunFailed, UserError
+from .common import SEED, IntIn, RunFailed, UserError, emit_json
 
 
 def _os_message(e: OSError, with_file: bool = True) -> str:
@@ -32,38 +32,143 @@ def check_out_dir(out: Path) -> None:
         raise UserError(f"--out {out}: cannot write a file in this directory: {_os_message(e, with_file=False)}") from None
 
 
-@click.command()
-@click.argument("studies", nargs=-1)
+def _study_lines() -> str:
+    from ..studies.framework import STUDIES, SUMMARIES
+
+    width = max(map(len, STUDIES))
+    return "\n".join(f"  {n:{width}}  {SUMMARIES.get(n, '')}" for n in STUDIES)
+
+
+class _ReproCommand(click.Command):
+    """``repro --help`` lists the studies, one line each."""
+
+    def format_epilog(self, ctx, formatter) -> None:
+        formatter.write_paragraph()
+        formatter.write_text("Studies:")
+        with formatter.indentation():
+            for line in _study_lines().splitlines():
+                formatter.write(line + "\n")
+        super().format_epilog(ctx, formatter)
+
+
+def _print_list(as_json: bool) -> None:
+    from ..studies.framework import STUDIES, SUMMARIES
+
+    if as_json:
+        emit_json([{"study": n, "summary": SUMMARIES.get(n, "")} for n in STUDIES])
+    else:
+        click.echo(_study_lines())
+
+
+def _summary_rows(reports) -> list[dict]:
+    from ..studies.report import tally
+
+    rows = []
+    for rep in reports:
+        a, d, n = tally([{"agrees": c.agrees} for c in rep.comparisons])
+        rows.append({"study": rep.name, "agree": a, "differ": d, "not_comparable": n, "wall_s": round(rep.wall_s, 3),
+                     "quick": rep.quick,
+                     "comparisons": [{"quantity": c.quantity, "paper": c.paper, "parcomm": c.parcomm,
+                                      "agrees": c.agrees} for c in rep.comparisons]})
+    return rows
+
+
+def _print_results(reports, out: Path) -> None:
+    from rich.console import Console
+    from rich.table import Table
+
+    from ..studies.report import user_text
+
+    con = Console(soft_wrap=False)  # stdout: the results; cells wrap, nothing is cut
+    verdict = {True: "[green]agrees[/]", False: "[red]differs[/]", None: "not comparable"}
+    for rep in reports:
+        table = Table(title=f"[bold]{rep.name}[/]: {user_text(rep.title)} ({rep.wall_s:.1f} s)", title_justify="left",
+                      show_lines=False, expand=False)
+        table.add_column("quantity", overflow="fold")
+        table.add_column("paper", overflow="fold")
+        table.add_column("parcomm", overflow="fold")
+        table.add_column("verdict", overflow="fold", no_wrap=True)
+        for c in rep.comparisons:
+            table.add_row(user_text(c.quantity), user_text(c.paper), user_text(c.parcomm), verdict[c.agrees])
+        con.print(table)
+    rows = _summary_rows(reports)
+    con.print(f"agree {sum(r['agree'] for r in rows)}, differ {sum(r['differ'] for r in rows)}, "
+              f"not comparable {sum(r['not_comparable'] for r in rows)}; report: {out / 'index.html'}")
+
+
+@click.command(cls=_ReproCommand)
+@click.argument("studies", nargs=-1, metavar="[STUDY]...")
 @click.option("--quick", is_flag=True, help="smaller sweeps that finish in minutes (CI and the demo)")
 @click.option("--out", type=click.Path(file_okay=False, path_type=Path), default=Path("results"), show_default=True,
               help="directory for tables (CSV/JSON), figures (PNG) and index.html")
-@click.option("--seed", type=int, default=1, show_default=True)
-def repro(studies: tuple[str, ...], quick: bool, out: Path, seed: int) -> None:
-    """Run STUDIES (default: every study) and write their tables, figures and report.
+@click.option("--seed", type=SEED, default=1, show_default=True, help="seed of every simulation's random streams")
+@click.option("--workers", "-j", type=IntIn(1, 4096), default=None,
+              help="processes that run simulations [default: one per core; 1 runs everything in this process]")
+@click.option("--executor", type=click.Choice(["local", "mpi"]), default="local", show_default=True,
+              help="local: a process pool on this machine; mpi: mpi4py.futures (run under "
+                   "`mpiexec -n N python -m mpi4py.futures -m parcomm repro --executor mpi`)")
+@click.option("--list", "list_only", is_flag=True, help="list the studies, one line each, and exit")
+@click.option("--json", "as_json", is_flag=True, help="print the verdicts per study as JSON on stdout")
+def repro(studies: tuple[str, ...], quick: bool, out: Path, seed: int, workers: int | None, executor: str,
+          list_only: bool, as_json: bool) -> None:
+    """Reproduce the papers' tables and figures: run STUDY... (default: every study) and write
+    their tables, figures and the report OUT/index.html.
 
-    Each study compares the paper's figures with parcomm's in a
-    "paper vs parcomm" table; results/index.html gathers them.
+    Each study compares the paper's values with parcomm's, quantity by quantity (agrees,
+    differs, not comparable); the report gathers them on one page. Independent simulations run
+    in parallel (--workers, --executor); the numbers are the same whatever runs them.
+    Progress goes to stderr, results to stdout.
     """
     from rich.console import Console
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
     from ..studies import STUDIES, run_studies
+    from ..studies.executor import make_executor
 
-    con = Console(stderr=True)
+    if list_only:
+        _print_list(as_json)
+        return
     names = list(studies) or list(STUDIES)
     unknown = [n for n in names if n not in STUDIES]
     if unknown:
-        raise UserError(f"unknown study {', '.join(unknown)}; known: {', '.join(sorted(STUDIES))}")
+        raise UserError(f"unknown study {', '.join(unknown)}; known: {', '.join(STUDIES)} (see parcomm repro --list)")
     check_out_dir(out)  # a bad --out is the user's mistake: say so before minutes of work
     try:
-        with con.status("running studies") as status:
-            reports = run_studies(names, out, quick, seed, progress=lambda m: status.update(m))
+        pool = make_executor(executor, workers)
+    except ValueError as e:
+        raise UserError(str(e)) from None
+    err = Console(stderr=True)
+    columns = (TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
+               TextColumn("{task.fields[what]}", style="dim"))
+    try:
+        with pool, Progress(*columns, console=err, transient=not err.is_terminal) as bar:
+            overall = bar.add_task("studies", total=len(names), what="")
+            current = {"name": None, "task": None}
+
+            def step(study: str, done: int, total: int) -> None:
+                if current["name"] != study:
+                    if current["task"] is not None:
+                        bar.remove_task(current["task"])
+                    current["name"], current["task"] = study, bar.add_task(f"  {study}", total=None, what="")
+                bar.update(current["task"], completed=done, total=total or None)
+
+            def progress(msg: str) -> None:
+                bar.update(overall, what=msg[:70])
+
+            def advance(study: str, done: int, total: int) -> None:
+                step(study, done, total)
+
+            reports = []
+            for name in names:
+                bar.update(overall, description=f"studies: {name}")
+                reports += run_studies([name], out, quick, seed, progress=progress, executor=pool, step=advance)
+                bar.advance(overall)
     except ValueError as e:
         raise UserError(str(e)) from None
     except OSError as e:  # e.g. the disk filled up or --out vanished mid-run: the run failed, not the call
         raise RunFailed(f"writing the results in {out}: {_os_message(e)}") from None
-    for rep in reports:
-        con.print(f"[bold]{rep.name}[/]: {rep.title} ({rep.wall_s:.1f} s)")
-        for c in rep.comparisons:
-            mark = {True: "[green]agrees[/]", False: "[red]differs[/]", None: "—"}[c.agrees]
-            con.print(f"  {c.quantity}: paper {c.paper} | parcomm {c.parcomm} | {mark}")
-    con.print(f"report: {out / 'index.html'}")
+    if as_json:
+        emit_json({"out": str(out), "report": str(out / "index.html"), "quick": quick, "seed": seed,
+                   "studies": _summary_rows(reports)})
+    else:
+        _print_results(reports, out)

@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import csv
-import html
 import importlib
-import json
 import time
 from dataclasses import asdict, dataclass, field
+from concurrent.futures import Executor
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any, Callable, Iterable
+
+from .. import strictjson
 
 # Study name -> module. Later issues add one line each.
 STUDIES: dict[str, str] = {
@@ -19,6 +20,16 @@ STUDIES: dict[str, str] = {
     "hironaka": "parcomm.studies.hironaka",
     "oguchi": "parcomm.studies.oguchi",
     "chiba": "parcomm.studies.chiba",
+}
+
+#: One line per study, for ``parcomm repro --list`` and ``--help``.
+SUMMARIES: dict[str, str] = {
+    "rto": "incast and Alltoall A vs B under a 200 ms vs 1 ms RTO minimum (Oguchi et al.; Nomura & Ishikawa)",
+    "shimokuni": "reliable multicast repair routers: delay and buffers, model beside simulator (Shimokuni et al.)",
+    "nomura": "PlogP and PlogP-BR against simulated Alltoall A and B, P = 8 and 64 (Nomura & Ishikawa, Fig. 8)",
+    "hironaka": "PVM heat equation on 16 shared 10BASE-T segments and a router, task placement (Hironaka)",
+    "oguchi": "HPA mining on a 100-PC ATM cluster: cell loss, RTO MIN/MAX and random RTOs (Oguchi et al.)",
+    "chiba": "broadcast from cloud storage: flat tree, non-steal, steal, up to 1,024 nodes (Chiba et al.)",
 }
 
 
@@ -43,6 +54,9 @@ class StudyReport:
     comparisons: list[Comparison] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
     wall_s: float = 0.0
+    #: Figure file name (``fig8_p64.png``) -> caption; filled by :meth:`StudyContext.save_figure`.
+    captions: dict[str, str] = field(default_factory=dict)
+    quick: bool = False
 
 
 @dataclass
@@ -51,6 +65,36 @@ class StudyContext:
     quick: bool = False
     seed: int = 1
     progress: Callable[[str], None] = lambda msg: None
+    #: Where :meth:`map` runs independent simulations (None: here, one after another).
+    executor: Executor | None = None
+    #: Called as ``step(done, total)`` while :meth:`map` collects results.
+    step: Callable[[int, int], None] = lambda done, total: None
+    captions: dict[str, str] = field(default_factory=dict)
+
+    def map(self, fn: Callable[[Any], Any], items: Iterable[Any], what: str = "") -> list[Any]:
+        """``[fn(x) for x in items]``, run on the context's executor; results in the order of ``items``.
+
+        ``fn`` must be a module-level function and ``items`` picklable, because a process pool
+        or MPI runs them elsewhere. Runs are deterministic, so the results do not depend on
+        the executor (see :mod:`.executor`).
+        """
+        items = list(items)
+        total = len(items)
+        if what:
+            self.progress(f"{what} ({total} runs)")
+        self.step(0, total)
+        if self.executor is None or total < 2:
+            out = []
+            for i, x in enumerate(items):
+                out.append(fn(x))
+                self.step(i + 1, total)
+            return out
+        futures = [self.executor.submit(fn, x) for x in items]
+        out = []
+        for i, fut in enumerate(futures):
+            out.append(fut.result())
+            self.step(i + 1, total)
+        return out
 
     def figure_path(self, name: str) -> Path:
         self.out_dir.mkdir(parents=True, exist_ok=True)
@@ -58,23 +102,39 @@ class StudyContext:
 
     @staticmethod
     def pyplot():
-        """matplotlib.pyplot on the file-only Agg backend (no display needed)."""
+        """matplotlib.pyplot on the file-only Agg backend (no display needed), with fonts that
+        also cover Japanese text (Noto Sans CJK or IPA Gothic where installed)."""
         import matplotlib
 
         matplotlib.use("Agg")
         import matplotlib.pyplot as plt
+        from matplotlib import font_manager
 
+        have = {f.name for f in font_manager.fontManager.ttflist}
+        cjk = [f for f in ("Noto Sans CJK JP", "IPAGothic", "IPAexGothic") if f in have]
+        plt.rcParams["font.family"] = ["DejaVu Sans", *cjk]
         return plt
 
-    def save_figure(self, fig, name: str) -> str:
-        """Add legend and grid, write ``name.png`` and close the figure."""
+    def save_figure(self, fig, name: str, caption: str | None = None) -> str:
+        """Add legend and grid, write ``name.png`` and close the figure.
+
+        ``caption`` is the text under the figure in the report; by default the figure's
+        title and its panels' titles.
+        """
+        titles = []
         for ax in fig.axes:
             if ax.get_legend_handles_labels()[0]:
                 ax.legend()
             ax.grid(alpha=0.3)
+            if ax.get_title():
+                titles.append(ax.get_title())
+        sup = fig._suptitle.get_text() if getattr(fig, "_suptitle", None) is not None else ""
+        if caption is None:
+            caption = sup + (": " if sup and titles else "") + "; ".join(titles) if (sup or titles) else name
         path = self.figure_path(name)
+        self.captions[path.name] = " ".join(caption.split())
         fig.tight_layout()
-        fig.savefig(path, dpi=110)
+        fig.savefig(path, dpi=150)
         self.pyplot().close(fig)
         return str(path)
 
@@ -87,30 +147,28 @@ def _write_table(path: Path, rows: list[dict[str, Any]]) -> None:
         w = csv.DictWriter(f, fieldnames=cols)
         w.writeheader()
         w.writerows(rows)
-    path.with_suffix(".json").write_text(json.dumps(rows, indent=1, default=str))
+    path.with_suffix(".json").write_text(strictjson.dumps(rows))
 
 
 def _html_section(rep: StudyReport, out_dir: Path) -> str:
-    e = html.escape
-    parts = [f"<section id='{e(rep.name)}'><h2>{e(rep.title)}</h2><p><i>{e(rep.source)}</i></p>"]
-    if rep.comparisons:
-        parts.append("<table><tr><th>quantity</th><th>paper</th><th>parcomm</th><th>agrees</th><th>note</th></tr>")
-        for c in rep.comparisons:
-            mark = {True: "yes", False: "no", None: "—"}[c.agrees]
-            parts.append(
-                f"<tr><td>{e(c.quantity)}</td><td>{e(c.paper)}</td><td>{e(c.parcomm)}</td><td>{mark}</td><td>{e(c.note)}</td></tr>"
-            )
-        parts.append("</table>")
-    for fig in rep.figures:
-        rel = Path(fig).relative_to(out_dir.parent) if Path(fig).is_relative_to(out_dir.parent) else Path(fig)
-        parts.append(f"<figure><img src='{e(str(rel))}' width='640'><figcaption>{e(Path(fig).stem)}</figcaption></figure>")
-    for n in rep.notes:
-        parts.append(f"<p>{e(n)}</p>")
-    parts.append(f"<p><small>{rep.wall_s:.1f} s wall time; tables in {e(rep.name)}/*.csv</small></p></section>")
-    return "\n".join(parts)
+    from .report import section_html
+
+    return section_html(strictjson.strict(asdict(rep)), out_dir.parent)
 
 
-def run_studies(names: list[str], out: Path, quick: bool, seed: int = 1, progress: Callable[[str], None] = lambda m: None) -> list[StudyReport]:
+def run_studies(names: list[str], out: Path, quick: bool, seed: int = 1, progress: Callable[[str], None] = lambda m: None,
+                executor: Executor | None = None, step: Callable[[str, int, int], None] | None = None,
+                info: dict[str, Any] | None = None) -> list[StudyReport]:
+    """Run the studies ``names`` and write their results in ``out``; ``out/index.html`` gathers
+    every study found there.
+
+    Independent simulations inside a study go to ``executor`` (None: run here, one after
+    another); the numbers do not depend on it. ``progress(message)`` and
+    ``step(study, done, total)`` report progress.
+    """
+    from .executor import describe
+    from .report import run_info, write_index
+
     unknown = [n for n in names if n not in STUDIES]
     if unknown:
         raise ValueError(f"unknown study {', '.join(unknown)}; known: {', '.join(sorted(STUDIES))}")
@@ -118,21 +176,19 @@ def run_studies(names: list[str], out: Path, quick: bool, seed: int = 1, progres
     reports = []
     for name in names:
         mod = importlib.import_module(STUDIES[name])
-        ctx = StudyContext(out_dir=out / name, quick=quick, seed=seed, progress=progress)
+        ctx = StudyContext(out_dir=out / name, quick=quick, seed=seed, progress=progress, executor=executor,
+                           step=(lambda d, t, _n=name: step(_n, d, t)) if step else (lambda d, t: None))
         ctx.out_dir.mkdir(parents=True, exist_ok=True)
         t0 = time.perf_counter()
         rep: StudyReport = mod.run(ctx)
         rep.wall_s = time.perf_counter() - t0
+        rep.quick = quick
+        rep.captions = {**ctx.captions, **rep.captions}
         for tname, rows in rep.tables.items():
             _write_table(ctx.out_dir / tname, rows)
-        (ctx.out_dir / "report.json").write_text(json.dumps(asdict(rep), indent=1, default=str))
+        (ctx.out_dir / "report.json").write_text(strictjson.dumps(asdict(rep)))
         (ctx.out_dir / "section.html").write_text(_html_section(rep, ctx.out_dir))
         reports.append(rep)
-    # The index gathers every section written so far, so studies run one at a time add up.
-    sections = [p.read_text() for p in sorted(out.glob("*/section.html"))]
-    style = "body{font-family:sans-serif;max-width:60em;margin:auto} table{border-collapse:collapse} td,th{border:1px solid #999;padding:2px 6px}"
-    (out / "index.html").write_text(
-        f"<!doctype html><html><head><meta charset='utf-8'><title>parcomm studies</title><style>{style}</style></head>"
-        f"<body><h1>parcomm: paper vs parcomm</h1>{''.join(sections)}</body></html>"
-    )
+    # The index gathers every study on disk, so studies run one at a time add up.
+    write_index(out, info or run_info(describe(executor)), order=list(STUDIES))
     return reports

@@ -29,50 +29,52 @@ INCAST_BYTES = 256 * 1024
 INCAST_BUFFER = "32KiB"
 
 
+def _incast_one(job: tuple[float, int, int]) -> dict:
+    rto_min, n, seed = job
+    plat = set_rto(star(n + 1, buffer=INCAST_BUFFER), rto_min_s=rto_min)
+    res = run_sim(gather_linear, plat, seed=seed, kwargs={"nbytes": INCAST_BYTES})
+    tot = res.host_totals()
+    return {
+        "rto_min_ms": rto_min * 1e3,
+        "senders": n,
+        "time_s": res.time,
+        "goodput_mbps": n * INCAST_BYTES * 8 / res.time / 1e6,
+        "timeouts": tot["timeouts"],
+        "retransmitted_bytes": tot["bytes_retransmitted"],
+        "port_drops": res.port_drops(),
+    }
+
+
 def _incast(ctx: StudyContext) -> list[dict]:
     senders = [1, 2, 4, 8, 16] if ctx.quick else [1, 2, 4, 8, 16, 32, 48]
-    rows = []
-    for rto_min in (0.2, 0.001):
-        for n in senders:
-            ctx.progress(f"incast: {n} senders, RTO min {rto_min * 1e3:g} ms")
-            plat = set_rto(star(n + 1, buffer=INCAST_BUFFER), rto_min_s=rto_min)
-            res = run_sim(gather_linear, plat, seed=ctx.seed, kwargs={"nbytes": INCAST_BYTES})
-            tot = res.host_totals()
-            rows.append({
-                "rto_min_ms": rto_min * 1e3,
-                "senders": n,
-                "time_s": res.time,
-                "goodput_mbps": n * INCAST_BYTES * 8 / res.time / 1e6,
-                "timeouts": tot["timeouts"],
-                "retransmitted_bytes": tot["bytes_retransmitted"],
-                "port_drops": res.port_drops(),
-            })
-    return rows
+    jobs = [(rto_min, n, ctx.seed) for rto_min in (0.2, 0.001) for n in senders]
+    return ctx.map(_incast_one, jobs, "incast: senders x RTO min")
+
+
+def _alltoall_one(job: tuple[str, int, int, int]) -> dict:
+    name, procs, m, seed = job
+    prog = {"A": alltoall_a, "B": alltoall_b}[name]
+    # MPICH's 128 KiB eager limit; above it a rendezvous, which B relies
+    # on to keep phases apart (seed 001 §4.1, YAMPII).
+    res = run_sim(prog, opteron_cluster(procs), procs, seed=seed, kwargs={"nbytes": m})
+    tot = res.host_totals()
+    return {
+        "algo": name,
+        "procs": procs,
+        "size_bytes": m,
+        "time_s": res.time,
+        "timeouts": tot["timeouts"],
+        "retransmitted_bytes": tot["bytes_retransmitted"],
+        "port_drops": res.port_drops(),
+        "events": res.events,
+    }
 
 
 def _alltoall(ctx: StudyContext) -> list[dict]:
     sizes = [1024, 16384, 65536, 262144] if ctx.quick else [256, 1024, 4096, 16384, 32768, 65536, 131072, 262144, 1048576]
     procs = 64
-    plat = opteron_cluster(procs)
-    rows = []
-    for m in sizes:
-        for name, prog in (("A", alltoall_a), ("B", alltoall_b)):
-            ctx.progress(f"alltoall {name}: P={procs}, m={m} B")
-            # MPICH's 128 KiB eager limit; above it a rendezvous, which B relies
-            # on to keep phases apart (seed 001 §4.1, YAMPII).
-            res = run_sim(prog, plat, procs, seed=ctx.seed, kwargs={"nbytes": m})
-            tot = res.host_totals()
-            rows.append({
-                "algo": name,
-                "procs": procs,
-                "size_bytes": m,
-                "time_s": res.time,
-                "timeouts": tot["timeouts"],
-                "retransmitted_bytes": tot["bytes_retransmitted"],
-                "port_drops": res.port_drops(),
-                "events": res.events,
-            })
-    return rows
+    jobs = [(name, procs, m, ctx.seed) for m in sizes for name in ("A", "B")]
+    return ctx.map(_alltoall_one, jobs, f"alltoall A and B: P={procs}")
 
 
 def _plot(ctx: StudyContext, incast: list[dict], a2a: list[dict]) -> list[str]:
