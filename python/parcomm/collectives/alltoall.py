@@ -50,3 +50,40 @@ async def alltoall_b(comm: Any, blocks: Sequence[Any] | None = None, nbytes: int
 
 
 ALLTOALL_ALGORITHMS = {"A": alltoall_a, "B": alltoall_b}
+
+
+def _check_any(comm: Any, blocks: Sequence[Any] | None) -> None:
+    if blocks is None or not hasattr(blocks, "__len__") or len(blocks) != comm.size:
+        got = len(blocks) if blocks is not None and hasattr(blocks, "__len__") else repr(blocks)[:60]
+        raise ValueError(f"alltoall needs one item per rank ({comm.size}), got {got}")
+
+
+async def alltoall_scattered(comm: Any, blocks: Sequence[Any], nbytes: int | None = None) -> list[Any]:
+    """MPICH's medium-message alltoall: post every receive and every send at
+    once, then wait for all (any number of ranks)."""
+    _check_any(comm, blocks)
+    r, p = comm.rank, comm.size
+    out: list[Any] = [None] * p
+    out[r] = blocks[r]
+    order = [(r + i) % p for i in range(1, p)]
+    rreqs = [comm.irecv(source=(r - i) % p, tag=ALLTOALL) for i in range(1, p)]
+    sreqs = [comm.isend(blocks[d], dest=d, tag=ALLTOALL, nbytes=nbytes) for d in order]
+    got = await comm.waitall(rreqs + sreqs)
+    for i, v in zip(range(1, p), got):
+        out[(r - i) % p] = v
+    return out
+
+
+async def alltoall_pairwise(comm: Any, blocks: Sequence[Any], nbytes: int | None = None) -> list[Any]:
+    """MPICH's long-message alltoall: P-1 steps of one exchange each, with
+    partner r XOR i for power-of-two sizes, else send to r+i, receive from r-i."""
+    _check_any(comm, blocks)
+    r, p = comm.rank, comm.size
+    out: list[Any] = [None] * p
+    out[r] = blocks[r]
+    pow2 = not (p & (p - 1))
+    for i in range(1, p):
+        dst, src = (r ^ i, r ^ i) if pow2 else ((r + i) % p, (r - i) % p)
+        out[src] = await comm.sendrecv(blocks[dst], dest=dst, sendtag=ALLTOALL, source=src, recvtag=ALLTOALL,
+                                       nbytes=nbytes)
+    return out

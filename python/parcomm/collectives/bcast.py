@@ -29,6 +29,8 @@ async def bcast_binomial(comm: Any, data: Any = None, root: int = 0, nbytes: int
     while mask < p:
         if rel & mask:
             data = await comm.recv(source=(rel - mask + root) % p, tag=BCAST)
+            if nbytes is None:  # forward what arrived at its own size
+                size = payload_nbytes(data)
             break
         mask <<= 1
     # Send to children below that bit, largest subtree first.

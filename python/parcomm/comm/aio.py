@@ -31,7 +31,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Awaitable, Callable, Sequence
 
-from .base import ANY_SOURCE, ANY_TAG, CommError, CompletionTime, Status, payload_nbytes
+from .base import CommError, CompletionTime, Status
+from .communicator import Communicator, not_async_error, rank_error
+from .communicator import Request as BaseRequest
 
 __all__ = [
     "CommTimeout",
@@ -69,7 +71,7 @@ class ProgramError(ValueError):
 # --- requests --------------------------------------------------------------------------
 
 
-class Request:
+class Request(BaseRequest):
     """A pending operation of a real backend, as returned by ``isend``/``irecv``.
 
     Completion is an asyncio future resolved by the backend; a failure is kept
@@ -77,16 +79,12 @@ class Request:
     logs an exception nobody retrieved.
     """
 
-    __slots__ = ("_comm", "_fut", "_error", "value", "status", "describe", "kind")
+    __slots__ = ("_fut", "_error")
 
     def __init__(self, comm: Any, describe: str, kind: str):
-        self._comm = comm
+        super().__init__(comm, describe, kind)
         self._fut: asyncio.Future = asyncio.get_running_loop().create_future()
         self._error: BaseException | None = None
-        self.value: Any = None
-        self.status: Status | None = None
-        self.describe = describe
-        self.kind = kind  # "send" or "recv"
 
     @property
     def done(self) -> bool:
@@ -102,65 +100,28 @@ class Request:
             self._error = error
             self._fut.set_result(None)
 
-    def _result(self, status: Status | None = None) -> Any:
-        if self._error is not None:
-            raise self._error
-        if status is not None and self.status is not None:
-            status.source, status.tag, status.nbytes = self.status.source, self.status.tag, self.status.nbytes
-        return self.value
-
-    async def wait(self, status: Status | None = None) -> Any:
-        return await self._comm.wait(self, status)
-
-    def test(self) -> tuple[bool, Any]:
-        """``(done, value)`` without blocking (as SimComm's and mpi4py's)."""
-        self._comm._poll()
-        if not self.done:
-            return False, None
-        return True, self._result()
-
-    def __repr__(self) -> str:
-        return f"<Request {self.describe} {'done' if self.done else 'pending'}>"
-
 
 # --- checks and behaviour shared by the real communicators ------------------------------
 
 
-class AioCommBase:
-    """Argument checks, ``compute``/``sleep``/``wtime`` and ``barrier`` for the
-    asyncio backends; subclasses provide the transport (``_start_send``,
-    ``_post_recv``, ``_poll``, ``_wait_until``)."""
+class AioCommBase(Communicator):
+    """Real ``compute``/``sleep``/``wtime``, failure propagation and request
+    bookkeeping for the asyncio backends; subclasses provide the transport
+    (``_send_pickled``, ``_post_recv``, ``_poll``, ``_wait_until``). Everything
+    else is :class:`~parcomm.comm.communicator.Communicator`'s."""
 
     rank: int
     size: int
 
     def __init__(self) -> None:
         self._t0 = time.perf_counter()
-        self._pending: set[Request] = set()
+        self._pending_reqs: set[Request] = set()
         self._failure: CommError | None = None
         self._waiting_at_failure: list[str] = []
-
-    # mpi4py spellings
-    def Get_rank(self) -> int:  # noqa: N802
-        return self.rank
-
-    def Get_size(self) -> int:  # noqa: N802
-        return self.size
 
     def wtime(self) -> float:
         """Wall-clock seconds since this rank's program started."""
         return time.perf_counter() - self._t0
-
-    def _check_rank(self, r: Any, what: str, allow_any: bool = False) -> None:
-        if allow_any and r == ANY_SOURCE:
-            return
-        if not isinstance(r, int) or isinstance(r, bool) or not 0 <= r < self.size:
-            raise CommError(f"rank {self.rank}: {what}={r!r} is not a rank of this communicator (size {self.size})")
-
-    def _check_tag(self, tag: Any, allow_any: bool) -> None:
-        if not isinstance(tag, int) or isinstance(tag, bool) or (tag < 0 and not (allow_any and tag == ANY_TAG)):
-            what = "a non-negative int or ANY_TAG" if allow_any else "a non-negative int"
-            raise CommError(f"rank {self.rank}: tag must be {what}, got {tag!r}")
 
     def _raise_if_failed(self) -> None:
         if self._failure is not None:
@@ -168,7 +129,7 @@ class AioCommBase:
 
     def _new_request(self, describe: str, kind: str) -> Request:
         req = Request(self, describe, kind)
-        self._pending.add(req)
+        self._pending_reqs.add(req)
         return req
 
     def _fail_all(self, error: CommError) -> None:
@@ -177,61 +138,36 @@ class AioCommBase:
         if self._failure is None:
             self._waiting_at_failure = self.pending_descriptions()
             self._failure = error
-        for req in list(self._pending):
+        for req in list(self._pending_reqs):
             req._fail(error)
-        self._pending.clear()
+        self._pending_reqs.clear()
 
     def pending_descriptions(self) -> list[str]:
         """What this rank waits for (or waited for when the communicator broke)."""
         if self._failure is not None:
             return list(self._waiting_at_failure)
-        return [r.describe for r in self._pending if not r.done]
+        return [r.describe for r in self._pending_reqs if not r.done]
 
-    def isend(self, obj: Any, dest: int, tag: int = 0, *, nbytes: int | None = None) -> Request:
-        self._raise_if_failed()
-        self._check_rank(dest, "dest")
-        self._check_tag(tag, allow_any=False)
-        size = payload_nbytes(obj) if nbytes is None else int(nbytes)
-        if size < 0:
-            raise CommError(f"rank {self.rank}: nbytes must be >= 0, got {nbytes}")
+    def _start_send(self, dest: int, tag: int, obj: Any, size: int, req: Request) -> None:
         data = pickle.dumps(obj, protocol=PICKLE_PROTOCOL)
-        req = self._new_request(f"send to {dest} tag {tag} ({size} B)", "send")
-        self._start_send(dest, tag, data, size, req)
-        return req
+        self._send_pickled(dest, tag, data, size, req)
 
-    def irecv(self, source: int = ANY_SOURCE, tag: int = ANY_TAG) -> Request:
-        self._raise_if_failed()
-        self._check_rank(source, "source", allow_any=True)
-        self._check_tag(tag, allow_any=True)
-        req = self._new_request(
-            f"recv from {'any' if source == ANY_SOURCE else source} tag {'any' if tag == ANY_TAG else tag}", "recv"
-        )
-        self._post_recv(source, tag, req)
-        return req
+    def _take(self, request: Request, status: Status | None) -> Any:  # type: ignore[override]
+        self._pending_reqs.discard(request)
+        if request._error is not None:
+            raise request._error
+        return super()._take(request, status)
 
-    async def send(self, obj: Any, dest: int, tag: int = 0, *, nbytes: int | None = None) -> None:
-        await self.wait(self.isend(obj, dest, tag, nbytes=nbytes))
+    async def _block(self, requests: Sequence[Request]) -> None:  # type: ignore[override]
+        await self._wait_until(requests)
 
-    async def recv(self, source: int = ANY_SOURCE, tag: int = ANY_TAG, status: Status | None = None) -> Any:
-        return await self.wait(self.irecv(source, tag), status)
+    def compute(self, seconds: float) -> Any:
+        """``await comm.compute(s)``: really keep the CPU busy for ``s`` (a spin
+        loop), letting the event loop move data every :data:`COMPUTE_SLICE_S`."""
+        self._check_awaited()
+        return self._pending(self._compute(seconds), "comm.compute()")
 
-    async def wait(self, request: Request, status: Status | None = None) -> Any:
-        if not request.done:
-            await self._wait_until([request])
-        self._pending.discard(request)
-        return request._result(status)
-
-    async def waitall(self, requests: Sequence[Request]) -> list[Any]:
-        pending = [r for r in requests if not r.done]
-        if pending:
-            await self._wait_until(pending)
-        for r in requests:
-            self._pending.discard(r)
-        return [r._result() for r in requests]
-
-    async def compute(self, seconds: float) -> None:
-        """Really keep the CPU busy for ``seconds`` (a spin loop), letting the
-        event loop move data every :data:`COMPUTE_SLICE_S`."""
+    async def _compute(self, seconds: float) -> None:
         end = time.perf_counter() + max(0.0, float(seconds))
         while True:
             now = time.perf_counter()
@@ -243,23 +179,19 @@ class AioCommBase:
             self._poll()
             await asyncio.sleep(0)
 
-    async def sleep(self, seconds: float) -> None:
-        """Really sleep (the CPU is free for other processes)."""
-        await asyncio.sleep(max(0.0, float(seconds)))
-
-    async def barrier(self) -> None:
-        from ..collectives.barrier import barrier
-
-        await barrier(self)
+    def sleep(self, seconds: float) -> Any:
+        """``await comm.sleep(s)``: really sleep (the CPU is free for other processes)."""
+        self._check_awaited()
+        return self._pending(asyncio.sleep(max(0.0, float(seconds))), "comm.sleep()")
 
     # transport hooks ------------------------------------------------------------------
-    def _start_send(self, dest: int, tag: int, data: bytes, size: int, req: Request) -> None:  # pragma: no cover
+    def _send_pickled(self, dest: int, tag: int, data: bytes, size: int, req: Request) -> None:  # pragma: no cover
         raise NotImplementedError
 
     def _post_recv(self, source: int, tag: int, req: Request) -> None:  # pragma: no cover
         raise NotImplementedError
 
-    def _poll(self) -> None:
+    def _poll(self) -> Any:
         """Make progress without blocking (MPI polls; sockets need nothing)."""
 
     async def _wait_until(self, requests: Sequence[Request]) -> None:  # pragma: no cover
@@ -278,7 +210,7 @@ async def run_program(comm: Any, program: Callable[..., Awaitable[Any]], args: S
     become :class:`CommError` naming the rank (as SimComm does)."""
     coro = program(comm, *args, **kwargs)
     if not inspect.iscoroutine(coro):
-        raise CommError(f"rank {comm.rank}: the program must be an `async def` function, got {program!r}")
+        raise not_async_error(comm.rank, program)
     task = asyncio.ensure_future(coro)
     try:
         done, _ = await asyncio.wait([task], timeout=timeout)
@@ -289,11 +221,13 @@ async def run_program(comm: Any, program: Callable[..., Awaitable[Any]], args: S
             raise CommTimeout(
                 f"rank {comm.rank}: timed out after {timeout:g} s (a deadlock, or a rank too slow){what}"
             )
-        return task.result()
+        result = task.result()
+        comm._check_awaited()  # a call dropped without await just before returning
+        return result
     except CommError:
         raise
-    except Exception as e:  # a bug in the rank program: say which rank
-        raise CommError(f"rank {comm.rank} raised {type(e).__name__}: {e}") from e
+    except Exception as e:  # a bug in the rank program: say which rank, and where
+        raise CommError(rank_error(comm.rank, e)) from e
     finally:
         if not task.done():
             task.cancel()

@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from .base import ANY_SOURCE, ANY_TAG
+from .base import ANY_SOURCE, ANY_TAG, RESERVED_TAG_BASE
 
 
 @dataclass
@@ -32,7 +32,11 @@ class PostedRecv:
 
 
 def matches(recv: PostedRecv, env: Envelope) -> bool:
-    return (recv.source in (ANY_SOURCE, env.source)) and (recv.tag in (ANY_TAG, env.tag))
+    """MPI's rule; ``ANY_TAG`` matches user tags only, never the reserved tags
+    of collectives (MPI gives collectives a context of their own)."""
+    if recv.source != ANY_SOURCE and recv.source != env.source:
+        return False
+    return recv.tag == env.tag or (recv.tag == ANY_TAG and env.tag < RESERVED_TAG_BASE)
 
 
 @dataclass

@@ -110,7 +110,8 @@ def find_mpiexec() -> str:
 class MPIComm(AioCommBase):
     """The communicator a rank program receives under MPI."""
 
-    def __init__(self, comm: Any = None, *, spin_s: float = 0.05, max_backoff_s: float = 1e-3):
+    def __init__(self, comm: Any = None, *, spin_s: float = 0.05, max_backoff_s: float = 1e-3,
+                 collective_comm: Any = None):
         super().__init__()
         try:
             from mpi4py import MPI
@@ -118,6 +119,9 @@ class MPIComm(AioCommBase):
             raise CommError(f"MPIComm needs mpi4py ({e}); `pip install mpi4py mpich`") from None
         self._MPI = MPI
         self._comm = MPI.COMM_WORLD if comm is None else comm
+        # Collectives' reserved tags travel on a communicator of their own (when
+        # given), so the program's ANY_TAG receives never take their messages.
+        self._ccomm = self._comm if collective_comm is None else collective_comm
         self.rank = self._comm.Get_rank()
         self.size = self._comm.Get_size()
         ub = self._comm.Get_attr(MPI.TAG_UB)
@@ -133,18 +137,20 @@ class MPIComm(AioCommBase):
         if tag > self._tag_ub:
             raise CommError(f"rank {self.rank}: tag {tag} exceeds this MPI's MPI_TAG_UB ({self._tag_ub})")
 
-    def _start_send(self, dest: int, tag: int, data: bytes, size: int, req: Request) -> None:
+    def _send_pickled(self, dest: int, tag: int, data: bytes, size: int, req: Request) -> None:
         pad = wire_nbytes(size, len(data)) - len(data)
         frame = bytearray(_HDR.size + len(data) + pad)
         _HDR.pack_into(frame, 0, len(data), size)
         frame[_HDR.size:_HDR.size + len(data)] = data
-        mreq = self._comm.Isend([frame, self._MPI.BYTE], dest=dest, tag=tag)
+        mcomm = self._ccomm if tag >= RESERVED_TAG_BASE else self._comm
+        mreq = mcomm.Isend([frame, self._MPI.BYTE], dest=dest, tag=tag)
         self._active.append((mreq, req, frame, "send", None))
 
     def _post_recv(self, source: int, tag: int, req: Request) -> None:
         src = self._MPI.ANY_SOURCE if source == ANY_SOURCE else source
         mtag = self._MPI.ANY_TAG if tag == ANY_TAG else tag
-        self._probing.append((src, mtag, req))
+        mcomm = self._ccomm if tag >= RESERVED_TAG_BASE else self._comm
+        self._probing.append((mcomm, src, mtag, req))
 
     def _poll(self) -> bool:
         """One round of progress; True if anything matched or completed."""
@@ -152,13 +158,13 @@ class MPIComm(AioCommBase):
         progressed = False
         if self._probing:
             still = []
-            for src, tag, req in self._probing:
+            for mcomm, src, tag, req in self._probing:
                 if req.done:
                     continue
                 st = MPI.Status()
-                msg = self._comm.Improbe(src, tag, st)
+                msg = mcomm.Improbe(src, tag, st)
                 if msg is None:
-                    still.append((src, tag, req))
+                    still.append((mcomm, src, tag, req))
                     continue
                 buf = bytearray(st.Get_count(MPI.BYTE))
                 self._active.append((msg.Irecv([buf, MPI.BYTE]), req, buf, "recv", (st.Get_source(), st.Get_tag())))
@@ -176,7 +182,7 @@ class MPIComm(AioCommBase):
                     req._finish()
                 else:
                     self._deliver(req, buf, *info)
-                self._pending.discard(req)
+                self._pending_reqs.discard(req)
             self._active = still_active
         return progressed
 
@@ -215,7 +221,7 @@ class MPIComm(AioCommBase):
             k <<= 1
 
     async def _flush(self) -> None:
-        sends = [r for r in self._pending if r.kind == "send" and not r.done]
+        sends = [r for r in self._pending_reqs if r.kind == "send" and not r.done]
         if sends:
             await self._wait_until(sends)
 
@@ -272,13 +278,14 @@ async def _mpi_main(prog, args, kwargs, timeout, spin_s) -> tuple[RankResult, li
     # The program gets its own communicator, and the start barrier and the
     # results travel on another, so a receive with ANY_TAG in the program can
     # never take a message that is not the program's (MPI contexts).
-    world_p, world_c = MPI.COMM_WORLD.Dup(), MPI.COMM_WORLD.Dup()
+    world_p, world_c, world_k = MPI.COMM_WORLD.Dup(), MPI.COMM_WORLD.Dup(), MPI.COMM_WORLD.Dup()
     try:
-        return await _mpi_main_on(MPIComm(world_p, spin_s=spin_s), MPIComm(world_c, spin_s=spin_s),
-                                  prog, args, kwargs, timeout)
+        return await _mpi_main_on(MPIComm(world_p, spin_s=spin_s, collective_comm=world_k),
+                                  MPIComm(world_c, spin_s=spin_s), prog, args, kwargs, timeout)
     finally:
         world_p.Free()
         world_c.Free()
+        world_k.Free()
 
 
 async def _mpi_main_on(comm: MPIComm, ctl: MPIComm, prog, args, kwargs, timeout):

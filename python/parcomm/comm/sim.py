@@ -20,6 +20,7 @@ receive, in one of two ways:
 
 from __future__ import annotations
 
+import inspect
 import json
 import pickle
 import time as _time
@@ -28,6 +29,8 @@ from typing import Any, Awaitable, Callable, Sequence
 
 from .. import _core
 from .base import ANY_SOURCE, ANY_TAG, CommError, CompletionTime, DeadlockError, Status, payload_nbytes
+from .communicator import Communicator, not_async_error, rank_error
+from .communicator import Request as BaseRequest
 from .matching import Envelope, Matcher, PostedRecv
 
 # MPICH's CH3 default eager limit (MPIR_CVAR_CH3_EAGER_MAX_MSG_SIZE = 131072 bytes).
@@ -60,42 +63,32 @@ class _Block:
         return (yield self)
 
 
-class Request:
-    """A pending operation, as returned by ``isend``/``irecv``."""
+class Request(BaseRequest):
+    """A pending operation under simulation, as returned by ``isend``/``irecv``."""
 
-    __slots__ = ("comm", "done", "value", "status", "describe")
+    __slots__ = ("_done",)
 
-    def __init__(self, comm: "SimComm", describe: str):
-        self.comm = comm
-        self.done = False
-        self.value: Any = None
-        self.status: Status | None = None
-        self.describe = describe
+    def __init__(self, comm: "SimComm", describe: str, kind: str = ""):
+        super().__init__(comm, describe, kind)
+        self._done = False
+
+    @property
+    def done(self) -> bool:
+        return self._done
 
     def _finish(self, value: Any = None, status: Status | None = None) -> None:
-        self.done, self.value, self.status = True, value, status
-        self.comm._world.touched.add(self.comm.rank)
-
-    async def wait(self, status: Status | None = None) -> Any:
-        return await self.comm.wait(self, status)
-
-    def test(self) -> tuple[bool, Any]:
-        return self.done, self.value
+        self._done, self.value, self.status = True, value, status
+        self._comm._world.touched.add(self._comm.rank)
 
 
-class SimComm:
-    """The communicator a rank program receives under simulation."""
+class SimComm(Communicator):
+    """The communicator a rank program receives under simulation (see
+    :class:`~parcomm.comm.communicator.Communicator` for its methods)."""
 
     def __init__(self, world: "_World", rank: int):
         self._world = world
         self.rank = rank
         self.size = world.size
-
-    def Get_rank(self) -> int:  # noqa: N802 - mpi4py's name
-        return self.rank
-
-    def Get_size(self) -> int:  # noqa: N802
-        return self.size
 
     def wtime(self) -> float:
         """Simulated seconds since the start of the run."""
@@ -107,67 +100,34 @@ class SimComm:
         rank program, e.g. a benchmark's warm-up call."""
         return self._world.sim.counters()
 
-    def _check_rank(self, r: int, what: str, allow_any: bool = False) -> None:
-        if allow_any and r == ANY_SOURCE:
-            return
-        if not isinstance(r, int) or not 0 <= r < self.size:
-            raise CommError(f"rank {self.rank}: {what}={r!r} is not a rank of this communicator (size {self.size})")
+    # --- the backend primitives -------------------------------------------------------
+    def _new_request(self, describe: str, kind: str) -> Request:
+        return Request(self, describe, kind)
 
-    def isend(self, obj: Any, dest: int, tag: int = 0, *, nbytes: int | None = None) -> Request:
-        self._check_rank(dest, "dest")
-        if not isinstance(tag, int) or tag < 0:
-            raise CommError(f"rank {self.rank}: tag must be a non-negative int, got {tag!r}")
-        size = payload_nbytes(obj) if nbytes is None else int(nbytes)
-        if size < 0:
-            raise CommError(f"rank {self.rank}: nbytes must be >= 0, got {nbytes}")
-        req = Request(self, f"send to {dest} tag {tag} ({size} B)")
+    def _start_send(self, dest: int, tag: int, obj: Any, size: int, req: Request) -> None:
         self._world.start_send(self.rank, dest, tag, _snapshot(obj), size, req)
-        return req
 
-    def irecv(self, source: int = ANY_SOURCE, tag: int = ANY_TAG) -> Request:
-        self._check_rank(source, "source", allow_any=True)
-        if not isinstance(tag, int) or (tag < 0 and tag != ANY_TAG):
-            raise CommError(f"rank {self.rank}: tag must be a non-negative int or ANY_TAG, got {tag!r}")
-        req = Request(self, f"recv from {'any' if source == ANY_SOURCE else source} tag {'any' if tag == ANY_TAG else tag}")
+    def _post_recv(self, source: int, tag: int, req: Request) -> None:
         self._world.post_recv(self.rank, source, tag, req)
-        return req
 
-    async def send(self, obj: Any, dest: int, tag: int = 0, *, nbytes: int | None = None) -> None:
-        await self.wait(self.isend(obj, dest, tag, nbytes=nbytes))
+    async def _block(self, requests: Sequence[Request]) -> None:
+        await _Block(requests)
 
-    async def recv(self, source: int = ANY_SOURCE, tag: int = ANY_TAG, status: Status | None = None) -> Any:
-        return await self.wait(self.irecv(source, tag), status)
-
-    async def wait(self, request: Request, status: Status | None = None) -> Any:
-        if not request.done:
-            await _Block((request,))
-        if status is not None and request.status is not None:
-            status.source, status.tag, status.nbytes = request.status.source, request.status.tag, request.status.nbytes
-        return request.value
-
-    async def waitall(self, requests: Sequence[Request]) -> list[Any]:
-        pending = [r for r in requests if not r.done]
-        if pending:
-            await _Block(pending)
-        return [r.value for r in requests]
-
-    async def compute(self, seconds: float) -> None:
-        """Keep this rank's CPU busy for ``seconds`` of simulated time."""
+    def compute(self, seconds: float) -> Any:
+        """``await comm.compute(s)``: keep this rank's CPU busy for ``s`` simulated seconds."""
+        self._check_awaited()
         req = Request(self, f"compute {seconds} s")
         op = self._world.sim.compute(self._world.host_of[self.rank], float(seconds))
         self._world.ops[op] = ("compute", req)
-        await self.wait(req)
+        return self._pending(self._wait_one(req, None), "comm.compute()")
 
-    async def sleep(self, seconds: float) -> None:
+    def sleep(self, seconds: float) -> Any:
+        """``await comm.sleep(s)``: idle for ``s`` simulated seconds (the CPU is free)."""
+        self._check_awaited()
         req = Request(self, f"sleep {seconds} s")
         op = self._world.sim.sleep(self._world.host_of[self.rank], float(seconds))
         self._world.ops[op] = ("compute", req)
-        await self.wait(req)
-
-    async def barrier(self) -> None:
-        from ..collectives.barrier import barrier
-
-        await barrier(self)
+        return self._pending(self._wait_one(req, None), "comm.sleep()")
 
 
 @dataclass
@@ -305,14 +265,14 @@ class _World:
             if kind == "arrived":
                 _, env, rreq = info
                 del self.ops[op]
-                self._core_send(env.source, rreq.comm.rank, env.nbytes, ("data", env, rreq))
+                self._core_send(env.source, rreq._comm.rank, env.nbytes, ("data", env, rreq))
         elif what == "data":
             _, env, rreq = info
             if kind == "sent":
                 env.handle._finish()
             else:
                 del self.ops[op]
-                self._take(rreq.comm.rank, env, rreq)
+                self._take(rreq._comm.rank, env, rreq)
         elif what == "take":
             _, env, rreq = info
             del self.ops[op]
@@ -350,7 +310,14 @@ def run_sim(
     world = _World(plat, size, seed, eager_limit, envelope_bytes, hosts, rendezvous)
     comms = [SimComm(world, r) for r in range(size)]
     kwargs = kwargs or {}
-    coros = [program(c, *args, **kwargs) for c in comms]
+    coros = []
+    for c in comms:
+        coro = program(c, *args, **kwargs)
+        if not inspect.iscoroutine(coro):
+            for other in coros:
+                other.close()
+            raise not_async_error(c.rank, program)
+        coros.append(coro)
     blocked: list[_Block | None] = [None] * size
     running = [True] * size
     finish = [0.0] * size
@@ -365,11 +332,12 @@ def run_sim(
                 running[r] = False
                 finish[r] = world.sim.now_ns * 1e-9
                 results[r] = stop.value
+                comms[r]._check_awaited()  # a call dropped without await just before returning
                 return
             except CommError:
                 raise
-            except Exception as e:  # a bug in the rank program: say which rank
-                raise CommError(f"rank {r} raised {type(e).__name__}: {e}") from e
+            except Exception as e:  # a bug in the rank program: say which rank, and where
+                raise CommError(rank_error(r, e)) from e
             if not isinstance(y, _Block):
                 raise CommError(
                     f"rank {r} awaited {y!r}; rank programs may only await communicator methods"
@@ -381,7 +349,12 @@ def run_sim(
             return
 
     try:
-        _drive(world, coros, step, blocked, running, time_limit)
+        try:
+            _drive(world, coros, step, blocked, running, time_limit)
+        except DeadlockError:
+            for c in comms:  # the cause is often a call that was never awaited
+                c._check_awaited()
+            raise
     finally:
         for c in coros:  # on error, end the other ranks' coroutines quietly
             c.close()

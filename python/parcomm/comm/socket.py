@@ -321,7 +321,7 @@ class SocketComm(AioCommBase):
             k <<= 1
 
     # --- sending ----------------------------------------------------------------------
-    def _start_send(self, dest: int, tag: int, data: bytes, size: int, req: Request) -> None:
+    def _send_pickled(self, dest: int, tag: int, data: bytes, size: int, req: Request) -> None:
         wire = wire_nbytes(size, len(data))
         if dest == self.rank:
             self._arrive(Envelope(self.rank, tag, size, payload=data))
@@ -330,7 +330,7 @@ class SocketComm(AioCommBase):
         peer = self._peers[dest]
         if peer.bye_received:  # it reads nothing more: report, do not lose it silently
             req._fail(CommError(f"rank {self.rank}: {req.describe} can never be received: rank {dest} has finished"))
-            self._pending.discard(req)
+            self._pending_reqs.discard(req)
             return
         if wire <= self.eager_limit:
             hdr = _HDR.pack(_EAGER, self.rank, tag, size, len(data), 0)
@@ -438,13 +438,13 @@ class SocketComm(AioCommBase):
         except Exception as e:
             req._fail(CommError(f"rank {self.rank}: cannot unpickle the message from rank {source} tag {tag}: "
                                 f"{type(e).__name__}: {e}"))
-            self._pending.discard(req)
+            self._pending_reqs.discard(req)
             return
         self._complete(req, value, Status(source, tag, nbytes))
 
     def _complete(self, req: Request, value: Any = None, status: Status | None = None) -> None:
         req._finish(value, status)
-        self._pending.discard(req)
+        self._pending_reqs.discard(req)
 
     def _orphaned(self, source: int) -> None:
         """``source`` said goodbye: receives posted for it alone can never match."""
@@ -455,7 +455,7 @@ class SocketComm(AioCommBase):
                     f"rank {self.rank}: {recv.handle.describe} can never complete: rank {source} has finished "
                     "without sending a matching message"
                 ))
-                self._pending.discard(recv.handle)
+                self._pending_reqs.discard(recv.handle)
             else:
                 keep.append(recv)
         self._matcher.posted[:] = keep
@@ -548,7 +548,7 @@ class SocketComm(AioCommBase):
         def remaining() -> float | None:
             return None if deadline is None else max(0.0, deadline - loop.time())
 
-        sends = [r for r in self._pending if r.kind == "send" and not r.done]
+        sends = [r for r in self._pending_reqs if r.kind == "send" and not r.done]
         if sends:
             try:
                 await asyncio.wait_for(self._wait_until(sends), remaining())

@@ -1,0 +1,588 @@
+"""The one Communicator: mpi4py's surface, written once over point-to-point.
+
+Every backend (:class:`~parcomm.comm.SimComm`, :class:`~parcomm.comm.SocketComm`,
+:class:`~parcomm.comm.MPIComm`) subclasses :class:`Communicator` and provides
+four primitives: start a send (``_start_send``), post a receive
+(``_post_recv``), block until requests are done (``_block``) and create a
+request (``_new_request``), plus ``compute``/``sleep``/``wtime``. Everything
+else is here, once: argument checks, the blocking calls, ``sendrecv``, every
+collective (algorithms in :mod:`parcomm.collectives`), the uppercase buffer
+methods on numpy arrays, and the check that every call was awaited.
+
+Names, argument order and results are mpi4py's (``send(obj, dest, tag=0)``,
+``recv(buf=None, source=ANY_SOURCE, tag=ANY_TAG, status=None)``,
+``irecv(buf=None, source=ANY_SOURCE, tag=ANY_TAG)``, ``bcast(obj, root=0)``,
+``reduce(sendobj, op=SUM, root=0)``, ...). Two differences, both forced by
+running the same program on a simulator:
+
+* Blocking calls are ``async`` and must be awaited (``await comm.recv(...)``,
+  ``await req.wait()``). A call that is never awaited never happens; the
+  next call on the communicator (or the end of the program) raises a
+  :class:`CommError` naming the file and line of the forgotten ``await``.
+* Every send and collective takes an optional ``nbytes=``: the simulated
+  size of one contribution, so a simulation can move "1 GiB" without
+  allocating it (real backends pad the wire to it).
+
+For compatibility with older parcomm programs, ``recv(0)``/``irecv(0, 5)``
+(an int where mpi4py has ``buf``) mean ``source=0, tag=5``: an int is never a
+buffer, so nothing valid under mpi4py changes meaning.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from typing import Any, Awaitable, Generator, Sequence
+
+from .base import ANY_SOURCE, ANY_TAG, CommError, Status, payload_nbytes
+from .ops import SUM, Op, as_op
+
+__all__ = ["Communicator", "Request", "Pending", "user_frames", "rank_error"]
+
+_PKG_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+def _caller(depth: int = 2) -> tuple[str, int]:
+    """(file, line) of the code that called a communicator method."""
+    f = sys._getframe(depth)
+    return (f.f_code.co_filename, f.f_lineno)
+
+
+def _short(path: str) -> str:
+    try:
+        rel = os.path.relpath(path)
+    except ValueError:
+        return path
+    return rel if not rel.startswith("..") else path
+
+
+class Pending:
+    """What a blocking communicator call returns: await it.
+
+    If it is dropped without being awaited (``comm.send(x, 1)`` without
+    ``await``), the call never happens; the communicator remembers where, and
+    its next call (or the end of the rank program) raises a clear error.
+    """
+
+    __slots__ = ("_comm", "_coro", "_what", "_where", "_awaited")
+
+    def __init__(self, comm: "Communicator", coro: Any, what: str, where: tuple[str, int]):
+        self._comm = comm
+        self._coro = coro
+        self._what = what
+        self._where = where
+        self._awaited = False
+
+    def __await__(self) -> Generator[Any, None, Any]:
+        self._awaited = True
+        return self._coro.__await__()
+
+    def __del__(self) -> None:
+        if not self._awaited:
+            try:
+                self._coro.close()
+                comm = self._comm
+                if comm._unawaited is None:
+                    comm._unawaited = (self._what, self._where)
+            except Exception:  # noqa: BLE001 - never raise from a finalizer
+                pass
+
+    def __repr__(self) -> str:
+        return f"<pending {self._what}: await it>"
+
+
+class Request:
+    """A nonblocking operation (``isend``/``irecv``/``Isend``/``Irecv``).
+
+    ``await req.wait()`` gives the received object (None for sends);
+    ``req.test()`` is ``(done, value)`` without blocking;
+    ``await Request.waitall(reqs)`` waits for several, as mpi4py's
+    ``MPI.Request.waitall``. Backends subclass it.
+    """
+
+    __slots__ = ("_comm", "value", "status", "describe", "kind", "_into", "__weakref__")
+
+    def __init__(self, comm: "Communicator", describe: str, kind: str = ""):
+        self._comm = comm
+        self.value: Any = None
+        self.status: Status | None = None
+        self.describe = describe
+        self.kind = kind  # "send", "recv" or "" (compute, sleep)
+        self._into: Any = None  # Irecv: the buffer the message is copied into
+
+    # backends say whether it is done
+    @property
+    def done(self) -> bool:  # pragma: no cover - overridden
+        raise NotImplementedError
+
+    @property
+    def comm(self) -> "Communicator":
+        return self._comm
+
+    def wait(self, status: Status | None = None) -> Awaitable[Any]:
+        """Await it: ``value = await req.wait()``."""
+        return self._comm._pending(self._comm._wait_one(self, status), "req.wait()")
+
+    Wait = wait
+
+    def test(self, status: Status | None = None) -> tuple[bool, Any]:
+        """``(True, value)`` if done, else ``(False, None)``; never blocks."""
+        self._comm._check_awaited()
+        self._comm._poll()
+        if not self.done:
+            return False, None
+        return True, self._comm._take(self, status)
+
+    def Test(self, status: Status | None = None) -> bool:  # noqa: N802
+        return self.test(status)[0]
+
+    def Get_status(self, status: Status | None = None) -> bool:  # noqa: N802
+        if status is not None and self.status is not None:
+            _copy_status(self.status, status)
+        return self.done
+
+    @staticmethod
+    def waitall(requests: Sequence["Request"], statuses: list | None = None) -> Awaitable[list[Any]]:
+        """``values = await Request.waitall(reqs)`` (mpi4py's ``MPI.Request.waitall``)."""
+        reqs = list(requests)
+        if not reqs:
+            async def nothing() -> list[Any]:
+                return []
+            return nothing()
+        comm = reqs[0]._comm
+        return comm._pending(comm._wait_all(reqs, statuses), "Request.waitall()")
+
+    Waitall = waitall
+
+    @staticmethod
+    def testall(requests: Sequence["Request"]) -> tuple[bool, list[Any] | None]:
+        reqs = list(requests)
+        for r in reqs:
+            r._comm._poll()
+        if all(r.done for r in reqs):
+            return True, [r._comm._take(r, None) for r in reqs]
+        return False, None
+
+    def __repr__(self) -> str:
+        return f"<Request {self.describe} {'done' if self.done else 'pending'}>"
+
+
+def _copy_status(src: Status, dst: Status) -> None:
+    dst.source, dst.tag, dst.nbytes = src.source, src.tag, src.nbytes
+
+
+def _as_buffer(buf: Any, what: str) -> Any:
+    """A writable numpy view of an mpi4py-style buffer spec (``arr``,
+    ``[arr, MPI.INT]`` or ``[arr, count, MPI.INT]``; bytes-likes too)."""
+    import numpy as np
+
+    if isinstance(buf, (list, tuple)) and buf and not isinstance(buf[0], (int, float)):
+        buf = buf[0]
+    if isinstance(buf, np.ndarray):
+        return buf
+    if isinstance(buf, (bytes, bytearray, memoryview)):
+        return np.frombuffer(buf, dtype=np.uint8)
+    raise CommError(f"{what} must be a numpy array (or [array, MPI type]), got {type(buf).__name__}")
+
+
+def _to_bytes(arr: Any) -> bytes:
+    import numpy as np
+
+    return np.ascontiguousarray(arr).tobytes()
+
+
+def _fill(buf: Any, data: Any, what: str) -> None:
+    """Copy a received message into ``buf``; MPI_ERR_TRUNCATE if it does not fit."""
+    import numpy as np
+
+    if isinstance(data, np.ndarray):
+        data = _to_bytes(data)
+    if not isinstance(data, (bytes, bytearray, memoryview)):
+        raise CommError(f"{what}: the message is a {type(data).__name__} object, not a buffer "
+                        "(it was sent with lowercase send; receive it with recv)")
+    n = len(data)
+    if n > buf.nbytes:
+        raise CommError(f"{what}: message truncated: {n} bytes arrived for a buffer of {buf.nbytes} bytes")
+    if n % buf.itemsize:
+        raise CommError(f"{what}: {n} bytes is not a whole number of {buf.dtype} items")
+    flat = buf.reshape(-1) if buf.flags.c_contiguous else None
+    src = np.frombuffer(data, dtype=buf.dtype)
+    if flat is not None:
+        flat[: src.size] = src
+    else:
+        tmp = buf.copy().reshape(-1)
+        tmp[: src.size] = src
+        buf[...] = tmp.reshape(buf.shape)
+
+
+class Communicator:
+    """mpi4py's communicator surface over four backend primitives.
+
+    Rank programs are ``async def program(comm, ...)``; see the module
+    docstring for the two differences from mpi4py.
+    """
+
+    rank: int
+    size: int
+    _unawaited: tuple[str, tuple[str, int]] | None = None
+
+    # --- backend primitives -----------------------------------------------------------
+    def _new_request(self, describe: str, kind: str) -> Request:  # pragma: no cover
+        raise NotImplementedError
+
+    def _start_send(self, dest: int, tag: int, obj: Any, size: int, req: Request) -> None:  # pragma: no cover
+        raise NotImplementedError
+
+    def _post_recv(self, source: int, tag: int, req: Request) -> None:  # pragma: no cover
+        raise NotImplementedError
+
+    async def _block(self, requests: Sequence[Request]) -> None:  # pragma: no cover
+        raise NotImplementedError
+
+    def _poll(self) -> None:
+        """Make progress without blocking (MPI polls; others need nothing)."""
+
+    def _raise_if_failed(self) -> None:
+        """Real backends: raise if the communicator broke (a peer was lost)."""
+
+    def _take(self, request: Request, status: Status | None) -> Any:
+        """The value of a completed request (copied into its buffer for Irecv)."""
+        if status is not None and request.status is not None:
+            _copy_status(request.status, status)
+        if request._into is not None:
+            _fill(request._into, request.value, f"rank {self.rank}: Irecv")
+            return None
+        return request.value
+
+    # --- bookkeeping ------------------------------------------------------------------
+    def _pending(self, coro: Any, what: str) -> Pending:
+        return Pending(self, coro, what, _caller(3))
+
+    def _check_awaited(self) -> None:
+        """Raise if a call of this rank was dropped without ``await``."""
+        if self._unawaited is not None:
+            what, (path, line) = self._unawaited
+            self._unawaited = None
+            raise CommError(f"rank {self.rank}: {_short(path)}:{line}: {what} was not awaited, so it never "
+                            f"happened; write `await {what.split('(')[0]}(...)`")
+
+    # mpi4py spellings
+    def Get_rank(self) -> int:  # noqa: N802
+        return self.rank
+
+    def Get_size(self) -> int:  # noqa: N802
+        return self.size
+
+    def _check_rank(self, r: Any, what: str, allow_any: bool = False) -> None:
+        if allow_any and r == ANY_SOURCE and not isinstance(r, bool):
+            return
+        if not isinstance(r, int) or isinstance(r, bool) or not 0 <= r < self.size:
+            raise CommError(f"rank {self.rank}: {what}={r!r} is not a rank of this communicator (size {self.size})")
+
+    def _check_tag(self, tag: Any, allow_any: bool) -> None:
+        if not isinstance(tag, int) or isinstance(tag, bool) or (tag < 0 and not (allow_any and tag == ANY_TAG)):
+            what = "a non-negative int or ANY_TAG" if allow_any else "a non-negative int"
+            raise CommError(f"rank {self.rank}: tag must be {what}, got {tag!r}")
+
+    # --- point to point ---------------------------------------------------------------
+    def isend(self, obj: Any, dest: int, tag: int = 0, *, nbytes: int | None = None) -> Request:
+        """Start sending ``obj`` to ``dest``; returns a :class:`Request`.
+        ``nbytes`` is the simulated size (default: the object's size)."""
+        self._check_awaited()
+        self._raise_if_failed()
+        self._check_rank(dest, "dest")
+        self._check_tag(tag, allow_any=False)
+        size = payload_nbytes(obj) if nbytes is None else int(nbytes)
+        if size < 0:
+            raise CommError(f"rank {self.rank}: nbytes must be >= 0, got {nbytes}")
+        req = self._new_request(f"send to {dest} tag {tag} ({size} B)", "send")
+        self._start_send(dest, tag, obj, size, req)
+        return req
+
+    @staticmethod
+    def _legacy_source(buf: Any, source: int, tag: int) -> tuple[Any, int, int]:
+        if isinstance(buf, int) and not isinstance(buf, bool):  # old form recv(source, tag)
+            return None, buf, (tag if tag != ANY_TAG else source)
+        return buf, source, tag
+
+    def irecv(self, buf: Any = None, source: int = ANY_SOURCE, tag: int = ANY_TAG) -> Request:
+        """Post a receive; ``await req.wait()`` gives the object. ``buf`` is
+        accepted for mpi4py compatibility and not needed (messages of any
+        size arrive)."""
+        self._check_awaited()
+        self._raise_if_failed()
+        _, source, tag = self._legacy_source(buf, source, tag)
+        self._check_rank(source, "source", allow_any=True)
+        self._check_tag(tag, allow_any=True)
+        req = self._new_request(
+            f"recv from {'any' if source == ANY_SOURCE else source} tag {'any' if tag == ANY_TAG else tag}", "recv")
+        self._post_recv(source, tag, req)
+        return req
+
+    def send(self, obj: Any, dest: int, tag: int = 0, *, nbytes: int | None = None) -> Awaitable[None]:
+        """``await comm.send(obj, dest, tag=0)``: returns once ``obj`` may be reused
+        (it was buffered, or, above the eager limit, the receiver took it)."""
+        return self._pending(self._send(obj, dest, tag, nbytes), "comm.send()")
+
+    async def _send(self, obj: Any, dest: int, tag: int, nbytes: int | None) -> None:
+        await self._wait_one(self.isend(obj, dest, tag, nbytes=nbytes), None)
+
+    def recv(self, buf: Any = None, source: int = ANY_SOURCE, tag: int = ANY_TAG,
+             status: Status | None = None) -> Awaitable[Any]:
+        """``obj = await comm.recv(source=..., tag=..., status=st)``."""
+        self._check_awaited()
+        _, source, tag = self._legacy_source(buf, source, tag)
+        req = self.irecv(None, source, tag)
+        return self._pending(self._wait_one(req, status), "comm.recv()")
+
+    def sendrecv(self, sendobj: Any, dest: int, sendtag: int = 0, recvbuf: Any = None,
+                 source: int = ANY_SOURCE, recvtag: int = ANY_TAG, status: Status | None = None,
+                 *, nbytes: int | None = None) -> Awaitable[Any]:
+        """Send to ``dest`` and receive from ``source`` at once (no deadlock
+        between two ranks exchanging); gives the received object."""
+        self._check_awaited()
+        rreq = self.irecv(None, source, recvtag)
+        sreq = self.isend(sendobj, dest, sendtag, nbytes=nbytes)
+        return self._pending(self._sendrecv(sreq, rreq, status), "comm.sendrecv()")
+
+    async def _sendrecv(self, sreq: Request, rreq: Request, status: Status | None) -> Any:
+        await self._wait_all([rreq, sreq], None)
+        return self._take(rreq, status)
+
+    def wait(self, request: Request, status: Status | None = None) -> Awaitable[Any]:
+        """``value = await comm.wait(req)`` (same as ``await req.wait()``)."""
+        return self._pending(self._wait_one(request, status), "comm.wait()")
+
+    def waitall(self, requests: Sequence[Request], statuses: list | None = None) -> Awaitable[list[Any]]:
+        """``values = await comm.waitall(reqs)``: each request's value, in order."""
+        return self._pending(self._wait_all(list(requests), statuses), "comm.waitall()")
+
+    async def _wait_one(self, request: Request, status: Status | None) -> Any:
+        self._check_awaited()
+        if not isinstance(request, Request):
+            raise CommError(f"rank {self.rank}: wait needs a Request (from isend/irecv), got {type(request).__name__}")
+        if not request.done:
+            await self._block((request,))
+        return self._take(request, status)
+
+    async def _wait_all(self, requests: list[Request], statuses: list | None) -> list[Any]:
+        self._check_awaited()
+        for r in requests:
+            if not isinstance(r, Request):
+                raise CommError(f"rank {self.rank}: waitall needs Requests (from isend/irecv), got {type(r).__name__}")
+        pending = [r for r in requests if not r.done]
+        if pending:
+            await self._block(pending)
+        values = [self._take(r, None) for r in requests]
+        if statuses is not None:
+            statuses[:] = [r.status if r.status is not None else Status() for r in requests]
+        return values
+
+    # --- compute, time ----------------------------------------------------------------
+    def wtime(self) -> float:  # pragma: no cover - backends
+        raise NotImplementedError
+
+    Wtime = property(lambda self: self.wtime)
+
+    # --- collectives (objects) ----------------------------------------------------------
+    def barrier(self) -> Awaitable[None]:
+        """``await comm.barrier()``: dissemination barrier."""
+        from ..collectives.barrier import barrier
+
+        self._check_awaited()
+        return self._pending(barrier(self), "comm.barrier()")
+
+    Barrier = barrier
+
+    def bcast(self, obj: Any = None, root: int = 0, *, algorithm: str | None = None,
+              nbytes: int | None = None) -> Awaitable[Any]:
+        """``obj = await comm.bcast(obj, root=0)``; algorithm ``binomial`` or
+        ``scatter_allgather`` (default: MPICH's rule on ``nbytes`` when given, else binomial)."""
+        from .. import collectives
+
+        self._check_awaited()
+        return self._pending(collectives.bcast(self, obj, root, algorithm=algorithm, nbytes=nbytes), "comm.bcast()")
+
+    def reduce(self, sendobj: Any, op: Any = SUM, root: int = 0, *, algorithm: str | None = None,
+               nbytes: int | None = None) -> Awaitable[Any]:
+        """``result = await comm.reduce(x, op=MPI.SUM, root=0)``: the result at the root, None elsewhere."""
+        from .. import collectives
+
+        self._check_awaited()
+        return self._pending(collectives.reduce(self, sendobj, op, root, algorithm=algorithm, nbytes=nbytes),
+                             "comm.reduce()")
+
+    def allreduce(self, sendobj: Any, op: Any = SUM, *, algorithm: str | None = None,
+                  nbytes: int | None = None) -> Awaitable[Any]:
+        """``result = await comm.allreduce(x, op=MPI.SUM)``; algorithm
+        ``recursive_doubling``, ``ring`` (numpy arrays, commutative ops) or ``reduce_bcast``."""
+        from .. import collectives
+
+        self._check_awaited()
+        return self._pending(collectives.allreduce(self, sendobj, op, algorithm=algorithm, nbytes=nbytes),
+                             "comm.allreduce()")
+
+    def scatter(self, sendobj: Sequence[Any] | None = None, root: int = 0, *, algorithm: str | None = None,
+                nbytes: int | None = None) -> Awaitable[Any]:
+        """``mine = await comm.scatter(items, root=0)``: ``items[r]`` to rank r (``items`` only at the root)."""
+        from .. import collectives
+
+        self._check_awaited()
+        return self._pending(collectives.scatter(self, sendobj, root, algorithm=algorithm, nbytes=nbytes),
+                             "comm.scatter()")
+
+    def gather(self, sendobj: Any, root: int = 0, *, algorithm: str | None = None,
+               nbytes: int | None = None) -> Awaitable[list[Any] | None]:
+        """``items = await comm.gather(x, root=0)``: the list at the root, None elsewhere."""
+        from .. import collectives
+
+        self._check_awaited()
+        return self._pending(collectives.gather(self, sendobj, root, algorithm=algorithm, nbytes=nbytes),
+                             "comm.gather()")
+
+    def allgather(self, sendobj: Any, *, algorithm: str | None = None,
+                  nbytes: int | None = None) -> Awaitable[list[Any]]:
+        """``items = await comm.allgather(x)``: every rank's x, by rank."""
+        from .. import collectives
+
+        self._check_awaited()
+        return self._pending(collectives.allgather(self, sendobj, algorithm=algorithm, nbytes=nbytes),
+                             "comm.allgather()")
+
+    def alltoall(self, sendobj: Sequence[Any], *, algorithm: str | None = None,
+                 nbytes: int | None = None) -> Awaitable[list[Any]]:
+        """``got = await comm.alltoall(items)``: ``items[d]`` goes to rank d; ``got[s]`` came from s.
+        Algorithms ``scattered``, ``pairwise``, ``A``, ``B`` (seed 001; power-of-two sizes)."""
+        from .. import collectives
+
+        self._check_awaited()
+        return self._pending(collectives.alltoall(self, sendobj, algorithm=algorithm, nbytes=nbytes),
+                             "comm.alltoall()")
+
+    # --- buffers (numpy arrays) ----------------------------------------------------------
+    def Isend(self, buf: Any, dest: int, tag: int = 0) -> Request:  # noqa: N802
+        """Start sending the contents of a numpy array (copied now)."""
+        arr = _as_buffer(buf, f"rank {self.rank}: Isend buffer")
+        return self.isend(_to_bytes(arr), dest, tag, nbytes=arr.nbytes)
+
+    def Irecv(self, buf: Any, source: int = ANY_SOURCE, tag: int = ANY_TAG) -> Request:  # noqa: N802
+        """Post a receive into a numpy array (filled when the request is waited for or tested)."""
+        arr = _as_buffer(buf, f"rank {self.rank}: Irecv buffer")
+        req = self.irecv(None, source, tag)
+        req._into = arr
+        return req
+
+    def Send(self, buf: Any, dest: int, tag: int = 0) -> Awaitable[None]:  # noqa: N802
+        """``await comm.Send(array, dest, tag=0)``."""
+        req = self.Isend(buf, dest, tag)
+        return self._pending(self._wait_one(req, None), "comm.Send()")
+
+    def Recv(self, buf: Any, source: int = ANY_SOURCE, tag: int = ANY_TAG,  # noqa: N802
+             status: Status | None = None) -> Awaitable[None]:
+        """``await comm.Recv(array, source=..., tag=...)``: fills ``array``."""
+        req = self.Irecv(buf, source, tag)
+        return self._pending(self._wait_one(req, status), "comm.Recv()")
+
+    def Sendrecv(self, sendbuf: Any, dest: int, sendtag: int = 0, recvbuf: Any = None,  # noqa: N802
+                 source: int = ANY_SOURCE, recvtag: int = ANY_TAG, status: Status | None = None) -> Awaitable[None]:
+        rreq = self.Irecv(recvbuf, source, recvtag)
+        sreq = self.Isend(sendbuf, dest, sendtag)
+        return self._pending(self._sendrecv(sreq, rreq, status), "comm.Sendrecv()")
+
+    def Bcast(self, buf: Any, root: int = 0, *, algorithm: str | None = None) -> Awaitable[None]:  # noqa: N802
+        """``await comm.Bcast(array, root=0)``: every rank's array becomes the root's."""
+        from .. import collectives
+
+        arr = _as_buffer(buf, f"rank {self.rank}: Bcast buffer")
+        return self._pending(collectives.Bcast(self, arr, root, algorithm=algorithm), "comm.Bcast()")
+
+    def Reduce(self, sendbuf: Any, recvbuf: Any, op: Any = SUM, root: int = 0, *,  # noqa: N802
+               algorithm: str | None = None) -> Awaitable[None]:
+        """``await comm.Reduce(send, recv, op=MPI.SUM, root=0)`` (``recv`` used at the root only)."""
+        from .. import collectives
+
+        send = _as_buffer(sendbuf, f"rank {self.rank}: Reduce sendbuf")
+        recv = None if recvbuf is None else _as_buffer(recvbuf, f"rank {self.rank}: Reduce recvbuf")
+        return self._pending(collectives.Reduce(self, send, recv, op, root, algorithm=algorithm), "comm.Reduce()")
+
+    def Allreduce(self, sendbuf: Any, recvbuf: Any, op: Any = SUM, *,  # noqa: N802
+                  algorithm: str | None = None) -> Awaitable[None]:
+        """``await comm.Allreduce(send, recv, op=MPI.SUM)``."""
+        from .. import collectives
+
+        send = _as_buffer(sendbuf, f"rank {self.rank}: Allreduce sendbuf")
+        recv = _as_buffer(recvbuf, f"rank {self.rank}: Allreduce recvbuf")
+        return self._pending(collectives.Allreduce(self, send, recv, op, algorithm=algorithm), "comm.Allreduce()")
+
+    def Allgather(self, sendbuf: Any, recvbuf: Any, *, algorithm: str | None = None) -> Awaitable[None]:  # noqa: N802
+        """``await comm.Allgather(send, recv)``: ``recv`` holds every rank's ``send``, by rank."""
+        from .. import collectives
+
+        send = _as_buffer(sendbuf, f"rank {self.rank}: Allgather sendbuf")
+        recv = _as_buffer(recvbuf, f"rank {self.rank}: Allgather recvbuf")
+        return self._pending(collectives.Allgather(self, send, recv, algorithm=algorithm), "comm.Allgather()")
+
+    def Alltoall(self, sendbuf: Any, recvbuf: Any, *, algorithm: str | None = None) -> Awaitable[None]:  # noqa: N802
+        """``await comm.Alltoall(send, recv)``: block d of ``send`` goes to rank d, block s of ``recv`` came from s."""
+        from .. import collectives
+
+        send = _as_buffer(sendbuf, f"rank {self.rank}: Alltoall sendbuf")
+        recv = _as_buffer(recvbuf, f"rank {self.rank}: Alltoall recvbuf")
+        return self._pending(collectives.Alltoall(self, send, recv, algorithm=algorithm), "comm.Alltoall()")
+
+    def Scatter(self, sendbuf: Any, recvbuf: Any, root: int = 0) -> Awaitable[None]:  # noqa: N802
+        from .. import collectives
+
+        send = None if sendbuf is None else _as_buffer(sendbuf, f"rank {self.rank}: Scatter sendbuf")
+        recv = _as_buffer(recvbuf, f"rank {self.rank}: Scatter recvbuf")
+        return self._pending(collectives.Scatter(self, send, recv, root), "comm.Scatter()")
+
+    def Gather(self, sendbuf: Any, recvbuf: Any, root: int = 0) -> Awaitable[None]:  # noqa: N802
+        from .. import collectives
+
+        send = _as_buffer(sendbuf, f"rank {self.rank}: Gather sendbuf")
+        recv = None if recvbuf is None else _as_buffer(recvbuf, f"rank {self.rank}: Gather recvbuf")
+        return self._pending(collectives.Gather(self, send, recv, root), "comm.Gather()")
+
+
+# --- errors that point at the user's line --------------------------------------------------
+
+
+def user_frames(exc: BaseException, limit: int = 6) -> list[tuple[str, int, str]]:
+    """(file, line, function) of the traceback's frames outside parcomm, the
+    standard library and asyncio, innermost last."""
+    import sysconfig
+    import traceback
+
+    stdlib = {os.path.abspath(p) for p in (sysconfig.get_paths().get("stdlib"), sysconfig.get_paths().get("platstdlib")) if p}
+    out = []
+    for fs in traceback.extract_tb(exc.__traceback__):
+        path = os.path.abspath(fs.filename)
+        if path.startswith(_PKG_DIR) or any(path.startswith(s + os.sep) and "site-packages" not in path
+                                            for s in stdlib):
+            continue
+        if fs.filename.startswith("<frozen"):
+            continue
+        out.append((fs.filename, fs.lineno or 0, fs.name))
+    return out[-limit:]
+
+
+def rank_error(rank: int, exc: BaseException) -> str:
+    """One line for an exception raised by rank ``rank``'s program:
+    ``rank R raised Type: message (at file:line in function)``, with the
+    user's innermost frame (and up to two callers) only."""
+    text = f"rank {rank} raised {type(exc).__name__}: {exc}"
+    frames = user_frames(exc)
+    if frames:
+        where = " <- ".join(f"{_short(f)}:{ln} in {fn}" for f, ln, fn in reversed(frames[-3:]))
+        text += f" (at {where})"
+    return text
+
+
+def not_async_error(rank: int, program: Any) -> CommError:
+    name = getattr(program, "__qualname__", None) or repr(program)
+    code = getattr(program, "__code__", None)
+    where = f"{_short(code.co_filename)}:{code.co_firstlineno}: " if code is not None else ""
+    return CommError(f"rank {rank}: {where}the program {name} is a plain function; rank programs must be "
+                     f"`async def {getattr(program, '__name__', 'program')}(comm, ...)` and `await` the "
+                     "communicator's calls")
