@@ -26,6 +26,17 @@ PROGRAM_HELP = (
 KWARGS_HELP = 'keyword arguments for the program as a JSON object, e.g. \'{"nbytes": 65536}\''
 
 
+def pick_program(positional: str | None, option: str | None) -> str:
+    """The program, given as the first argument or with --program (not both, unless equal)."""
+    if positional and option and positional != option:
+        raise UserError(f"two programs given: {positional!r} and --program {option!r}; give one")
+    ref = positional or option
+    if not ref:
+        raise UserError("no program: give MODULE:FUNCTION (or path/file.py:FUNCTION) as the first argument "
+                        "or with --program")
+    return ref
+
+
 def _program(ref: str) -> str:
     from ..comm.aio import ProgramError, resolve_program
 
@@ -76,15 +87,23 @@ def _procs(procs: int | None) -> int:
 
 
 def _doc(res: Any) -> dict[str, Any]:
+    return result_doc(res, backend=res.backend, platform=res.platform)
+
+
+def result_doc(res: Any, backend: str, platform: str, extra: dict[str, Any] | None = None) -> dict[str, Any]:
+    """The result table every way of running a program prints with --json:
+    ``summary`` (backend, platform, procs, completion time, wall time),
+    per-rank ``finish_times_s`` and ``results``, and ``counters``."""
     from ..comm.aio import jsonable
 
     return {
         "summary": {
-            "backend": res.backend,
-            "platform": res.platform,
+            "backend": backend,
+            "platform": platform,
             "procs": len(res.finish_times),
             "time_s": res.time,
             "wall_s": round(res.wall_s, 3),
+            **(extra or {}),
         },
         "finish_times_s": res.finish_times,
         "results": [jsonable(r) for r in res.results],
@@ -93,14 +112,20 @@ def _doc(res: Any) -> dict[str, Any]:
 
 
 def _report(res: Any, as_json: bool) -> None:
+    report_result(res, res.backend, res.platform, as_json)
+
+
+def report_result(res: Any, backend: str, platform: str, as_json: bool, extra: dict[str, Any] | None = None) -> None:
+    """Print the result table (rank, finish time, return value) or, with
+    ``as_json``, :func:`result_doc` as strict JSON."""
     if as_json:
-        emit_json(_doc(res))
+        emit_json(result_doc(res, backend, platform, extra))
         return
     from rich.console import Console
     from rich.table import Table
 
     con = Console()
-    t = Table(title=f"{res.backend} run on {res.platform}: completion {res.time:.6f} s (wall {res.wall_s:.2f} s)")
+    t = Table(title=f"{backend} run on {platform}: completion {res.time:.6f} s (wall {res.wall_s:.2f} s)")
     t.add_column("rank", justify="right")
     t.add_column("finish (s)", justify="right")
     t.add_column("result")
@@ -110,7 +135,8 @@ def _report(res: Any, as_json: bool) -> None:
     con.print(t)
     totals = res.host_totals()
     if totals:
-        con.print("TCP (this run's sockets): " + ", ".join(f"{k} {v}" for k, v in totals.items()))
+        label = "TCP (simulated hosts)" if backend == "sim" else "TCP (this run's sockets)"
+        con.print(f"{label}: " + ", ".join(f"{k} {v}" for k, v in totals.items()))
 
 
 def _write_out(path: Path | None, doc: dict[str, Any]) -> None:
@@ -128,10 +154,14 @@ def run() -> None:
 
     \b
     Examples:
-      parcomm run local --procs 4 --program alltoall_b --kwargs '{"nbytes": 65536}'
-      parcomm run mpi --procs 4 --program mymodule:main --json
-      mpiexec -n 4 python -m parcomm run mpi --program mymodule:main
-      python -m parcomm run socket --rank 2 --addresses hosts.txt --program mymodule:main --out r2.json
+      parcomm run local mymodule:main --procs 4 --json
+      parcomm run local alltoall_b --procs 4 --kwargs '{"nbytes": 65536}'
+      parcomm run mpi path/to/prog.py:main --procs 4
+      mpiexec -n 4 python -m parcomm run mpi mymodule:main
+      python -m parcomm run socket mymodule:main --rank 2 --addresses hosts.txt --out r2.json
+
+    The program is the same `async def main(comm, ...)` that `parcomm sim run`
+    simulates; every way prints the same table (--json: the same document).
 
     Exit status 2 means a mistake in the command, 1 that the run failed.
     """
@@ -139,20 +169,25 @@ def run() -> None:
 
 @run.command()
 @click.option("--procs", "-n", type=int, default=None, help="number of ranks (local processes)")
-@click.option("--program", "program", required=True, help=PROGRAM_HELP)
+@click.argument("program_arg", metavar="[PROGRAM]", required=False)
+@click.option("--program", "program", default=None, help=PROGRAM_HELP)
 @click.option("--kwargs", "kwargs_json", default=None, help=KWARGS_HELP)
 @click.option("--timeout", default="60s", show_default=True, help="time limit of each rank's program")
 @click.option("--nodelay/--no-nodelay", default=True, show_default=True, help="TCP_NODELAY on every socket")
 @click.option("--sndbuf", default=None, help="SO_SNDBUF in bytes (default: the kernel's)")
 @click.option("--rcvbuf", default=None, help="SO_RCVBUF in bytes (default: the kernel's)")
 @click.option("--json", "as_json", is_flag=True, help="print the full result as JSON")
-def local(procs, program, kwargs_json, timeout, nodelay, sndbuf, rcvbuf, as_json) -> None:
-    """Run PROGRAM on N local processes connected by TCP over 127.0.0.1 (SocketComm)."""
+def local(program_arg, procs, program, kwargs_json, timeout, nodelay, sndbuf, rcvbuf, as_json) -> None:
+    """Run PROGRAM on N local processes connected by TCP over 127.0.0.1 (SocketComm).
+
+    PROGRAM is MODULE:FUNCTION or path/file.py:FUNCTION naming an `async def
+    f(comm, ...)`, or a collective's name. A script that calls run_local
+    itself must do so under `if __name__ == "__main__":`; this command needs no such guard."""
     from ..comm import CommError
     from ..comm.launch import run_local
 
     n = _procs(procs)
-    ref = _program(program)
+    ref = _program(pick_program(program_arg, program))
     kwargs = _kwargs(kwargs_json)
     opts: dict[str, Any] = {"nodelay": nodelay}
     if (b := _bytes(sndbuf, "--sndbuf")) is not None:
@@ -169,7 +204,8 @@ def local(procs, program, kwargs_json, timeout, nodelay, sndbuf, rcvbuf, as_json
 @run.command()
 @click.option("--procs", "-n", type=int, default=None,
               help="number of ranks; mpiexec is started for you unless already under MPI")
-@click.option("--program", "program", required=True, help=PROGRAM_HELP)
+@click.argument("program_arg", metavar="[PROGRAM]", required=False)
+@click.option("--program", "program", default=None, help=PROGRAM_HELP)
 @click.option("--kwargs", "kwargs_json", default=None, help=KWARGS_HELP)
 @click.option("--timeout", default="60s", show_default=True, help="time limit of each rank's program")
 @click.option("--out", type=click.Path(dir_okay=False, path_type=Path), default=None,
@@ -178,14 +214,14 @@ def local(procs, program, kwargs_json, timeout, nodelay, sndbuf, rcvbuf, as_json
 @click.option("--call-pickle", type=click.Path(dir_okay=False, path_type=Path), default=None, hidden=True)
 @click.option("--pickle-out", type=click.Path(dir_okay=False, path_type=Path), default=None, hidden=True)
 @click.option("--spin", type=float, default=0.05, hidden=True)
-def mpi(procs, program, kwargs_json, timeout, out, as_json, call_pickle, pickle_out, spin) -> None:
+def mpi(program_arg, procs, program, kwargs_json, timeout, out, as_json, call_pickle, pickle_out, spin) -> None:
     """Run PROGRAM under MPI (mpi4py + MPICH). Started by hand under
     `mpiexec -n N python -m parcomm run mpi ...`, it runs as one rank and rank 0
     reports; started alone with --procs N, it starts mpiexec itself."""
     from ..comm import CommError
     from ..comm.mpi import run_mpi, run_mpi_rank, under_mpi
 
-    ref = _program(program)
+    ref = _program(pick_program(program_arg, program))
     kwargs = _kwargs(kwargs_json)
     limit = _seconds(timeout, "--timeout")
     if under_mpi():
@@ -217,7 +253,8 @@ def mpi(procs, program, kwargs_json, timeout, out, as_json, call_pickle, pickle_
 @click.option("--rank", type=int, required=True, help="this process's rank")
 @click.option("--addresses", type=click.Path(dir_okay=False, path_type=Path), required=True,
               help="file with one 'host port' line per rank (line r is rank r's listening address)")
-@click.option("--program", "program", required=True, help=PROGRAM_HELP)
+@click.argument("program_arg", metavar="[PROGRAM]", required=False)
+@click.option("--program", "program", default=None, help=PROGRAM_HELP)
 @click.option("--kwargs", "kwargs_json", default=None, help=KWARGS_HELP)
 @click.option("--out", type=click.Path(dir_okay=False, path_type=Path), default=None,
               help="write {rank, ok, result, start_s, finish_s, elapsed_s, counters} (or the error) as JSON "
@@ -232,7 +269,7 @@ def mpi(procs, program, kwargs_json, timeout, out, as_json, call_pickle, pickle_
 @click.option("--connect-timeout", default="30s", show_default=True, help="time limit for building the mesh")
 @click.option("--key-file", type=click.Path(dir_okay=False, path_type=Path), default=None,
               help="the job's shared key (mode 600; `parcomm keygen FILE` writes one); default: $PARCOMM_JOB_KEY")
-def socket_cmd(rank, addresses, program, kwargs_json, out, size, nodelay, sndbuf, rcvbuf, rto_min, rto_max,
+def socket_cmd(program_arg, rank, addresses, program, kwargs_json, out, size, nodelay, sndbuf, rcvbuf, rto_min, rto_max,
                timeout, connect_timeout, key_file) -> None:
     """Run one rank of PROGRAM over a TCP mesh (SocketComm): start one such
     process per rank, each with the same addresses file (this is what the
@@ -247,7 +284,7 @@ def socket_cmd(rank, addresses, program, kwargs_json, out, size, nodelay, sndbuf
 
     from ..auth import JobKeyError, resolve_key
 
-    ref = _program(program)
+    ref = _program(pick_program(program_arg, program))
     kwargs = _kwargs(kwargs_json)
     try:
         addrs = read_addresses(addresses)

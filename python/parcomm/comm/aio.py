@@ -291,6 +291,19 @@ def _load_file_module(path: Path) -> Any:
     return module
 
 
+def _import_from_cwd_too(name: str) -> Any:
+    """Import ``name``; if it is not found and the working directory is not on
+    sys.path (a console script's case), look there too, as ``python -m`` would."""
+    try:
+        return importlib.import_module(name)
+    except ModuleNotFoundError as e:
+        cwd = os.getcwd()
+        if e.name != name.split(".")[0] or cwd in sys.path or "" in sys.path:
+            raise
+        sys.path.append(cwd)
+        return importlib.import_module(name)
+
+
 def resolve_program(ref: str | Callable[..., Awaitable[Any]]) -> Callable[..., Awaitable[Any]]:
     """The ``async def`` function a reference names.
 
@@ -323,7 +336,7 @@ def resolve_program(ref: str | Callable[..., Awaitable[Any]]) -> Callable[..., A
                 raise ProgramError(f"program {ref!r}: no such file {mod_name}")
             module = _load_file_module(path.resolve())
         else:
-            module = importlib.import_module(mod_name)
+            module = _import_from_cwd_too(mod_name)
     except ProgramError:
         raise
     except ImportError as e:
@@ -337,7 +350,10 @@ def resolve_program(ref: str | Callable[..., Awaitable[Any]]) -> Callable[..., A
         except AttributeError:
             raise ProgramError(f"program {ref!r}: module {mod_name!r} has no attribute {func_name!r}") from None
     if not inspect.iscoroutinefunction(obj):
-        raise ProgramError(f"program {ref!r} is not an `async def` function")
+        code = getattr(obj, "__code__", None)
+        where = f" ({code.co_filename}:{code.co_firstlineno})" if code is not None else ""
+        raise ProgramError(f"program {ref!r}{where} is not an `async def` function: rank programs are "
+                           "`async def f(comm, ...)` and `await` the communicator's calls")
     return obj
 
 
