@@ -13,6 +13,7 @@ import click
 from .bcast import bcast
 from .common import UserError
 from .compare import compare
+from .conformance import conformance
 from .emu import emu
 from .heat import heat
 from .keygen import keygen
@@ -38,6 +39,7 @@ def cli() -> None:
     repro    reproduce the seed papers' tables and figures
     emu      run on an emulated cluster: real Linux TCP in network namespaces (root)
     compare  put the simulator's and the emulation's times side by side
+    conformance  the simulator held to real Linux TCP, scenario by scenario (root)
     run      run rank programs for real: local TCP processes, MPI, or one TCP rank
     mcast    reliable multicast with repair routers: model, placement, simulation
     mine     association-rule mining: Quest data, serial Apriori, HPA (seed 000)
@@ -55,6 +57,7 @@ cli.add_command(sim)
 cli.add_command(repro)
 cli.add_command(emu)
 cli.add_command(compare)
+cli.add_command(conformance)
 cli.add_command(run)
 cli.add_command(mcast)
 cli.add_command(mine)

@@ -106,8 +106,10 @@ class EmuCluster:
         sample_interval_s: float | None = 0.002,
         reaper: bool = True,
         keep_workdir: bool = False,
+        sysctls: Mapping[str, int | str] | None = None,
     ):
         self.platform = as_platform(platform)
+        self.extra_sysctls = tcpknobs.check_extra_sysctls(sysctls or {})
         self.sample_interval_s = sample_interval_s
         self.use_reaper = reaper
         self.keep_workdir = keep_workdir
@@ -154,7 +156,7 @@ class EmuCluster:
             self._start_reaper()
             topology.create(layout)
             shaping.shape(layout)
-            self.knobs = tcpknobs.apply(layout)
+            self.knobs = tcpknobs.apply(layout, self.extra_sysctls)
         except BaseException:
             self.down()
             raise
@@ -341,7 +343,8 @@ class EmuCluster:
             by_addr = outs[receiver]["bytes"]
             results: list[Any] = [None] * n
             results[receiver] = {lay.hosts[i].name: by_addr.get(lay.hosts[i].addr) for i in tx}
-            return finish, results, {"program": "incast_raw", "nbytes": nbytes, "senders": senders, "receiver": receiver}
+            return finish, results, {"program": "incast_raw", "nbytes": nbytes, "senders": senders, "receiver": receiver,
+                                     "t0_monotonic": t0}
 
         return self._measure(work)
 
@@ -413,7 +416,7 @@ class EmuCluster:
             t0 = min(o["start_s"] for o in outs)
             finish = [o["finish_s"] - t0 for o in outs]
             return finish, [o.get("result") for o in outs], {
-                "program": ref, "kwargs": dict(kwargs or {}), "size": size,
+                "program": ref, "kwargs": dict(kwargs or {}), "size": size, "t0_wall": t0,
                 "socket_counters": [o.get("counters", {}) for o in outs],
             }
 

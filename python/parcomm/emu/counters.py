@@ -48,6 +48,7 @@ HOST_COLUMNS = (
     "timeouts", "fast_retransmits", "nic_drops", "corrupt_discards", "cpu_busy_s",
     # kernel extras
     "out_segs", "lost_retransmits", "loss_probes", "spurious_rtos", "syn_retransmits", "ip_out_octets",
+    "recoveries",
 )
 PORT_COLUMNS = (
     "name", "unit", "capacity", "tx_packets", "drops", "cell_drops", "wire_losses",
@@ -65,6 +66,9 @@ _KERNEL = {  # our column: (table, field)
     "spurious_rtos": ("TcpExt", "TCPSpuriousRTOs"),
     "syn_retransmits": ("TcpExt", "TCPSynRetrans"),
     "ip_out_octets": ("IpExt", "OutOctets"),
+    # Entries into fast recovery (tcp_enter_recovery() in tcp_input.c counts one of the two).
+    "sack_recoveries": ("TcpExt", "TCPSackRecovery"),
+    "reno_recoveries": ("TcpExt", "TCPRenoRecovery"),
 }
 
 
@@ -145,6 +149,8 @@ def delta(layout: Layout, before: Snapshot, after: Snapshot, max_backlog: dict[s
             "spurious_rtos": d["spurious_rtos"],
             "syn_retransmits": d["syn_retransmits"],
             "ip_out_octets": d["ip_out_octets"],
+            "recoveries": None if d["sack_recoveries"] is None or d["reno_recoveries"] is None
+            else d["sack_recoveries"] + d["reno_recoveries"],
         }
         for c in HOST_COLUMNS:
             hc[c].append(row[c])

@@ -17,6 +17,9 @@ Also ``tcp_no_metrics_save = 1``, so one run's RTT and ssthresh estimates do
 not leak into the next through the route cache. Everything else (SACK, RACK,
 tail loss probes, the 1 s initial RTO) stays as the kernel ships it: this is
 the real Linux stack, and the docs say where it differs from the simulator.
+A caller may set kernel TCP settings the platform does not describe
+(``EmuCluster(..., sysctls={"net.ipv4.tcp_sack": 0})``; the conformance
+suite does so to match a scenario): only ``net.ipv4.tcp_*`` keys.
 
 The per-node random RTO schemes of seed 000 §5.2 need no code here:
 ``parcomm.platform.apply_rto`` draws each host's MIN/MAX into the platform,
@@ -26,14 +29,16 @@ and each host's namespace gets its own values.
 from __future__ import annotations
 
 import os
+import re
 from dataclasses import dataclass, field
+from typing import Mapping
 
 from .layout import HOST_DEV, HostPlan, Layout
 from .netns import in_netns
-from .shell import batch
+from .shell import EmuError, batch
 from .topology import write_sysctls
 
-__all__ = ["HostKnobs", "knobs_for", "apply", "kernel_has"]
+__all__ = ["HostKnobs", "knobs_for", "apply", "kernel_has", "check_extra_sysctls"]
 
 #: Bounds the kernel enforces on net.ipv4.tcp_rto_max_ms (net/ipv4/sysctl_net_ipv4.c).
 RTO_MAX_FLOOR_MS = 1000
@@ -90,14 +95,31 @@ def knobs_for(h: HostPlan, *, have_rto_max: bool, have_rto_min_us: bool) -> Host
     return HostKnobs(metrics, sysctls, rto_min_ms, rto_max_ms, notes)
 
 
-def apply(layout: Layout) -> dict[str, HostKnobs]:
-    """Set every host's route metrics and sysctls; returns them by host name."""
+def check_extra_sysctls(extra: Mapping[str, object]) -> dict[str, object]:
+    """Kernel TCP settings beyond the platform (e.g. ``net.ipv4.tcp_sack``), checked.
+
+    Only ``net.ipv4.tcp_*`` keys with an int or a short plain value: they are
+    written into our own namespaces' ``/proc/sys``, nowhere else.
+    """
+    out: dict[str, object] = {}
+    for k, v in extra.items():
+        if not isinstance(k, str) or not re.fullmatch(r"net\.ipv4\.tcp_[a-z0-9_]{1,40}", k):
+            raise EmuError(f"sysctl {k!r}: only net.ipv4.tcp_* settings can be given")
+        if isinstance(v, bool) or not isinstance(v, (int, str)) or (isinstance(v, str) and not re.fullmatch(r"[\w .-]{1,64}", v)):
+            raise EmuError(f"sysctl {k}: value {v!r} is not a number or a short word")
+        out[k] = v
+    return out
+
+
+def apply(layout: Layout, extra: Mapping[str, object] | None = None) -> dict[str, HostKnobs]:
+    """Set every host's route metrics and sysctls (plus ``extra``); returns them by host name."""
     probe = layout.hosts[0].netns
     have_max = kernel_has(probe, "net.ipv4.tcp_rto_max_ms")
     have_min_us = kernel_has(probe, "net.ipv4.tcp_rto_min_us")
     out: dict[str, HostKnobs] = {}
     for h in layout.hosts:
         k = knobs_for(h, have_rto_max=have_max, have_rto_min_us=have_min_us)
+        k.sysctls.update(extra or {})
         batch(
             "ip",
             [f"route replace {layout.subnet} dev {HOST_DEV} proto kernel scope link src {h.addr} " + " ".join(k.route_metrics)],

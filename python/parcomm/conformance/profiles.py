@@ -1,0 +1,33 @@
+"""Simulator TCP profiles: which of the simulator's transport options it runs with.
+
+The scenario fixes what both sides share (RTO bounds, delayed ACKs,
+initial window, whether SACK is allowed). A profile picks the simulator's
+loss-recovery machinery on top; the kernel always runs its own (SACK when
+the scenario allows it, RACK-TLP, Linux's RTO rules).
+
+``default``   the simulator's default transport today: NewReno (RFC 6582),
+              no SACK, no tail loss probes, whatever the scenario allows.
+``sack-tlp``  SACK (RFC 2018/6675) where the scenario allows it, plus tail
+              loss probes (RFC 8985 §7): the closest options to Linux's
+              recovery the simulator has.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+__all__ = ["PROFILES", "profile_overrides"]
+
+PROFILES: dict[str, str] = {
+    "default": "NewReno, no SACK, no TLP (the simulator's default transport)",
+    "sack-tlp": "SACK where the scenario allows it, and tail loss probes",
+}
+
+
+def profile_overrides(profile: str, sack_allowed: bool) -> dict[str, Any]:
+    """The simulator's ``tcp`` fields of ``profile`` for a scenario."""
+    if profile == "default":
+        return {"sack": False, "tail_loss_probe": False}
+    if profile == "sack-tlp":
+        return {"sack": bool(sack_allowed), "tail_loss_probe": True}
+    raise ValueError(f"unknown simulator profile {profile!r} (known: {', '.join(PROFILES)})")

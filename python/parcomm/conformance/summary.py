@@ -1,0 +1,39 @@
+"""Agreement in numbers: per-profile error statistics over the scenarios that can decide.
+
+A scenario decides agreement only if the emulation ran and its own
+run-to-run spread is at most the noise limit (25 % by default): a
+referee that disagrees with itself by more than that cannot say whether the
+simulator is within 25 %.
+"""
+
+from __future__ import annotations
+
+import statistics
+
+__all__ = ["NOISE_LIMIT", "summarize", "decided"]
+
+#: A scenario whose emulated runs spread more than this cannot decide agreement.
+NOISE_LIMIT = 0.25
+
+
+def decided(rows: list[dict], profile: str) -> list[dict]:
+    return [r for r in rows
+            if r.get("emu") and not r.get("noisy") and (r.get("sim") or {}).get(profile, {}).get("error") is not None]
+
+
+def summarize(rows: list[dict], profile: str, largest: int = 3) -> dict:
+    """Median |error|, shares within 10 % and 25 %, and the largest disagreements."""
+    ok = decided(rows, profile)
+    errs = [abs(r["sim"][profile]["error"]) for r in ok]
+    worst = sorted(ok, key=lambda r: -abs(r["sim"][profile]["error"]))[:largest]
+    return {
+        "profile": profile,
+        "decided": len(ok),
+        "noisy": sum(1 for r in rows if r.get("noisy")),
+        "emu_failed": sum(1 for r in rows if r.get("emu_error")),
+        "median_abs_error": statistics.median(errs) if errs else None,
+        "within_10pct": sum(e <= 0.10 for e in errs) / len(errs) if errs else None,
+        "within_25pct": sum(e <= 0.25 for e in errs) / len(errs) if errs else None,
+        "largest": [{"name": r["name"], "error": r["sim"][profile]["error"],
+                     "emu_s": r["emu"]["median_s"], "sim_s": r["sim"][profile]["median_s"]} for r in worst],
+    }
