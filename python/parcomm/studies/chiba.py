@@ -135,10 +135,29 @@ def _row(r: SimResult, prof, cfg: BcastConfig, **extra) -> dict:
     return row
 
 
-def _run(ctx: StudyContext, prof, nodes, size, algo, cfg, seed, **extra) -> dict:
-    ctx.progress(f"{extra.get('what', '')} {algo} N={nodes} size={size / 1e6:g} MB seed={seed}")
+def _run_job(job: tuple) -> dict:
+    prof, nodes, size, algo, cfg, seed, extra = job
     r = simulate(nodes, size, algo, prof, seed=seed, config=cfg)
     return _row(r, prof, cfg, **extra)
+
+
+def _run(ctx: StudyContext, prof, nodes, size, algo, cfg, seed, **extra) -> dict:
+    ctx.progress(f"{extra.get('what', '')} {algo} N={nodes} size={size / 1e6:g} MB seed={seed}")
+    return _run_job((prof, nodes, size, algo, cfg, seed, extra))
+
+
+class _Jobs:
+    """Collects a study's simulations, then runs them all at once on the context's executor."""
+
+    def __init__(self) -> None:
+        self.jobs: list[tuple] = []
+
+    def add(self, prof, nodes, size, algo, cfg, seed, **extra) -> int:
+        self.jobs.append((prof, nodes, size, algo, cfg, seed, extra))
+        return len(self.jobs) - 1
+
+    def run(self, ctx: StudyContext) -> list[dict]:
+        return ctx.map(_run_job, self.jobs, "broadcast simulations")
 
 
 def _mean(rows: list[dict], key: str) -> float:
@@ -192,34 +211,55 @@ def run(ctx: StudyContext, plan: Plan | None = None) -> StudyReport:
     f1_rows, f1 = fig1(ctx, plan, prof)
     rep.tables["fig1_distribution"] = f1_rows
 
+    # Every simulation is independent: collect them, run them on the executor, then read them back.
+    jobs = _Jobs()
     # Fig. 2/9/10: 8 nodes, per trial.
-    fig2 = []
-    for algo in ALGOS:
-        for i, seed in enumerate(seeds(plan.trials_fig2)):
-            fig2.append(_run(ctx, prof, 8, plan.size, algo, cfg_p, seed, what="fig2", trial=i + 1))
-    rep.tables["fig2_9_10"] = fig2
-
+    j_fig2 = [jobs.add(prof, 8, plan.size, algo, cfg_p, seed, what="fig2", trial=i + 1)
+              for algo in ALGOS for i, seed in enumerate(seeds(plan.trials_fig2))]
     # Fig. 11-13: nodes 4..32.
-    fig11 = []
-    for nodes in NODE_COUNTS:
-        for algo in ALGOS:
-            for seed in seeds(plan.trials_fig11):
-                fig11.append(_run(ctx, prof, nodes, plan.size, algo, cfg_p, seed, what="fig11"))
+    j_fig11 = [jobs.add(prof, nodes, plan.size, algo, cfg_p, seed, what="fig11")
+               for nodes in NODE_COUNTS for algo in ALGOS for seed in seeds(plan.trials_fig11)]
+    # Beyond the paper, at 32 nodes.
+    j_opts = [jobs.add(prof, 32, plan.size, algo, cfg, seed, what="opts", config=label,
+                       overlap=cfg.overlap_phases, s3_connections=cfg.s3_connections,
+                       adaptive=cfg.adaptive_works, piece_kib=cfg.piece_size // 1024,
+                       work_pieces=cfg.work_pieces, peers=cfg.peers, upload_slots=cfg.upload_slots)
+              for label, (algo, cfg) in _configs().items() for seed in seeds(plan.trials_opts)]
+    # Sensitivity: node NICs at the paper's observed phase-2 rate (§5.3), 32 nodes.
+    net10 = load_profile({"name": "chiba2010-net10", "nic_up_mb_s": 10.0, "nic_down_mb_s": 10.0, "peer_mb_s": 10.0})
+    best_label, (best_algo, best_cfg) = list(_configs().items())[-1]
+    j_sens = [jobs.add(net10, 32, plan.size, algo, cfg, ctx.seed, what="net10", config=label)
+              for label, algo, cfg in (("flat", "flat", cfg_p), ("nonsteal", "nonsteal", cfg_p),
+                                       ("steal", "steal", cfg_p), (best_label, best_algo, best_cfg))]
+    # 1,024 nodes.
+    bcfgs = {"flat": ("flat", BcastConfig.paper(piece_size=plan.big_piece, work_pieces=1)),
+             "paper steal (large pieces)": ("steal", BcastConfig.paper(piece_size=plan.big_piece, work_pieces=1)),
+             "parcomm overlap + adaptive + 4 conns (large pieces)": (
+                 "steal", BcastConfig(piece_size=plan.big_piece, work_pieces=1, overlap_phases=True,
+                                      adaptive_works=True, s3_connections=4)),
+             "parcomm best at 32 (+ wider overlay; large pieces)": (
+                 "steal", BcastConfig(piece_size=plan.big_piece, work_pieces=1, overlap_phases=True,
+                                      adaptive_works=True, s3_connections=4, peers=8, upload_slots=8))}
+    j_big = [jobs.add(prof, plan.big_nodes, plan.big_size, algo, cfg, ctx.seed, what="1024", config=label,
+                      piece_mib=cfg.piece_size >> 20) for label, (algo, cfg) in bcfgs.items()]
+    # Piece-size check (full only): the paper's 32 KB pieces vs paper_scaled.
+    j_check = [] if ctx.quick else [
+        jobs.add(prof, 8, plan.check_size, algo, cfg, ctx.seed, what="piece-check", pieces=label)
+        for algo in ("nonsteal", "steal")
+        for label, cfg in (("32 KiB x 100", BcastConfig.paper()), ("320 KiB x 10", cfg_p))]
+    done = jobs.run(ctx)
+
+    fig2 = [done[i] for i in j_fig2]
+    rep.tables["fig2_9_10"] = fig2
+    fig11 = [done[i] for i in j_fig11]
     rep.tables["fig11_13"] = fig11
 
     # Fig. 3: per-node mean throughput of flat-tree nodes at 8, 16, 32 nodes.
     flat_rates = {n: [plan.size / t / MB for r in fig11 if r["algo"] == "flat" and r["nodes"] == n
                       for t in [r["average_s"]]] for n in (8, 16, 32)}
 
-    # Beyond the paper, at 32 nodes.
-    opts = []
+    opts = [done[i] for i in j_opts]
     flat32 = [r for r in fig11 if r["algo"] == "flat" and r["nodes"] == 32]
-    for label, (algo, cfg) in _configs().items():
-        for seed in seeds(plan.trials_opts):
-            opts.append(_run(ctx, prof, 32, plan.size, algo, cfg, seed, what="opts", config=label,
-                             overlap=cfg.overlap_phases, s3_connections=cfg.s3_connections,
-                             adaptive=cfg.adaptive_works, piece_kib=cfg.piece_size // 1024,
-                             work_pieces=cfg.work_pieces, peers=cfg.peers, upload_slots=cfg.upload_slots))
     flat32_total = _mean(flat32, "total_mb_s")
     summary = []
     for label in _configs():
@@ -234,37 +274,12 @@ def run(ctx: StudyContext, plan: Plan | None = None) -> StudyReport:
     rep.tables["beyond_32"] = opts
     rep.tables["beyond_32_summary"] = summary
 
-    # Sensitivity: node NICs at the paper's observed phase-2 rate (§5.3), 32 nodes.
-    net10 = load_profile({"name": "chiba2010-net10", "nic_up_mb_s": 10.0, "nic_down_mb_s": 10.0, "peer_mb_s": 10.0})
-    sens = []
-    best_label, (best_algo, best_cfg) = list(_configs().items())[-1]
-    for label, algo, cfg in (("flat", "flat", cfg_p), ("nonsteal", "nonsteal", cfg_p), ("steal", "steal", cfg_p),
-                             (best_label, best_algo, best_cfg)):
-        sens.append(_run(ctx, net10, 32, plan.size, algo, cfg, ctx.seed, what="net10", config=label))
+    sens = [done[i] for i in j_sens]
     rep.tables["fig11_net10"] = sens
-
-    # 1,024 nodes.
-    big = []
-    bcfgs = {"flat": ("flat", BcastConfig.paper(piece_size=plan.big_piece, work_pieces=1)),
-             "paper steal (large pieces)": ("steal", BcastConfig.paper(piece_size=plan.big_piece, work_pieces=1)),
-             "parcomm overlap + adaptive + 4 conns (large pieces)": (
-                 "steal", BcastConfig(piece_size=plan.big_piece, work_pieces=1, overlap_phases=True,
-                                      adaptive_works=True, s3_connections=4)),
-             "parcomm best at 32 (+ wider overlay; large pieces)": (
-                 "steal", BcastConfig(piece_size=plan.big_piece, work_pieces=1, overlap_phases=True,
-                                      adaptive_works=True, s3_connections=4, peers=8, upload_slots=8))}
-    for label, (algo, cfg) in bcfgs.items():
-        big.append(_run(ctx, prof, plan.big_nodes, plan.big_size, algo, cfg, ctx.seed, what="1024", config=label,
-                        piece_mib=cfg.piece_size >> 20))
+    big = [done[i] for i in j_big]
     rep.tables["nodes_1024"] = big  # (--quick: fewer nodes, see the notes)
-
-    # Piece-size check (full only): the paper's 32 KB pieces vs paper_scaled.
-    if not ctx.quick:
-        check = []
-        for algo in ("nonsteal", "steal"):
-            for label, cfg in (("32 KiB x 100", BcastConfig.paper()), ("320 KiB x 10", cfg_p)):
-                check.append(_run(ctx, prof, 8, plan.check_size, algo, cfg, ctx.seed, what="piece-check", pieces=label))
-        rep.tables["piece_check"] = check
+    if j_check:
+        rep.tables["piece_check"] = [done[i] for i in j_check]
 
     rep.figures = _plots(ctx, f1_rows, flat_rates, fig2, fig11, summary, big, plan)
     _compare(rep, plan, f1, fig2, fig11, summary, big, flat_rates)

@@ -96,26 +96,28 @@ def _run_procs(ctx: StudyContext, procs: int) -> tuple[list[dict], dict]:
     params.save(ctx.out_dir / f"params_p{procs}.json")
     models = {name: make_model(name, params) for name in MODELS}
     rows = []
-    for m in _sweep(ctx.quick):
-        for algo in ("A", "B"):
-            ctx.progress(f"P={procs}: alltoall {algo}, m={m} B")
-            runs = [_bench(plat, procs, algo, m, s) for s in _seeds(ctx)]
-            n = len(runs)
-            row = {"procs": procs, "algo": algo, "size_bytes": m, "runs": n,
-                   "actual_s": statistics.fmean(r["warm_s"] for r in runs),
-                   "cold_s": statistics.fmean(r["cold_s"] for r in runs),
-                   "timeouts": sum(r["warm_timeouts"] for r in runs) / n,
-                   "cold_timeouts": sum(r["cold_timeouts"] for r in runs) / n,
-                   "runs_with_timeout": sum(r["warm_timeouts"] > 0 for r in runs),
-                   "port_drops": sum(r["port_drops"] for r in runs) / n,
-                   # The worst pile-up at any switch port: what eq. 1 bounds by (n-1)m.
-                   "max_port_bytes": max(r["max_port_bytes"] for r in runs)}
-            for name, mdl in models.items():
-                row[f"{name}_s"] = mdl.predict(f"alltoall_{algo.lower()}", procs, m)
-                row[f"{name}_err"] = abs(row[f"{name}_s"] - row["actual_s"]) / row["actual_s"]
-                row[f"{name}_cold_err"] = abs(row[f"{name}_s"] - row["cold_s"]) / row["cold_s"]
-            row["e_q"] = models["plogp-br"].e_q(m, procs - 1) if algo == "A" else 0
-            rows.append(row)
+    cases = [(m, algo) for m in _sweep(ctx.quick) for algo in ("A", "B")]
+    seeds = _seeds(ctx)
+    done = ctx.map(_bench_job, [(plat, procs, algo, m, s) for m, algo in cases for s in seeds],
+                   f"P={procs}: Alltoall A and B")
+    for k, (m, algo) in enumerate(cases):
+        runs = done[k * len(seeds):(k + 1) * len(seeds)]
+        n = len(runs)
+        row = {"procs": procs, "algo": algo, "size_bytes": m, "runs": n,
+               "actual_s": statistics.fmean(r["warm_s"] for r in runs),
+               "cold_s": statistics.fmean(r["cold_s"] for r in runs),
+               "timeouts": sum(r["warm_timeouts"] for r in runs) / n,
+               "cold_timeouts": sum(r["cold_timeouts"] for r in runs) / n,
+               "runs_with_timeout": sum(r["warm_timeouts"] > 0 for r in runs),
+               "port_drops": sum(r["port_drops"] for r in runs) / n,
+               # The worst pile-up at any switch port: what eq. 1 bounds by (n-1)m.
+               "max_port_bytes": max(r["max_port_bytes"] for r in runs)}
+        for name, mdl in models.items():
+            row[f"{name}_s"] = mdl.predict(f"alltoall_{algo.lower()}", procs, m)
+            row[f"{name}_err"] = abs(row[f"{name}_s"] - row["actual_s"]) / row["actual_s"]
+            row[f"{name}_cold_err"] = abs(row[f"{name}_s"] - row["cold_s"]) / row["cold_s"]
+        row["e_q"] = models["plogp-br"].e_q(m, procs - 1) if algo == "A" else 0
+        rows.append(row)
     # Diagnostic for the small-m factor: the same runs without YAMPII's credits
     # (MPICH-style sender rendezvous; eager messages then cost one message each).
     m0 = _sweep(ctx.quick)[0]
@@ -146,6 +148,10 @@ async def _benchmark(comm, nbytes: int, algo: str, reps: int) -> tuple[float, li
         await prog(comm, nbytes=nbytes)
         durations.append(comm.wtime() - t0)
     return first, durations, snapshot
+
+
+def _bench_job(job: tuple) -> dict:
+    return _bench(*job)
 
 
 def _bench(plat: dict, procs: int, algo: str, m: int, seed: int) -> dict:

@@ -62,8 +62,6 @@ therefore inputs; passes 3-5 and everything in Figs. 2-6 are outputs.
 from __future__ import annotations
 
 import math
-import os
-from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -282,7 +280,7 @@ def job_key(job: dict) -> str:
 
 
 def _run_all(ctx: StudyContext, jobs: list[dict]) -> dict[str, dict]:
-    """Run the distinct jobs (two at a time when there are two CPUs). Runs
+    """Run the distinct jobs on the context's executor. Runs
     are deterministic, so results are kept in ``data/runs.json`` under
     :func:`job_key` and reused while nothing they depend on changed."""
     import json
@@ -303,19 +301,8 @@ def _run_all(ctx: StudyContext, jobs: list[dict]) -> dict[str, dict]:
 
 
 def _run_jobs(ctx: StudyContext, uniq: dict[str, dict]) -> dict[str, dict]:
-    out: dict[str, dict] = {}
-    workers = max(1, min(2, os.cpu_count() or 1, len(uniq)))
-    if workers == 1:
-        for lab, j in uniq.items():
-            ctx.progress(f"oguchi: {lab}")
-            out[lab] = run_one(j)
-        return out
-    with ProcessPoolExecutor(max_workers=workers) as ex:
-        futs = {lab: ex.submit(run_one, j) for lab, j in uniq.items()}
-        for lab, f in futs.items():
-            ctx.progress(f"oguchi: {lab}")
-            out[lab] = f.result()
-    return out
+    results = ctx.map(run_one, list(uniq.values()), f"oguchi: {len(uniq)} simulated runs of HPA")
+    return dict(zip(uniq, results))
 
 
 # ---- the pass-end exchange in the emulation (issue 5, item 5) -----------------

@@ -1,0 +1,63 @@
+"""A study's numbers are the same bit for bit whatever runs its simulations: in process,
+a local process pool, or MPI (mpi4py.futures)."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from parcomm.studies import run_studies
+from parcomm.studies.executor import SerialExecutor, describe, make_executor
+
+
+def _tables(out: Path, study: str) -> dict[str, str]:
+    """Every table of ``study`` as written (bytes as text), without the report itself."""
+    return {p.name: p.read_text() for p in sorted((out / study).glob("*.json")) if p.name != "report.json"}
+
+
+@pytest.fixture(scope="module")
+def serial_rto(tmp_path_factory) -> Path:
+    out = tmp_path_factory.mktemp("serial")
+    run_studies(["rto"], out, quick=True, seed=1)
+    return out
+
+
+def test_process_pool_gives_the_same_bytes(serial_rto, tmp_path):
+    with make_executor("local", 2) as pool:
+        assert "2 workers" in describe(pool)
+        run_studies(["rto"], tmp_path, quick=True, seed=1, executor=pool)
+    assert _tables(tmp_path, "rto") == _tables(serial_rto, "rto")
+    assert (tmp_path / "rto" / "incast.csv").read_bytes() == (serial_rto / "rto" / "incast.csv").read_bytes()
+
+
+def test_mpi_executor_gives_the_same_bytes(serial_rto, tmp_path):
+    # A separate process: mpi4py.futures spawns its workers through MPI from the main module.
+    proc = subprocess.run([sys.executable, "-m", "parcomm", "repro", "rto", "--quick", "--executor", "mpi",
+                           "--workers", "2", "--out", str(tmp_path), "--json"],
+                          capture_output=True, text=True, timeout=300,
+                          start_new_session=True)  # MPICH's process manager signals its whole process group
+    if proc.returncode != 0 and "spawn" in proc.stderr.lower():
+        pytest.skip(f"this MPI cannot spawn workers: {proc.stderr.strip().splitlines()[-1]}")
+    assert proc.returncode == 0, proc.stderr
+    assert json.loads(proc.stdout)["studies"][0]["agree"] == 3
+    assert _tables(tmp_path, "rto") == _tables(serial_rto, "rto")
+
+
+def test_one_worker_runs_in_process():
+    ex = make_executor("local", 1)
+    assert isinstance(ex, SerialExecutor)
+    assert ex.submit(pow, 2, 10).result() == 1024
+    with pytest.raises(ValueError, match="--workers"):
+        make_executor("local", 0)
+    with pytest.raises(ValueError, match="--executor"):
+        make_executor("dask")
+
+
+def test_a_failing_run_raises_in_the_caller():
+    fut = SerialExecutor().submit(int, "not a number")
+    with pytest.raises(ValueError):
+        fut.result()
