@@ -253,6 +253,27 @@ def _run_local_with_bars(job, nodes: int, quiet: bool):
         return run_local(job, nodes, on_tick=on_tick)
 
 
+def _ranks(ranks: list[int]) -> str:
+    """``[0, 1, 2, 5]`` -> ``"nodes 0-2, 5"``."""
+    spans, start = [], None
+    for i, r in enumerate(ranks):
+        if start is None:
+            start = r
+        if i + 1 == len(ranks) or ranks[i + 1] != r + 1:
+            spans.append(f"{start}" if start == r else f"{start}-{r}")
+            start = None
+    return ("node " if len(ranks) == 1 else "nodes ") + ", ".join(spans)
+
+
+def _error_lines(errors: dict) -> list[str]:
+    """One line per distinct failure, naming the nodes it happened on (the same S3 error on 32
+    nodes is one line, not 32)."""
+    by_msg: dict[str, list[int]] = {}
+    for rank, msg in sorted(errors.items()):
+        by_msg.setdefault(str(msg), []).append(rank)
+    return [f"{_ranks(ranks)}: {msg}" for msg, ranks in by_msg.items()]
+
+
 def _summarize(reports, errors, as_json: bool) -> None:
     if as_json:
         emit_json({"nodes": [r.to_dict() for r in reports], "errors": {str(k): v for k, v in errors.items()}})
@@ -260,8 +281,8 @@ def _summarize(reports, errors, as_json: bool) -> None:
     from rich.console import Console
     from rich.table import Table
 
-    for rank, msg in sorted(errors.items()):
-        click.echo(f"node {rank}: {msg}", err=True)  # plain: one line per node, never wrapped
+    for line in _error_lines(errors):
+        click.echo(line, err=True)  # plain: one line per distinct failure, never wrapped
     console = Console()
     if not reports:
         return
@@ -283,7 +304,7 @@ def _summarize(reports, errors, as_json: bool) -> None:
 @click.argument("url")
 @click.option("--piece-size", default="1MiB", show_default=True, help="unit of verification and exchange")
 @_s3_options
-@click.option("--json", "as_json", is_flag=True)
+@click.option("--json", "as_json", is_flag=True, help="print the object's size, pieces and sha256 as JSON")
 def prepare(url, piece_size, endpoint_url, region, as_json) -> None:
     """Hash every piece of s3://BUCKET/KEY and store the list as KEY.parcomm.json."""
     from ..apps.bcast import manifest
@@ -306,13 +327,14 @@ def prepare(url, piece_size, endpoint_url, region, as_json) -> None:
 
 
 @bcast.command()
-@click.option("--nodes", type=int, default=8, show_default=True)
+@click.option("--procs", "-n", "--nodes", "nodes", type=int, default=8, show_default=True,
+              help="nodes that receive the object (--nodes is an alias)")
 @click.option("--size", default="1GB", show_default=True, help="object size (1GB, 100MiB, ...)")
 @click.option("--piece-size", default=None, help="piece size (default 1MiB; paper 32KB)")
 @_protocol_options
 @click.option("--profile", default=None, help="storage/network profile: a name (default chiba2010) or a TOML/JSON file")
 @click.option("--paper", is_flag=True, help="the paper's protocol settings: 32 KB pieces, works of 100, 1 connection")
-@click.option("--json", "as_json", is_flag=True)
+@click.option("--json", "as_json", is_flag=True, help="print the simulation's result as JSON")
 def sim(nodes, size, piece_size, algo, work_pieces, connections, peers, overlap, seed, profile, paper, as_json) -> None:
     """Run the broadcast protocol on the simulated storage and network model."""
     from ..apps.bcast.node import BcastConfig
@@ -321,7 +343,7 @@ def sim(nodes, size, piece_size, algo, work_pieces, connections, peers, overlap,
 
     nbytes = parse_with(lambda v: parse_size(v, "--size"), size, "--size")
     if nodes < 1:
-        raise UserError(f"--nodes must be at least 1, got {nodes}")
+        raise UserError(f"--procs must be at least 1, got {nodes}")
     cfg = _bcast_config(piece_size, work_pieces, connections, peers, overlap, seed)
     if paper:
         cfg = BcastConfig.paper(peers=peers, overlap_phases=overlap, seed=seed)
@@ -374,16 +396,28 @@ def proxy(ctx) -> None:
 
 
 @bcast.command()
-@click.option("--nodes", type=int, default=4, show_default=True)
-@click.option("--size", default="64MiB", show_default=True)
-@click.option("--algo", type=click.Choice(ALGOS), default="steal", show_default=True)
-@click.option("--json", "as_json", is_flag=True)
+@click.option("--procs", "-n", "--nodes", "nodes", type=int, default=4, show_default=True,
+              help="local node processes (--nodes is an alias)")
+@click.option("--size", default="64MiB", show_default=True, help="size of the object broadcast (64MiB, 1GB, ...)")
+@click.option("--algo", type=click.Choice(ALGOS), default="steal", show_default=True,
+              help="flat: every node downloads all; nonsteal/steal: 1/N each, then exchange")
+@click.option("--json", "as_json", is_flag=True, help="print the demo's summary as JSON")
 def demo(nodes, size, algo, as_json) -> None:
     """End to end on this machine: versitygw on 127.0.0.1, an object, its hash
-    list, and a broadcast to N local nodes; every output checked."""
+    list, and a broadcast to N local nodes; every output checked.
+
+    Needs versitygw (a local S3 server); the demo never installs anything itself.
+    If it is missing it says so, with the command that installs it."""
     from ..apps.bcast.demo import run_demo
+    from ..apps.bcast.versitygw import VERSITYGW_MODULE, VERSITYGW_VERSION, find_versitygw
 
     nbytes = parse_with(lambda v: parse_size(v, "--size"), size, "--size")
+    if not 1 <= nodes <= _MAX_LOCAL:
+        raise UserError(f"--procs must be in 1..{_MAX_LOCAL}, got {nodes}")
+    if find_versitygw() is None:
+        raise RunFailed("versitygw (the local S3 server the demo starts) is not installed; install it with "
+                        f"`go install {VERSITYGW_MODULE}@{VERSITYGW_VERSION}` (needs Go; takes several minutes) "
+                        "or `bash scripts/install-versitygw.sh` in a clone, or point $PARCOMM_VERSITYGW at the binary")
     try:
         summary = run_demo(nodes, nbytes, algo, quiet=as_json)
     except Exception as exc:  # versitygw missing, port trouble: one line, no traceback

@@ -48,6 +48,31 @@ class IntIn(click.ParamType):
         return what if self.hi is None else f"{what} (at most {self.hi})"
 
 
+class Duration(click.ParamType):
+    """A duration with its unit (``200ms``, ``60s``, ``1h``) as seconds; a bare number is an error
+    naming the accepted units, so ``--timeout 200`` cannot silently mean 200 s or 200 ms."""
+
+    name = "duration"
+
+    def __init__(self, lo_s: float = 0.0, hi_s: float | None = None) -> None:
+        self.lo_s, self.hi_s = lo_s, hi_s
+
+    def convert(self, value: Any, param: Any, ctx: Any) -> float:
+        from ..platform.units import parse_duration
+
+        if isinstance(value, float):  # a default already in seconds
+            return value
+        opt = param.opts[0] if param is not None and param.opts else None
+        try:
+            seconds = parse_duration(str(value), opt, require_unit=True)
+        except ValueError as e:
+            self.fail(str(e).removeprefix(f"{opt}: ") if opt else str(e), param, ctx)
+        if seconds <= self.lo_s or (self.hi_s is not None and seconds > self.hi_s):
+            upper = f" and at most {self.hi_s:g} s" if self.hi_s is not None else ""
+            self.fail(f"{value!s:.40} must be longer than {self.lo_s:g} s{upper}", param, ctx)
+        return seconds
+
+
 #: Seeds reach the core as unsigned 64-bit integers.
 SEED = IntIn(0, 2**64 - 1)
 
@@ -77,12 +102,12 @@ def load_platform(spec: str, rto_min: str | None, rto_max: str | None, rto_schem
         if rto_scheme:
             if not rto_min:
                 raise ValueError("--rto-scheme needs --rto-min (the X of seed 000 §5.2)")
-            plat = apply_rto(plat, rto_scheme, parse_duration(rto_min, "--rto-min"), seed=seed)
+            plat = apply_rto(plat, rto_scheme, parse_duration(rto_min, "--rto-min", require_unit=True), seed=seed)
         elif rto_min or rto_max:
             plat = set_rto(
                 plat,
-                rto_min_s=parse_duration(rto_min, "--rto-min") if rto_min else None,
-                rto_max_s=parse_duration(rto_max, "--rto-max") if rto_max else None,
+                rto_min_s=parse_duration(rto_min, "--rto-min", require_unit=True) if rto_min else None,
+                rto_max_s=parse_duration(rto_max, "--rto-max", require_unit=True) if rto_max else None,
             )
     except (ValueError, OSError) as e:
         raise UserError(str(e)) from None

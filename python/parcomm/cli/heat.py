@@ -8,7 +8,7 @@ from typing import Any
 import click
 
 from ..platform.units import parse_size
-from .common import UserError, emit_json, parse_with
+from .common import Duration, UserError, emit_json, parse_with
 
 PROGRAM = "parcomm.apps.heat.solver:heat_program"
 
@@ -41,7 +41,7 @@ def heat() -> None:
               help="serial: one process; sim: simulated platform; mpi: M*M ranks under mpiexec; local: TCP processes")
 @click.option("-N", "--grid", "N", type=int, default=330, show_default=True, help="grid points per side (N x N)")
 @click.option("-M", "--tasks", "M", type=int, default=11, show_default=True, help="tasks per side (M x M ranks); M must divide N")
-@click.option("--steps", type=int, default=10, show_default=True)
+@click.option("--steps", type=int, default=10, show_default=True, help="time steps to run")
 @click.option("--r", "r", type=float, default=0.2, show_default=True, help="alpha*dt/h^2 (stable up to 0.25)")
 @click.option("--init", type=click.Choice(["patch", "sine"]), default="patch", show_default=True,
               help="patch: heat on a square of the domain (the paper); sine: the lowest eigenmode")
@@ -55,9 +55,10 @@ def heat() -> None:
               help="update the interior while the boundary messages fly")
 @click.option("--kernel", type=click.Choice(["auto", "rust", "numpy"]), default="auto", show_default=True,
               help="grid update: the fused Rust kernel (auto: when built) or the numpy reference; same bits")
-@click.option("--seed", type=int, default=1, show_default=True)
-@click.option("--timeout", type=float, default=300.0, show_default=True, help="seconds (mpi/local)")
-@click.option("--json", "as_json", is_flag=True)
+@click.option("--seed", type=int, default=1, show_default=True, help="seed of the simulation's random streams")
+@click.option("--timeout", type=Duration(), default="300s", show_default=True,
+              help="time limit of a real run, with a unit: 90s, 10min (--backend mpi/local)")
+@click.option("--json", "as_json", is_flag=True, help="print the results as JSON on stdout")
 def run_cmd(backend, N, M, steps, r, init, platform_spec, placement, mflops, overlap, kernel, seed, timeout,
             as_json) -> None:
     """Solve for STEPS steps; report time per step, MFlop/s, communication share and the maximum temperature."""
@@ -137,7 +138,7 @@ def _ints(text: str, option: str) -> list[int]:
 @click.option("--platform", "platform_spec", default="segments:16", show_default=True,
               help="platform whose ping-pong fits B and the latency when they are not given")
 @click.option("--flops-per-point", "C", type=float, default=6.0, show_default=True, help="C: operations per point and step")
-@click.option("--json", "as_json", is_flag=True)
+@click.option("--json", "as_json", is_flag=True, help="print the results as JSON on stdout")
 def model_cmd(N, M, mflops, bandwidth, latency, platform_spec, C, as_json) -> None:
     """§3.1's model: step time CN^2/(FM^2) + 4N/(BM), performance M^2F/(1 + 4FM/(CBN)), Table 3's limits."""
     from ..models.stencil import StencilModel
@@ -145,7 +146,7 @@ def model_cmd(N, M, mflops, bandwidth, latency, platform_spec, C, as_json) -> No
 
     Ns = parse_with(lambda v: _ints(v, "-N"), N, "-N")
     try:
-        lat = parse_duration(latency, "--latency") if latency is not None else None
+        lat = parse_duration(latency, "--latency", require_unit=True) if latency is not None else None
         fit = None
         if bandwidth is None or lat is None:
             fit = fit_from_pingpong(platform_spec)
@@ -199,15 +200,16 @@ def fit_from_pingpong(platform: Any, sizes=FIT_SIZES, seed: int = 1) -> dict[str
 
 
 @heat.command("bench")
-@click.option("--backend", type=click.Choice(["sim", "local", "mpi"]), default="sim", show_default=True)
+@click.option("--backend", type=click.Choice(["sim", "local", "mpi"]), default="sim", show_default=True,
+              help="sim: the simulated segments and router; local: TCP processes here; mpi: ranks under MPI")
 @click.option("--platform", "platform_spec", default="segments:16", show_default=True, help="simulated platform (--backend sim)")
 @click.option("--where", type=click.Choice(["segment", "router"]), default="segment", show_default=True,
               help="segment: all pairs inside one segment (Fig. 5); router: each pair across two segments (Fig. 6)")
 @click.option("--pairs", default="1,2,4", show_default=True, help="numbers of concurrent pairs")
 @click.option("--sizes", default="16,100,300,1000,3000,10000", show_default=True, help="message sizes")
 @click.option("--repeats", type=int, default=3, show_default=True, help="measurements of 10 round trips per size (best kept)")
-@click.option("--seed", type=int, default=1, show_default=True)
-@click.option("--json", "as_json", is_flag=True)
+@click.option("--seed", type=int, default=1, show_default=True, help="seed of the simulation's random streams")
+@click.option("--json", "as_json", is_flag=True, help="print the results as JSON on stdout")
 def bench_cmd(backend, platform_spec, where, pairs, sizes, repeats, seed, as_json) -> None:
     """§5: time of 10 round trips per message size with k concurrent pairs (Figs. 5 and 6)."""
     from ..apps.heat.bench import cross_segment_pairs, pairs_program, segment_pairs

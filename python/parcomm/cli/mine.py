@@ -9,7 +9,7 @@ from typing import Any
 import click
 
 from ..platform.units import parse_count, parse_size
-from .common import UserError, emit_json, parse_with
+from .common import Duration, UserError, emit_json, parse_with
 
 
 def _fraction(value: str, option: str) -> float:
@@ -39,12 +39,13 @@ def mine() -> None:
 @click.option("--avg-pattern-len", "-I", type=float, default=4.0, show_default=True, help="average pattern length I")
 @click.option("--items", "-N", default="1000", show_default=True, help="number of items N")
 @click.option("--patterns", "-L", default="2000", show_default=True, help="number of patterns L")
-@click.option("--correlation", type=float, default=0.5, show_default=True)
-@click.option("--corruption", type=float, default=0.5, show_default=True)
-@click.option("--seed", type=int, default=1, show_default=True)
+@click.option("--correlation", type=float, default=0.5, show_default=True, help="correlation between consecutive patterns (Quest)")
+@click.option("--corruption", type=float, default=0.5, show_default=True, help="mean corruption level of patterns (Quest)")
+@click.option("--seed", type=int, default=1, show_default=True, help="seed of the generator (same seed, same bytes)")
 @click.option("--parts", "-P", type=int, default=1, show_default=True, help="partitions (nodes) in the binary file")
-@click.option("--format", "fmt", type=click.Choice(["binary", "text"]), default="binary", show_default=True)
-@click.option("--json", "as_json", is_flag=True)
+@click.option("--format", "fmt", type=click.Choice(["binary", "text"]), default="binary", show_default=True,
+              help="binary: checksummed .qtx chunks ranks read in parallel; text: one transaction per line")
+@click.option("--json", "as_json", is_flag=True, help="print what was written as JSON")
 def gen(out, transactions, avg_len, avg_pattern_len, items, patterns, correlation, corruption, seed, parts, fmt, as_json) -> None:
     """Generate IBM Quest synthetic transactions (Agrawal & Srikant, VLDB '94) into OUT."""
     from ..apps.hpa.quest import QuestParams, generate_transactions, write_quest, write_text
@@ -75,9 +76,11 @@ def gen(out, transactions, avg_len, avg_pattern_len, items, patterns, correlatio
 
 @mine.command()
 @click.argument("file", type=click.Path(dir_okay=False))
-@click.option("--algo", type=click.Choice(["serial", "hpa"]), default="hpa", show_default=True)
+@click.option("--algo", type=click.Choice(["serial", "hpa"]), default="hpa", show_default=True,
+              help="serial: Apriori in this process; hpa: Hash Partitioned Apriori on --procs ranks")
 @click.option("--procs", "-n", type=int, default=None, help="ranks for hpa (default: hosts of the platform, or 4)")
-@click.option("--backend", type=click.Choice(["sim", "local", "mpi"]), default="sim", show_default=True)
+@click.option("--backend", type=click.Choice(["sim", "local", "mpi"]), default="sim", show_default=True,
+              help="sim: a simulated platform; local: TCP processes here; mpi: ranks under MPI")
 @click.option("--platform", "platform_spec", default="atm:16", show_default=True, help="simulated platform (--backend sim)")
 @click.option("--rto-min", default=None, help="TCP RTO minimum (sim), e.g. 200ms")
 @click.option("--rto-max", default=None, help="TCP RTO maximum (sim), e.g. 60s")
@@ -88,8 +91,9 @@ def gen(out, transactions, avg_len, avg_pattern_len, items, patterns, correlatio
 @click.option("--seed", type=int, default=1, show_default=True, help="simulator seed")
 @click.option("--itemsets-out", type=click.Path(dir_okay=False), default=None, help="write frequent itemsets here")
 @click.option("--rules-out", type=click.Path(dir_okay=False), default=None, help="write rules here")
-@click.option("--timeout", type=float, default=600.0, show_default=True, help="seconds (local, mpi)")
-@click.option("--json", "as_json", is_flag=True)
+@click.option("--timeout", type=Duration(), default="600s", show_default=True,
+              help="time limit of a real run, with a unit: 90s, 10min (--backend local/mpi)")
+@click.option("--json", "as_json", is_flag=True, help="print the large itemsets and timings as JSON")
 def run(file, algo, procs, backend, platform_spec, rto_min, rto_max, min_support, min_conf, block, max_len, seed,
         itemsets_out, rules_out, timeout, as_json) -> None:
     """Mine FILE (a `mine gen` binary file or a text file of integer item ids,

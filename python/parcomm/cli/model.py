@@ -57,7 +57,7 @@ def _pattern_ks(text: str | None) -> list[int] | None:
 @click.option("--rel-ci", type=float, default=0.05, show_default=True, callback=_rel_ci,
               help="repeat until the 95%% confidence interval is within this fraction of the mean")
 @click.option("--rto", default="200ms", show_default=True, help="T_RTO of the platform's TCP (RTO minimum)")
-@click.option("--seed", type=SEED, default=1, show_default=True)
+@click.option("--seed", type=SEED, default=1, show_default=True, help="seed of the simulated platform's random streams")
 @click.option("--out", type=click.Path(dir_okay=False, path_type=Path), required=True, help="parameter file to write (JSON)")
 def measure(backend, platform_spec, procs, sizes, patterns, pattern_ks, rel_ci, rto, seed, out) -> None:
     """Measure PlogP and PlogP-BR parameters (Kielmann's procedure, bidirectional
@@ -72,7 +72,7 @@ def measure(backend, platform_spec, procs, sizes, patterns, pattern_ks, rel_ci, 
     from ..platform import as_platform
 
     size_list = parse_with(_sizes, sizes, "--sizes")
-    rto_s = parse_with(lambda v: parse_duration(v, "--rto"), rto, "--rto")
+    rto_s = parse_with(lambda v: parse_duration(v, "--rto", require_unit=True), rto, "--rto")
     ks = _pattern_ks(pattern_ks)
     try:
         if backend == "sim":
@@ -135,6 +135,11 @@ def _load(params_path: Path):
         raise UserError(str(e)) from None
 
 
+#: ``model select``'s model when none is given, and why, as the command says it.
+DEFAULT_SELECT_MODEL = "plogp-br"
+DEFAULT_SELECT_WHY = ("the default: it models RTO penalties, so it ranks algorithms best in the nomura study; "
+                      "its absolute times are less accurate than PlogP's")
+
 _params_opt = click.option("--params", "params_path", type=click.Path(dir_okay=False, path_type=Path), required=True,
                            help="parameter file written by `parcomm measure`")
 
@@ -142,26 +147,35 @@ _params_opt = click.option("--params", "params_path", type=click.Path(dir_okay=F
 @model.command()
 @click.argument("collective", type=click.Choice(["alltoall", "bcast", "barrier"]))
 @_params_opt
-@click.option("--procs", "-n", type=IntIn(1, MAX_MODEL_PROCS), required=True)
-@click.option("--size", default="64KiB", show_default=True)
-@click.option("--model", "model_name", default="plogp-br", show_default=True,
-              help="hockney, logp, loggp, plogp or plogp-br")
-@click.option("--json", "as_json", is_flag=True)
+@click.option("--procs", "-n", type=IntIn(1, MAX_MODEL_PROCS), required=True, help="ranks P")
+@click.option("--size", default="64KiB", show_default=True, help="message size m per rank pair (64KiB, 1MB, ...)")
+@click.option("--model", "model_name", default=None,
+              help="hockney, logp, loggp, plogp or plogp-br [default: plogp-br, see below]")
+@click.option("--json", "as_json", is_flag=True, help="print the choice and every predicted time as JSON")
 def select(collective, params_path, procs, size, model_name, as_json) -> None:
-    """The fastest algorithm for COLLECTIVE under a model, with every algorithm's predicted time."""
+    """The fastest algorithm for COLLECTIVE under a model, with every algorithm's predicted time.
+
+    The default model is PlogP-BR because it is the one that sees retransmission timeouts: in
+    the nomura study (`parcomm repro nomura`) it picks the faster of Alltoall A and B more
+    often than PlogP, where an incast makes A pay RTOs. Its absolute times are far less
+    accurate (PlogP is closer there), so use `parcomm model predict` to compare times.
+    """
     from ..models import select as do_select
 
     params = _load(params_path)
     nbytes = parse_with(lambda v: parse_size(v, "--size"), size, "--size")
+    why = "chosen with --model"
+    if model_name is None:
+        model_name, why = DEFAULT_SELECT_MODEL, DEFAULT_SELECT_WHY
     try:
         best, times = do_select(collective, params, procs, nbytes, model_name)
     except ValueError as e:
         raise UserError(str(e)) from None
     if as_json:
-        emit_json({"collective": collective, "model": model_name, "procs": procs, "size_bytes": nbytes,
-                   "best": best, "predicted_s": times})
+        emit_json({"collective": collective, "model": model_name, "model_reason": why, "procs": procs,
+                   "size_bytes": nbytes, "best": best, "predicted_s": times})
         return
-    click.echo(f"{collective}, {procs} procs, {nbytes} B, model {model_name}:")
+    click.echo(f"{collective}, {procs} procs, {nbytes} B, model {model_name} ({why}):")
     for algo, t in sorted(times.items(), key=lambda kv: kv[1]):
         click.echo(f"  {algo:26} {t * 1e3:12.4f} ms{'   <- fastest' if algo == best else ''}")
 
@@ -169,9 +183,9 @@ def select(collective, params_path, procs, size, model_name, as_json) -> None:
 @model.command()
 @click.argument("algorithm")
 @_params_opt
-@click.option("--procs", "-n", type=IntIn(1, MAX_MODEL_PROCS), required=True)
-@click.option("--size", default="64KiB", show_default=True)
-@click.option("--json", "as_json", is_flag=True)
+@click.option("--procs", "-n", type=IntIn(1, MAX_MODEL_PROCS), required=True, help="ranks P")
+@click.option("--size", default="64KiB", show_default=True, help="message size m per rank pair (64KiB, 1MB, ...)")
+@click.option("--json", "as_json", is_flag=True, help="print every model's prediction as JSON")
 def predict(algorithm, params_path, procs, size, as_json) -> None:
     """Predicted time of ALGORITHM (alltoall_a, alltoall_b, bcast_binomial,
     bcast_scatter_allgather, barrier; or A, B) under every model."""

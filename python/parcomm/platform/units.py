@@ -24,8 +24,10 @@ Conventions (chosen once here; other modules import these functions):
   positive.
 * **Durations** (``parse_duration``) are **seconds** (float). Suffixes are
   case-sensitive: ``ns``, ``us``/``µs``, ``ms``, ``s``/``sec``, ``min``,
-  ``h``; a bare number is seconds (``"0.2"``). A duration must be
-  non-negative.
+  ``h``; a bare number is seconds (``"0.2"``, or a file's ``rto_min_s = 0.2``)
+  unless the caller passes ``require_unit=True``, as the command line does:
+  there ``"200"`` is an error that lists the units (is it 200 ms or 200 s?);
+  only ``"0"`` needs none. A duration must be non-negative.
 * **Buffers** (``parse_buffer``) return a spec.rs ``BufferSpec`` dict
   ``{"size": int, "unit": "bytes" | "packets" | "cells"}``: ``"64KiB"`` →
   bytes, ``"100 packets"``/``"100pkt"`` → packets, ``"2048 cells"``/``"2Ki
@@ -251,8 +253,11 @@ def parse_rate(value: Any, what: str | None = None) -> float:
     return float(_bounded(exact, MAX_RATE_BPS, value, "rate", what))
 
 
-def parse_duration(value: Any, what: str | None = None) -> float:
-    """Seconds from ``0.2``, ``"0.2"``, ``"200ms"``, ``"60s"``, ``"1us"``, ``"10 ns"``."""
+def parse_duration(value: Any, what: str | None = None, *, require_unit: bool = False) -> float:
+    """Seconds from ``0.2``, ``"0.2"``, ``"200ms"``, ``"60s"``, ``"1us"``, ``"10 ns"``.
+
+    With ``require_unit`` (command-line options), a string without a unit other than ``"0"`` is
+    an error that names the accepted units."""
     if _is_real(value):
         seconds = _real(value, MAX_DURATION_S, "duration", what)
         if seconds < 0:
@@ -261,6 +266,11 @@ def parse_duration(value: Any, what: str | None = None) -> float:
     if not isinstance(value, str):
         raise ValueError(f"{_ctx(what)}duration {shown(value)} is neither a number nor a string")
     number, unit = _split(value, "duration", what)
+    if unit == "" and require_unit and number != 0:
+        raise ValueError(
+            f"{_ctx(what)}duration {shown(value)} has no unit; write it with one of ns, us, ms, s, min or h"
+            f" (e.g. {shown(value.strip() + 'ms')} or {shown(value.strip() + 's')})"
+        )
     if unit not in _DURATION_UNITS:
         raise ValueError(
             f"{_ctx(what)}duration {shown(value)} has unknown unit {shown(unit)}"
