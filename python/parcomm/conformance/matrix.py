@@ -147,14 +147,14 @@ def _check_tcp(raw: Any, where: str) -> dict:
     return out
 
 
-def _check(raw: Mapping[str, Any], where: str) -> Scenario:
+def _check(raw: Mapping[str, Any], source: str, where: str) -> Scenario:
     unknown = set(raw) - _SCENARIO_KEYS
     if unknown:
         raise _err(where, f"unknown key {shown(sorted(unknown)[0])} (known: {', '.join(sorted(_SCENARIO_KEYS))})")
     name = raw.get("name")
     if not isinstance(name, str) or not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9._+-]{0,79}", name):
         raise _err(where, f"name must be 1-80 letters, digits or ._+- (got {shown(name)})")
-    where = f"scenario {name!r}"
+    where = f"{source}: scenario {name!r}"
     workload = raw.get("workload")
     if workload not in WORKLOADS:
         raise _err(f"{where}.workload", f"expected one of {', '.join(WORKLOADS)}, got {shown(workload)}")
@@ -229,8 +229,8 @@ def _label(v: Any) -> str:
     return re.sub(r"\s+", "", str(v).lower() if isinstance(v, bool) else str(v))
 
 
-def _expand(raw: Mapping[str, Any], defaults: Mapping[str, Any], index: int) -> Iterable[dict]:
-    where = f"scenario #{index + 1}" + (f" ({raw['name']!r})" if isinstance(raw.get("name"), str) else "")
+def _expand(raw: Mapping[str, Any], defaults: Mapping[str, Any], index: int, source: str) -> Iterable[dict]:
+    where = f"{source}: scenario #{index + 1}" + (f" ({raw['name']!r})" if isinstance(raw.get("name"), str) else "")
     flat = {**_flat(defaults), **_flat(raw)}
     swept = {k: v for k, v in flat.items() if isinstance(v, list)}
     bad = [k for k in swept if k not in _SWEEPABLE]
@@ -273,8 +273,8 @@ def parse_matrix(doc: Mapping[str, Any], source: str = "matrix") -> tuple[list[S
     out: list[Scenario] = []
     seen: set[str] = set()
     for i, t in enumerate(tables):
-        for raw in _expand(t, defaults, i):
-            sc = _check(raw, f"{source}: scenario #{i + 1}")
+        for raw in _expand(t, defaults, i, source):
+            sc = _check(raw, source, f"{source}: scenario #{i + 1}")
             if sc.name in seen:
                 raise _err(source, f"two scenarios are named {sc.name!r}")
             seen.add(sc.name)
