@@ -8,11 +8,11 @@ from typing import Any
 from .tags import BARRIER
 
 
-async def barrier(comm: Any) -> None:
+async def barrier(comm: Any, tag: int = BARRIER) -> None:
     r, p = comm.rank, comm.size
     k = 1
     while k < p:
-        req = comm.irecv(source=(r - k) % p, tag=BARRIER)
-        await comm.send(None, dest=(r + k) % p, tag=BARRIER, nbytes=0)
+        req = comm.irecv(source=(r - k) % p, tag=tag)
+        await comm.send(None, dest=(r + k) % p, tag=tag, nbytes=0)
         await comm.wait(req)
         k <<= 1

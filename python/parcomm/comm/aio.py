@@ -31,7 +31,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Awaitable, Callable, Sequence
 
-from .base import CommError, CompletionTime, Status
+from .base import SYNC_TAG, CommError, CompletionTime, Status
 from .communicator import Communicator, not_async_error, rank_error
 from .communicator import Request as BaseRequest
 
@@ -183,6 +183,12 @@ class AioCommBase(Communicator):
         """``await comm.sleep(s)``: really sleep (the CPU is free for other processes)."""
         self._check_awaited()
         return self._pending(asyncio.sleep(max(0.0, float(seconds))), "comm.sleep()")
+
+    async def _sync(self) -> None:
+        """Start barrier (dissemination, on a tag of its own), so all programs start together."""
+        from ..collectives.barrier import barrier
+
+        await barrier(self, tag=SYNC_TAG)
 
     # transport hooks ------------------------------------------------------------------
     def _send_pickled(self, dest: int, tag: int, data: bytes, size: int, req: Request) -> None:  # pragma: no cover

@@ -9,6 +9,8 @@ ANY_TAG = -1
 
 # Tags at or above this value are reserved for collectives and the rendezvous protocol.
 RESERVED_TAG_BASE = 1 << 24
+# Tag of the real backends' start barrier, far above the collectives' tags.
+SYNC_TAG = RESERVED_TAG_BASE + 0xFFFFF
 
 
 class CommError(RuntimeError):

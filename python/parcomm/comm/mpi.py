@@ -73,7 +73,6 @@ from .base import ANY_SOURCE, ANY_TAG, RESERVED_TAG_BASE, CommError, Status
 __all__ = ["MPIComm", "run_mpi", "run_mpi_rank", "mpi_runner", "find_mpiexec", "under_mpi"]
 
 _HDR = struct.Struct("!QQ")  # pickled length, declared nbytes
-_SYNC_TAG = RESERVED_TAG_BASE + 0xFFFFF
 _RESULT_TAG = RESERVED_TAG_BASE + 0xFFFFE
 
 #: Environment variables that process managers set in every rank (MPICH's
@@ -212,13 +211,6 @@ class MPIComm(AioCommBase):
                 await asyncio.sleep(backoff)
                 backoff = min(backoff * 2, self.max_backoff_s)
 
-    async def _sync(self) -> None:
-        k = 1
-        while k < self.size:
-            req = self.irecv(source=(self.rank - k) % self.size, tag=_SYNC_TAG)
-            await self.send(None, dest=(self.rank + k) % self.size, tag=_SYNC_TAG, nbytes=0)
-            await self.wait(req)
-            k <<= 1
 
     async def _flush(self) -> None:
         sends = [r for r in self._pending_reqs if r.kind == "send" and not r.done]

@@ -6,8 +6,11 @@ ranks whose requests are all complete, in rank order, so a run is
 deterministic. A payload travels beside its simulated size: simulating a
 1 GiB message allocates nothing of that size.
 
-Messages up to ``eager_limit`` bytes go eagerly; larger ones wait for the
-receive, in one of two ways:
+Point-to-point is :class:`~parcomm.comm.p2p.P2PEngine`, one per rank, the
+same state machine SocketComm drives over TCP; here its frames travel
+through the core (each with a ``envelope_bytes`` header). Messages up to
+``eager_limit`` bytes go eagerly; larger ones wait for the receive, in one
+of two ways:
 
 * ``rendezvous="sender"`` (MPICH's way, the default): a ready-to-send, a
   clear-to-send once the receive is matched, then the data.
@@ -28,10 +31,10 @@ from dataclasses import dataclass, field
 from typing import Any, Awaitable, Callable, Sequence
 
 from .. import _core
-from .base import ANY_SOURCE, ANY_TAG, CommError, CompletionTime, DeadlockError, Status, payload_nbytes
+from .base import CommError, CompletionTime, DeadlockError, Status
 from .communicator import Communicator, not_async_error, rank_error
 from .communicator import Request as BaseRequest
-from .matching import Envelope, Matcher, PostedRecv
+from .p2p import Frame, P2PEngine
 
 # MPICH's CH3 default eager limit (MPIR_CVAR_CH3_EAGER_MAX_MSG_SIZE = 131072 bytes).
 DEFAULT_EAGER_LIMIT = 128 * 1024
@@ -152,6 +155,9 @@ class SimResult(CompletionTime):
 
 
 class _World:
+    """The simulated ranks: one :class:`~parcomm.comm.p2p.P2PEngine` per rank
+    (matching, eager and rendezvous), whose frames travel through the core."""
+
     def __init__(self, platform: dict, size: int, seed: int, eager_limit: int, envelope_bytes: int,
                  hosts: Sequence[int] | None, rendezvous: str = "sender"):
         self.sim = _core.Simulation(json.dumps(platform), seed)
@@ -164,119 +170,55 @@ class _World:
         if len(hosts) != size or any(not 0 <= h < n for h in hosts):
             raise CommError(f"hosts must list {size} host indices in [0, {n})")
         self.host_of = list(hosts)
-        self.eager_limit = eager_limit
         self.envelope = envelope_bytes
-        self.matchers = [Matcher() for _ in range(size)]
         self.ops: dict[int, tuple] = {}
         # Ranks whose requests completed since the driver last looked.
         self.touched: set[int] = set()
         if rendezvous not in ("sender", "receiver"):
             raise CommError(f"rendezvous must be 'sender' or 'receiver', got {rendezvous!r}")
-        self.receiver_driven = rendezvous == "receiver"
-        # Receiver-driven rendezvous: credits[s][d] holds the tags of receives
-        # rank d posted for s; blocked[s][d] the large sends waiting for one.
-        self.credits: list[dict[int, list[int]]] = [{} for _ in range(size)]
-        self.blocked: list[dict[int, list[tuple]]] = [{} for _ in range(size)]
+        self.engines = [P2PEngine(r, eager_limit, rendezvous) for r in range(size)]
 
-    def _core_send(self, src: int, dst: int, nbytes: int, info: tuple) -> None:
-        op = self.sim.send(self.host_of[src], self.host_of[dst], nbytes + self.envelope)
-        self.ops[op] = info
+    def _flush(self, rank: int) -> None:
+        """Carry out what rank's engine asked for, in order."""
+        engine = self.engines[rank]
+        while engine.actions:
+            for a in engine.take_actions():
+                if isinstance(a, Frame):
+                    op = self.sim.send(self.host_of[rank], self.host_of[a.dest], a.wire + self.envelope)
+                    self.ops[op] = ("frame", rank, a)
+                else:  # the receive completes once the receiver's CPU paid the receive overhead
+                    op = self.sim.receive(self.host_of[rank], a.size + self.envelope)
+                    self.ops[op] = ("take", a)
 
     def start_send(self, src: int, dst: int, tag: int, obj: Any, size: int, req: Request) -> None:
-        env = Envelope(source=src, tag=tag, nbytes=size, payload=obj)
-        if self.receiver_driven:
-            if self._take_credit(src, dst, tag) or size <= self.eager_limit:
-                self._core_send(src, dst, size, ("eager", dst, env, req))
-            else:
-                self.blocked[src].setdefault(dst, []).append((dst, env, req))
-            return
-        if size <= self.eager_limit:
-            self._core_send(src, dst, size, ("eager", dst, env, req))
-        else:
-            env.handle = req  # a ready-to-send: the data waits for the receive
-            self._core_send(src, dst, 0, ("rts", dst, env))
-
-    def _take_credit(self, src: int, dst: int, tag: int) -> bool:
-        tags = self.credits[src].get(dst)
-        for i, t in enumerate(tags or ()):
-            if t in (tag, ANY_TAG):
-                del tags[i]
-                return True
-        return False
-
-    def _credit_arrived(self, src: int, dst: int, tag: int) -> None:
-        """Rank ``src`` learns that ``dst`` posted a receive for it with ``tag``."""
-        waiting = self.blocked[src].get(dst)
-        for i, (d, env, req) in enumerate(waiting or ()):
-            if tag in (env.tag, ANY_TAG):
-                del waiting[i]
-                self._core_send(src, d, env.nbytes, ("eager", d, env, req))
-                return
-        self.credits[src].setdefault(dst, []).append(tag)
+        self.engines[src].send(dst, tag, obj, size, size, req)
+        self._flush(src)
 
     def post_recv(self, rank: int, source: int, tag: int, req: Request) -> None:
-        if self.receiver_driven and source not in (ANY_SOURCE, rank):
-            self._core_send(rank, source, 0, ("credit", source, rank, tag))
-        env = self.matchers[rank].post(PostedRecv(source, tag, req))
-        if env is not None:
-            self._matched(rank, env, req)
-
-    def _matched(self, rank: int, env: Envelope, rreq: Request) -> None:
-        if env.handle is None:
-            self._take(rank, env, rreq)
-        else:  # rendezvous: tell the sender to go ahead
-            self._core_send(rank, env.source, 0, ("cts", env, rreq))
-
-    def _take(self, rank: int, env: Envelope, rreq: Request) -> None:
-        # The receive completes once the receiver's CPU paid the receive overhead.
-        op = self.sim.receive(self.host_of[rank], env.nbytes + self.envelope)
-        self.ops[op] = ("take", env, rreq)
+        self.engines[rank].post_recv(source, tag, req)
+        self._flush(rank)
 
     def on_completion(self, op: int, kind: str) -> None:
         info = self.ops.get(op)
         if info is None:
             return
         what = info[0]
-        if what == "credit":
-            if kind == "arrived":
-                del self.ops[op]
-                self._credit_arrived(info[1], info[2], info[3])
-            return
-        if what == "compute":
+        if what == "frame":
+            _, src, frame = info
+            if kind == "sent":
+                if frame.sent is not None:
+                    frame.sent._finish()
+                return
+            del self.ops[op]
+            self.engines[frame.dest].on_frame(src, frame.kind, frame.tag, frame.size, frame.msgid, frame.payload)
+            self._flush(frame.dest)
+        elif what == "compute":
             info[1]._finish()
             del self.ops[op]
-        elif what == "eager":
-            _, dst, env, sreq = info
-            if kind == "sent":
-                sreq._finish()
-            else:
-                del self.ops[op]
-                recv = self.matchers[dst].arrive(env)
-                if recv is not None:
-                    self._matched(dst, env, recv.handle)
-        elif what == "rts":
-            if kind == "arrived":
-                _, dst, env = info
-                del self.ops[op]
-                recv = self.matchers[dst].arrive(env)
-                if recv is not None:
-                    self._matched(dst, env, recv.handle)
-        elif what == "cts":
-            if kind == "arrived":
-                _, env, rreq = info
-                del self.ops[op]
-                self._core_send(env.source, rreq._comm.rank, env.nbytes, ("data", env, rreq))
-        elif what == "data":
-            _, env, rreq = info
-            if kind == "sent":
-                env.handle._finish()
-            else:
-                del self.ops[op]
-                self._take(rreq._comm.rank, env, rreq)
         elif what == "take":
-            _, env, rreq = info
+            d = info[1]
             del self.ops[op]
-            rreq._finish(env.payload, Status(env.source, env.tag, env.nbytes))
+            d.req._finish(d.payload, Status(d.source, d.tag, d.size))
 
 
 def run_sim(

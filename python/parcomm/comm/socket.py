@@ -28,14 +28,16 @@ padding up to ``nbytes`` when the declared size exceeds the pickle: the wire
 really carries ``max(nbytes, len(pickle))`` payload bytes, so a size that
 means bytes in the simulator means bytes here too.
 
-**Eager and rendezvous protocols**, as SimComm models them (MPICH CH3):
+**Eager and rendezvous protocols** are :class:`parcomm.comm.p2p.P2PEngine`,
+the same sans-IO state machine the simulator drives (MPICH CH3's rules):
 messages whose wire size is at most ``eager_limit`` (128 KiB by default) go
 at once; larger ones send a ready-to-send header, the receiver answers with a
 clear-to-send when a matching receive is posted, and only then the data flows
 (so ``send`` of a large message completes only once the receiver has posted
 its receive, and two ranks that both send large messages before receiving
-deadlock here exactly as under MPI and in the simulator). Messages to self are
-delivered locally, eagerly. Matching uses :class:`parcomm.comm.matching.Matcher`.
+deadlock here exactly as under MPI and in the simulator). This module only
+frames the engine's frames on TCP. Messages to self are delivered locally,
+eagerly.
 
 **Bounds.** A frame declaring more than ``max_message`` bytes, an eager
 frame above the eager limit, and unexpected messages (arrived, not yet
@@ -80,8 +82,9 @@ from typing import Any, Sequence
 
 from ..auth import AuthError, Gate, JobKey, JobKeyError, authenticate, resolve_key
 from .aio import AioCommBase, CommTimeout, Request, wire_nbytes
-from .base import ANY_SOURCE, RESERVED_TAG_BASE, CommError, Status
-from .matching import Envelope, Matcher, PostedRecv
+from .base import ANY_SOURCE, CommError, Status
+from .matching import Envelope
+from .p2p import CTS, DATA, EAGER, RTS, Frame, P2PEngine, ProtocolError
 from .sim import DEFAULT_EAGER_LIMIT
 from .sockopts import _check_sock_options, _token, apply_sock_options, tcp_info_counters
 
@@ -92,11 +95,10 @@ _HELLO = struct.Struct("!8sIIQ")
 _MAGIC = b"parcomm1"
 # frame header: kind, source, tag, declared nbytes, pickled length, message id
 _HDR = struct.Struct("!BxxxIIQQQ")
-_EAGER, _RTS, _CTS, _DATA, _BYE = 1, 2, 3, 4, 5
+_EAGER, _RTS, _CTS, _DATA, _BYE = EAGER, RTS, CTS, DATA, 5  # the first four are P2PEngine's frames
 _KIND_NAMES = {_EAGER: "eager", _RTS: "ready-to-send", _CTS: "clear-to-send", _DATA: "data", _BYE: "goodbye"}
 
 # Tag of the start barrier, far above the collectives' reserved tags.
-_SYNC_TAG = RESERVED_TAG_BASE + 0xFFFFF
 # Frames up to this size go to the kernel in one write (header and payload
 # together, so Nagle never holds a header back); larger ones are streamed.
 _ONE_WRITE = 256 * 1024
@@ -179,11 +181,8 @@ class SocketComm(AioCommBase):
         self._gate = Gate(f"rank {rank}")
         self.max_message = int(max_message)
         self.max_unexpected = int(max_unexpected)
-        self._matcher = Matcher()
+        self._engine = P2PEngine(rank, self.eager_limit, "sender")
         self._peers: dict[int, _Peer] = {}
-        self._next_msgid = 0
-        self._rndv_out: dict[tuple[int, int], tuple[int, int, bytes, Request]] = {}
-        self._rndv_in: dict[tuple[int, int], tuple[Request, int, int]] = {}
         self._server: asyncio.AbstractServer | None = None
         self._closing = False
         self.counters: dict[str, int] = {}
@@ -311,20 +310,11 @@ class SocketComm(AioCommBase):
             f"({attempts} attempts in {loop.time() - t0:.1f} s; last: {last})"
         )
 
-    async def _sync(self) -> None:
-        """Start barrier (dissemination), so all programs start together."""
-        k = 1
-        while k < self.size:
-            req = self.irecv(source=(self.rank - k) % self.size, tag=_SYNC_TAG)
-            await self.send(None, dest=(self.rank + k) % self.size, tag=_SYNC_TAG, nbytes=0)
-            await self.wait(req)
-            k <<= 1
 
     # --- sending ----------------------------------------------------------------------
     def _send_pickled(self, dest: int, tag: int, data: bytes, size: int, req: Request) -> None:
-        wire = wire_nbytes(size, len(data))
-        if dest == self.rank:
-            self._arrive(Envelope(self.rank, tag, size, payload=data))
+        if dest == self.rank:  # to self: delivered here, eagerly whatever its size
+            self._on_frame(self.rank, EAGER, tag, size, 0, data)
             self._complete(req)
             return
         peer = self._peers[dest]
@@ -332,14 +322,20 @@ class SocketComm(AioCommBase):
             req._fail(CommError(f"rank {self.rank}: {req.describe} can never be received: rank {dest} has finished"))
             self._pending_reqs.discard(req)
             return
-        if wire <= self.eager_limit:
-            hdr = _HDR.pack(_EAGER, self.rank, tag, size, len(data), 0)
-            self._enqueue(peer, hdr, data, wire - len(data), req)
-        else:
-            self._next_msgid += 1
-            msgid = self._next_msgid
-            self._rndv_out[(dest, msgid)] = (tag, size, data, req)
-            self._enqueue(peer, _HDR.pack(_RTS, self.rank, tag, size, len(data), msgid), b"", 0, None)
+        self._engine.send(dest, tag, data, size, wire_nbytes(size, len(data)), req)
+        self._flush()
+
+    def _flush(self) -> None:
+        """Carry out what the protocol engine asked for: frames to peers, deliveries."""
+        for a in self._engine.take_actions():
+            if isinstance(a, Frame):
+                data = a.payload if a.payload is not None else b""
+                plen = len(data) if a.kind != RTS else a.announce
+                hdr = _HDR.pack(a.kind, self.rank, a.tag, a.size, plen, a.msgid)
+                pad = a.wire - len(data) if a.kind in (EAGER, DATA) else 0
+                self._enqueue(self._peers[a.dest], hdr, data, pad, a.sent)
+            else:
+                self._deliver(a.req, a.payload, a.source, a.tag, a.size)
 
     def _enqueue(self, peer: _Peer, hdr: bytes, data: bytes, pad: int, req: Request | None) -> None:
         """Queue a frame for the peer's writer task or, when that task is idle
@@ -393,20 +389,22 @@ class SocketComm(AioCommBase):
 
     # --- receiving --------------------------------------------------------------------
     def _post_recv(self, source: int, tag: int, req: Request) -> None:
-        env = self._matcher.post(PostedRecv(source, tag, req))
+        env = self._engine.post_recv(source, tag, req)
         if env is not None:
             if env.source != self.rank:
                 self._peers[env.source].unexpected -= _cost(env)
-            self._matched(req, env)
         elif source != ANY_SOURCE and source != self.rank and self._peers[source].bye_received:
             self._orphaned(source)
+        self._flush()
 
-    def _arrive(self, env: Envelope) -> None:
-        posted = self._matcher.arrive(env)
-        if posted is not None:
-            self._matched(posted.handle, env)
-        elif env.source != self.rank:
-            peer = self._peers[env.source]
+    def _on_frame(self, source: int, kind: int, tag: int, size: int, msgid: int, payload: Any = None) -> None:
+        try:
+            env = self._engine.on_frame(source, kind, tag, size, msgid, payload)
+        except ProtocolError as e:
+            raise _ProtocolViolation(str(e)) from None
+        self._flush()
+        if env is not None and source != self.rank:  # queued unexpected: bounded per peer
+            peer = self._peers[source]
             peer.unexpected += _cost(env)
             if peer.unexpected > self.max_unexpected:
                 raise _ProtocolViolation(
@@ -422,15 +420,6 @@ class SocketComm(AioCommBase):
         if kind == _EAGER and wire > self.eager_limit:
             raise _ProtocolViolation(f"rank {peer.rank} sent an eager message of {wire} bytes, above the eager "
                                      f"limit of {self.eager_limit} bytes")
-
-    def _matched(self, req: Request, env: Envelope) -> None:
-        if env.handle is None:
-            self._deliver(req, env.payload, env.source, env.tag, env.nbytes)
-        else:  # a ready-to-send: ask for the data
-            msgid = env.handle
-            self._rndv_in[(env.source, msgid)] = (req, env.tag, env.nbytes)
-            self._enqueue(self._peers[env.source], _HDR.pack(_CTS, self.rank, env.tag, env.nbytes, 0, msgid),
-                          b"", 0, None)
 
     def _deliver(self, req: Request, data: bytes, source: int, tag: int, nbytes: int) -> None:
         try:
@@ -449,7 +438,7 @@ class SocketComm(AioCommBase):
     def _orphaned(self, source: int) -> None:
         """``source`` said goodbye: receives posted for it alone can never match."""
         keep = []
-        for recv in self._matcher.posted:
+        for recv in self._engine.matcher.posted:
             if recv.source == source:
                 recv.handle._fail(CommError(
                     f"rank {self.rank}: {recv.handle.describe} can never complete: rank {source} has finished "
@@ -458,7 +447,7 @@ class SocketComm(AioCommBase):
                 self._pending_reqs.discard(recv.handle)
             else:
                 keep.append(recv)
-        self._matcher.posted[:] = keep
+        self._engine.matcher.posted[:] = keep
 
     async def _read_payload(self, reader: asyncio.StreamReader, plen: int, pad: int) -> bytes:
         data = await reader.readexactly(plen) if plen else b""
@@ -485,24 +474,14 @@ class SocketComm(AioCommBase):
                     self._check_frame(peer, kind, nbytes, plen)
                 if kind == _EAGER:
                     data = await self._read_payload(r, plen, wire_nbytes(nbytes, plen) - plen)
-                    self._arrive(Envelope(peer.rank, tag, nbytes, payload=data))
-                elif kind == _RTS:
-                    self._arrive(Envelope(peer.rank, tag, nbytes, handle=msgid))
-                elif kind == _CTS:
-                    entry = self._rndv_out.pop((peer.rank, msgid), None)
-                    if entry is None:
-                        raise _ProtocolViolation(f"clear-to-send for unknown message {msgid}")
-                    stag, size, data, sreq = entry
-                    hdr_out = _HDR.pack(_DATA, self.rank, stag, size, len(data), msgid)
-                    self._enqueue(peer, hdr_out, data, wire_nbytes(size, len(data)) - len(data), sreq)
+                    self._on_frame(peer.rank, EAGER, tag, nbytes, 0, data)
+                elif kind in (_RTS, _CTS):
+                    self._on_frame(peer.rank, kind, tag, nbytes, msgid)
                 elif kind == _DATA:
-                    if (peer.rank, msgid) not in self._rndv_in:  # check before reading its payload
+                    if not self._engine.expects_data(peer.rank, msgid):  # check before reading its payload
                         raise _ProtocolViolation(f"data for unknown message {msgid}")
                     data = await self._read_payload(r, plen, wire_nbytes(nbytes, plen) - plen)
-                    entry2 = self._rndv_in.pop((peer.rank, msgid), None)
-                    if entry2 is None:
-                        raise _ProtocolViolation(f"data for unknown message {msgid}")
-                    self._deliver(entry2[0], data, peer.rank, entry2[1], entry2[2])
+                    self._on_frame(peer.rank, DATA, tag, nbytes, msgid, data)
                 elif kind == _BYE:
                     peer.bye_received = True
                     self._orphaned(peer.rank)
