@@ -457,3 +457,73 @@ def test_an_exception_names_the_users_file_and_line():
     with pytest.raises(CommError) as ei:
         run_local(raises_in_user_code, 2, timeout=20)
     assert f"test_communicator.py:{_line_of('MARK-keyerror')} in _helper_that_fails" in str(ei.value)
+
+
+# --- sub-communicators -------------------------------------------------------------------
+
+
+async def split_suite(comm):
+    r, p = comm.Get_rank(), comm.Get_size()
+    out: dict = {}
+    half = await comm.Split(color=r % 2, key=-r)  # reversed order inside each half
+    out["half"] = [half.Get_rank(), half.Get_size()]
+    out["half_allgather"] = await half.allgather(r)
+    out["half_sum"] = await half.allreduce(r)
+    # point to point inside the sub-communicator, ANY_SOURCE included
+    st = Status()
+    if half.size > 1:
+        req = half.irecv(source=ANY_SOURCE, tag=3)
+        await half.send(r, dest=(half.rank + 1) % half.size, tag=3)
+        out["half_ring"] = [await req.wait(), st.Get_source()]
+        st2 = Status()
+        got = await half.sendrecv(r, dest=(half.rank + 1) % half.size, sendtag=4,
+                                  source=(half.rank - 1) % half.size, recvtag=4, status=st2)
+        out["half_status"] = [got, st2.Get_source()]
+    dup = await comm.Dup()
+    # the same tag on the world and the duplicate never mix
+    req_w = comm.irecv(source=(r - 1) % p, tag=9)
+    req_d = dup.irecv(source=(r - 1) % p, tag=9)
+    await dup.send(("dup", r), dest=(r + 1) % p, tag=9)
+    await comm.send(("world", r), dest=(r + 1) % p, tag=9)
+    out["contexts"] = [await req_w.wait(), await req_d.wait()]
+    none = await comm.Split(color=MPI.UNDEFINED if r == 0 else 1)
+    out["undefined"] = none is None
+    if none is not None:
+        out["rest_bcast"] = await none.bcast("hi" if none.rank == 0 else None, root=0)
+    buf = np.zeros(3, dtype=np.int64)
+    await half.Allreduce(np.full(3, r, dtype=np.int64), buf)
+    out["half_Allreduce"] = buf.tolist()
+    await dup.barrier()
+    return out
+
+
+def _expected_split(p: int) -> list[dict]:
+    outs = []
+    for r in range(p):
+        mates = sorted((x for x in range(p) if x % 2 == r % 2), key=lambda x: -x)
+        me = mates.index(r)
+        o = {
+            "half": [me, len(mates)],
+            "half_allgather": mates,
+            "half_sum": sum(mates),
+            "contexts": [("world", (r - 1) % p), ("dup", (r - 1) % p)],
+            "undefined": r == 0,
+            "half_Allreduce": [sum(mates)] * 3,
+        }
+        if len(mates) > 1:
+            o["half_ring"] = [mates[(me - 1) % len(mates)], ANY_SOURCE]
+            o["half_status"] = [mates[(me - 1) % len(mates)], (me - 1) % len(mates)]
+        if r != 0:
+            o["rest_bcast"] = "hi"
+        outs.append(o)
+    return outs
+
+
+@pytest.mark.parametrize("p", [2, 3, 5])
+def test_split_and_dup_under_the_simulator(p):
+    assert run_sim(split_suite, f"star:{p}", seed=1).results == _expected_split(p)
+
+
+def test_split_and_dup_identical_under_local_and_mpi(mpi):
+    assert run_local(split_suite, 4, timeout=60).results == _expected_split(4)
+    assert run_mpi(f"{ME}:split_suite", 4, timeout=60).results == _expected_split(4)

@@ -35,8 +35,7 @@ from __future__ import annotations
 
 from typing import Any, Sequence
 
-from ..comm.base import payload_nbytes
-from ..comm.ops import Op, as_op
+from ..comm.ops import as_op
 from .allgather import ALLGATHER_ALGORITHMS
 from .alltoall import alltoall_a, alltoall_b, alltoall_pairwise, alltoall_scattered
 from .bcast import bcast_binomial, bcast_scatter_allgather

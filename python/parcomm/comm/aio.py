@@ -148,9 +148,9 @@ class AioCommBase(Communicator):
             return list(self._waiting_at_failure)
         return [r.describe for r in self._pending_reqs if not r.done]
 
-    def _start_send(self, dest: int, tag: int, obj: Any, size: int, req: Request) -> None:
+    def _start_send(self, dest: int, tag: int, obj: Any, size: int, req: Request, ctx: int = 0) -> None:
         data = pickle.dumps(obj, protocol=PICKLE_PROTOCOL)
-        self._send_pickled(dest, tag, data, size, req)
+        self._send_pickled(dest, tag, data, size, req, ctx)
 
     def _take(self, request: Request, status: Status | None) -> Any:  # type: ignore[override]
         self._pending_reqs.discard(request)
@@ -191,10 +191,11 @@ class AioCommBase(Communicator):
         await barrier(self, tag=SYNC_TAG)
 
     # transport hooks ------------------------------------------------------------------
-    def _send_pickled(self, dest: int, tag: int, data: bytes, size: int, req: Request) -> None:  # pragma: no cover
+    def _send_pickled(self, dest: int, tag: int, data: bytes, size: int, req: Request,
+                      ctx: int = 0) -> None:  # pragma: no cover
         raise NotImplementedError
 
-    def _post_recv(self, source: int, tag: int, req: Request) -> None:  # pragma: no cover
+    def _post_recv(self, source: int, tag: int, req: Request, ctx: int = 0) -> None:  # pragma: no cover
         raise NotImplementedError
 
     def _poll(self) -> Any:

@@ -35,9 +35,9 @@ import sys
 from typing import Any, Awaitable, Generator, Sequence
 
 from .base import ANY_SOURCE, ANY_TAG, CommError, Status, payload_nbytes
-from .ops import SUM, Op, as_op
+from .ops import SUM
 
-__all__ = ["Communicator", "Request", "Pending", "user_frames", "rank_error"]
+__all__ = ["Communicator", "Request", "Pending", "SubComm", "UNDEFINED", "user_frames", "rank_error"]
 
 _PKG_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -378,6 +378,27 @@ class Communicator:
             statuses[:] = [r.status if r.status is not None else Status() for r in requests]
         return values
 
+    # --- sub-communicators ------------------------------------------------------------
+    _ctx_high: int = 0  # the highest communicator context this rank knows (on its own communicator)
+
+    def _base_comm(self) -> "Communicator":
+        return self
+
+    def _world_rank(self, r: int) -> int:
+        return r
+
+    def Split(self, color: int = 0, key: int = 0) -> Awaitable["Communicator | None"]:  # noqa: N802
+        """``sub = await comm.Split(color, key)``: ranks with the same ``color``
+        form a new communicator, ordered by ``key`` then rank; ``color=MPI.UNDEFINED``
+        gives None. Collective over this communicator."""
+        self._check_awaited()
+        return self._pending(_split(self, color, key), "comm.Split()")
+
+    def Dup(self) -> Awaitable["Communicator"]:  # noqa: N802
+        """``dup = await comm.Dup()``: the same ranks, a context of its own."""
+        self._check_awaited()
+        return self._pending(_split(self, 0, self.rank), "comm.Dup()")
+
     # --- compute, time ----------------------------------------------------------------
     def wtime(self) -> float:  # pragma: no cover - backends
         raise NotImplementedError
@@ -543,6 +564,102 @@ class Communicator:
         send = _as_buffer(sendbuf, f"rank {self.rank}: Gather sendbuf")
         recv = None if recvbuf is None else _as_buffer(recvbuf, f"rank {self.rank}: Gather recvbuf")
         return self._pending(collectives.Gather(self, send, recv, root), "comm.Gather()")
+
+
+# --- sub-communicators -------------------------------------------------------------------
+
+
+UNDEFINED = -32766  # MPI.UNDEFINED: Split(color=UNDEFINED) gives no communicator
+
+
+async def _split(comm: "Communicator", color: int, key: int) -> "Communicator | None":
+    if not isinstance(color, int) or isinstance(color, bool) or (color < 0 and color != UNDEFINED):
+        raise CommError(f"rank {comm.rank}: Split color must be a non-negative int or MPI.UNDEFINED, got {color!r}")
+    if not isinstance(key, int) or isinstance(key, bool):
+        raise CommError(f"rank {comm.rank}: Split key must be an int, got {key!r}")
+    base = comm._base_comm()
+    # Every member learns everyone's color and key, and the highest context id
+    # any member knows: the new communicators take the next one, so no two live
+    # communicators that share a rank ever share a context.
+    info = await comm.allgather((color, key, base._ctx_high), algorithm="ring")
+    ctx = max(h for _, _, h in info) + 1
+    base._ctx_high = ctx
+    if color == UNDEFINED:
+        return None
+    members = sorted((k, r) for r, (c, k, _) in enumerate(info) if c == color)
+    world = [comm._world_rank(r) for _, r in members]
+    return SubComm(base, world, ctx)
+
+
+class SubComm(Communicator):
+    """A communicator made by ``Split``/``Dup``: a group of the rank's own
+    communicator's ranks and a context of its own (messages of different
+    communicators never match)."""
+
+    def __init__(self, base: Communicator, world_ranks: list[int], ctx: int):
+        self._base = base
+        self._ranks = list(world_ranks)
+        self._group = {w: i for i, w in enumerate(self._ranks)}
+        self._ctx = ctx
+        self.rank = self._group[base.rank]
+        self.size = len(self._ranks)
+
+    @property
+    def _unawaited(self):  # type: ignore[override]
+        return self._base._unawaited
+
+    @_unawaited.setter
+    def _unawaited(self, value) -> None:
+        self._base._unawaited = value
+
+    def _base_comm(self) -> Communicator:
+        return self._base
+
+    def _world_rank(self, r: int) -> int:
+        return self._ranks[r]
+
+    def _new_request(self, describe: str, kind: str) -> Request:
+        req = self._base._new_request(describe, kind)
+        req._comm = self
+        return req
+
+    def _start_send(self, dest: int, tag: int, obj: Any, size: int, req: Request) -> None:
+        self._base._start_send(self._ranks[dest], tag, obj, size, req, ctx=self._ctx)  # type: ignore[call-arg]
+
+    def _post_recv(self, source: int, tag: int, req: Request) -> None:
+        src = source if source == ANY_SOURCE else self._ranks[source]
+        self._base._post_recv(src, tag, req, ctx=self._ctx)  # type: ignore[call-arg]
+
+    async def _block(self, requests: Sequence[Request]) -> None:
+        await self._base._block(requests)
+
+    def _poll(self) -> Any:
+        return self._base._poll()
+
+    def _raise_if_failed(self) -> None:
+        self._base._raise_if_failed()
+
+    def _take(self, request: Request, status: Status | None) -> Any:
+        value = self._base._take(request, None)
+        if status is not None and request.status is not None:
+            _copy_status(request.status, status)
+            status.source = self._group.get(request.status.source, request.status.source)
+        return value
+
+    def wtime(self) -> float:
+        return self._base.wtime()
+
+    def compute(self, seconds: float) -> Any:
+        return self._base.compute(seconds)  # type: ignore[attr-defined]
+
+    def sleep(self, seconds: float) -> Any:
+        return self._base.sleep(seconds)  # type: ignore[attr-defined]
+
+    def Free(self) -> None:  # noqa: N802
+        """Nothing to release (mpi4py's name, for programs that call it)."""
+
+    def __repr__(self) -> str:
+        return f"<SubComm rank {self.rank} of {self.size}, world ranks {self._ranks[:8]}, context {self._ctx}>"
 
 
 # --- errors that point at the user's line --------------------------------------------------

@@ -22,6 +22,8 @@ class Envelope:
     payload: Any = None
     # Backend data (e.g. the rendezvous handle of a ready-to-send).
     handle: Any = None
+    # Communicator context (0: the world; sub-communicators have their own).
+    ctx: int = 0
 
 
 @dataclass
@@ -29,12 +31,13 @@ class PostedRecv:
     source: int
     tag: int
     handle: Any = None
+    ctx: int = 0
 
 
 def matches(recv: PostedRecv, env: Envelope) -> bool:
     """MPI's rule; ``ANY_TAG`` matches user tags only, never the reserved tags
     of collectives (MPI gives collectives a context of their own)."""
-    if recv.source != ANY_SOURCE and recv.source != env.source:
+    if recv.ctx != env.ctx or (recv.source != ANY_SOURCE and recv.source != env.source):
         return False
     return recv.tag == env.tag or (recv.tag == ANY_TAG and env.tag < RESERVED_TAG_BASE)
 

@@ -131,12 +131,41 @@ class MPIComm(AioCommBase):
         # (MPI request, our request, buffer, kind, status)
         self._active: list[tuple[Any, Request, Any, str, Any]] = []
 
+    def Split(self, color: int = 0, key: int = 0) -> Any:  # noqa: N802
+        """``sub = await comm.Split(color, key)``: MPI_Comm_split itself (and
+        of the collectives' communicator beside it)."""
+        self._check_awaited()
+        return self._pending(self._split(color, key), "comm.Split()")
+
+    def Dup(self) -> Any:  # noqa: N802
+        """``dup = await comm.Dup()``: MPI_Comm_split with one color, as a duplicate."""
+        self._check_awaited()
+        return self._pending(self._split(0, self.rank), "comm.Dup()")
+
+    async def _split(self, color: int, key: int) -> "MPIComm | None":
+        from .communicator import UNDEFINED
+
+        if not isinstance(color, int) or isinstance(color, bool) or (color < 0 and color != UNDEFINED):
+            raise CommError(f"rank {self.rank}: Split color must be a non-negative int or MPI.UNDEFINED, "
+                            f"got {color!r}")
+        if not isinstance(key, int) or isinstance(key, bool):
+            raise CommError(f"rank {self.rank}: Split key must be an int, got {key!r}")
+        MPI = self._MPI
+        c = MPI.UNDEFINED if color == UNDEFINED else color
+        new = self._comm.Split(c, key)
+        newc = self._ccomm.Split(c, key) if self._ccomm is not self._comm else None
+        if new == MPI.COMM_NULL:
+            return None
+        sub = MPIComm(new, spin_s=self.spin_s, max_backoff_s=self.max_backoff_s, collective_comm=newc)
+        sub._t0 = self._t0
+        return sub
+
     def _check_tag(self, tag: Any, allow_any: bool) -> None:
         super()._check_tag(tag, allow_any)
         if tag > self._tag_ub:
             raise CommError(f"rank {self.rank}: tag {tag} exceeds this MPI's MPI_TAG_UB ({self._tag_ub})")
 
-    def _send_pickled(self, dest: int, tag: int, data: bytes, size: int, req: Request) -> None:
+    def _send_pickled(self, dest: int, tag: int, data: bytes, size: int, req: Request, ctx: int = 0) -> None:
         pad = wire_nbytes(size, len(data)) - len(data)
         frame = bytearray(_HDR.size + len(data) + pad)
         _HDR.pack_into(frame, 0, len(data), size)
@@ -145,7 +174,7 @@ class MPIComm(AioCommBase):
         mreq = mcomm.Isend([frame, self._MPI.BYTE], dest=dest, tag=tag)
         self._active.append((mreq, req, frame, "send", None))
 
-    def _post_recv(self, source: int, tag: int, req: Request) -> None:
+    def _post_recv(self, source: int, tag: int, req: Request, ctx: int = 0) -> None:
         src = self._MPI.ANY_SOURCE if source == ANY_SOURCE else source
         mtag = self._MPI.ANY_TAG if tag == ANY_TAG else tag
         mcomm = self._ccomm if tag >= RESERVED_TAG_BASE else self._comm

@@ -61,6 +61,7 @@ class Frame:
     payload: Any = None
     sent: Any = None
     announce: int = 0
+    ctx: int = 0
 
 
 @dataclass(eq=False)
@@ -94,37 +95,38 @@ class P2PEngine:
         self._blocked: dict[int, list[Frame]] = {}
 
     # --- the application --------------------------------------------------------------
-    def send(self, dest: int, tag: int, payload: Any, size: int, wire: int, req: Any) -> None:
-        """Start a send of ``wire`` bytes on the wire (declared size ``size``); ``req`` completes when it has left."""
+    def send(self, dest: int, tag: int, payload: Any, size: int, wire: int, req: Any, ctx: int = 0) -> None:
+        """Start a send of ``wire`` bytes on the wire (declared size ``size``) in
+        communicator context ``ctx``; ``req`` completes when it has left."""
         if self.receiver_driven:
-            frame = Frame(EAGER, dest, tag, size, wire, 0, payload, req)
+            frame = Frame(EAGER, dest, tag, size, wire, 0, payload, req, ctx=ctx)
             if self._take_credit(dest, tag) or wire <= self.eager_limit:
                 self.actions.append(frame)
             else:
                 self._blocked.setdefault(dest, []).append(frame)
             return
         if wire <= self.eager_limit:
-            self.actions.append(Frame(EAGER, dest, tag, size, wire, 0, payload, req))
+            self.actions.append(Frame(EAGER, dest, tag, size, wire, 0, payload, req, ctx=ctx))
             return
         self._msgid += 1
         self._rndv_out[(dest, self._msgid)] = Frame(DATA, dest, tag, size, wire, self._msgid, payload, req)
-        self.actions.append(Frame(RTS, dest, tag, size, 0, self._msgid, announce=wire))
+        self.actions.append(Frame(RTS, dest, tag, size, 0, self._msgid, announce=wire, ctx=ctx))
 
-    def post_recv(self, source: int, tag: int, req: Any) -> Envelope | None:
-        """Post a receive; returns the unexpected message it took, if any."""
+    def post_recv(self, source: int, tag: int, req: Any, ctx: int = 0) -> Envelope | None:
+        """Post a receive (in context ``ctx``); returns the unexpected message it took, if any."""
         if self.receiver_driven and source not in (ANY_SOURCE, self.rank):
             self.actions.append(Frame(CREDIT, source, tag, 0))
-        env = self.matcher.post(PostedRecv(source, tag, req))
+        env = self.matcher.post(PostedRecv(source, tag, req, ctx))
         if env is not None:
             self._matched(req, env)
         return env
 
     # --- the network ------------------------------------------------------------------
     def on_frame(self, source: int, kind: int, tag: int, size: int, msgid: int = 0,
-                 payload: Any = None) -> Envelope | None:
+                 payload: Any = None, ctx: int = 0) -> Envelope | None:
         """A frame from ``source`` arrived; returns the message if it was queued unexpected."""
         if kind == EAGER or kind == RTS:
-            env = Envelope(source, tag, size, payload=payload, handle=msgid if kind == RTS else None)
+            env = Envelope(source, tag, size, payload=payload, handle=msgid if kind == RTS else None, ctx=ctx)
             posted = self.matcher.arrive(env)
             if posted is None:
                 return env

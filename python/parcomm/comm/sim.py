@@ -69,11 +69,12 @@ class _Block:
 class Request(BaseRequest):
     """A pending operation under simulation, as returned by ``isend``/``irecv``."""
 
-    __slots__ = ("_done",)
+    __slots__ = ("_done", "_owner")
 
     def __init__(self, comm: "SimComm", describe: str, kind: str = ""):
         super().__init__(comm, describe, kind)
         self._done = False
+        self._owner = comm  # the rank's own SimComm (``_comm`` may become a sub-communicator)
 
     @property
     def done(self) -> bool:
@@ -81,7 +82,7 @@ class Request(BaseRequest):
 
     def _finish(self, value: Any = None, status: Status | None = None) -> None:
         self._done, self.value, self.status = True, value, status
-        self._comm._world.touched.add(self._comm.rank)
+        self._owner._world.touched.add(self._owner.rank)
 
 
 class SimComm(Communicator):
@@ -107,11 +108,11 @@ class SimComm(Communicator):
     def _new_request(self, describe: str, kind: str) -> Request:
         return Request(self, describe, kind)
 
-    def _start_send(self, dest: int, tag: int, obj: Any, size: int, req: Request) -> None:
-        self._world.start_send(self.rank, dest, tag, _snapshot(obj), size, req)
+    def _start_send(self, dest: int, tag: int, obj: Any, size: int, req: Request, ctx: int = 0) -> None:
+        self._world.start_send(self.rank, dest, tag, _snapshot(obj), size, req, ctx)
 
-    def _post_recv(self, source: int, tag: int, req: Request) -> None:
-        self._world.post_recv(self.rank, source, tag, req)
+    def _post_recv(self, source: int, tag: int, req: Request, ctx: int = 0) -> None:
+        self._world.post_recv(self.rank, source, tag, req, ctx)
 
     async def _block(self, requests: Sequence[Request]) -> None:
         await _Block(requests)
@@ -190,12 +191,12 @@ class _World:
                     op = self.sim.receive(self.host_of[rank], a.size + self.envelope)
                     self.ops[op] = ("take", a)
 
-    def start_send(self, src: int, dst: int, tag: int, obj: Any, size: int, req: Request) -> None:
-        self.engines[src].send(dst, tag, obj, size, size, req)
+    def start_send(self, src: int, dst: int, tag: int, obj: Any, size: int, req: Request, ctx: int = 0) -> None:
+        self.engines[src].send(dst, tag, obj, size, size, req, ctx)
         self._flush(src)
 
-    def post_recv(self, rank: int, source: int, tag: int, req: Request) -> None:
-        self.engines[rank].post_recv(source, tag, req)
+    def post_recv(self, rank: int, source: int, tag: int, req: Request, ctx: int = 0) -> None:
+        self.engines[rank].post_recv(source, tag, req, ctx)
         self._flush(rank)
 
     def on_completion(self, op: int, kind: str) -> None:
@@ -210,7 +211,8 @@ class _World:
                     frame.sent._finish()
                 return
             del self.ops[op]
-            self.engines[frame.dest].on_frame(src, frame.kind, frame.tag, frame.size, frame.msgid, frame.payload)
+            self.engines[frame.dest].on_frame(src, frame.kind, frame.tag, frame.size, frame.msgid, frame.payload,
+                                              frame.ctx)
             self._flush(frame.dest)
         elif what == "compute":
             info[1]._finish()

@@ -95,6 +95,11 @@ _HELLO = struct.Struct("!8sIIQ")
 _MAGIC = b"parcomm1"
 # frame header: kind, source, tag, declared nbytes, pickled length, message id
 _HDR = struct.Struct("!BxxxIIQQQ")
+# the same 36 bytes with the communicator context in two of the spare bytes:
+# kind, reserved (0), context, source, tag, declared nbytes, pickled length, message id
+_HDRC = struct.Struct("!BBHIIQQQ")
+#: Communicator contexts a frame can name (sub-communicators made by Split/Dup).
+MAX_CONTEXT = 0xFFFF
 _EAGER, _RTS, _CTS, _DATA, _BYE = EAGER, RTS, CTS, DATA, 5  # the first four are P2PEngine's frames
 _KIND_NAMES = {_EAGER: "eager", _RTS: "ready-to-send", _CTS: "clear-to-send", _DATA: "data", _BYE: "goodbye"}
 
@@ -312,9 +317,11 @@ class SocketComm(AioCommBase):
 
 
     # --- sending ----------------------------------------------------------------------
-    def _send_pickled(self, dest: int, tag: int, data: bytes, size: int, req: Request) -> None:
+    def _send_pickled(self, dest: int, tag: int, data: bytes, size: int, req: Request, ctx: int = 0) -> None:
+        if ctx > MAX_CONTEXT:
+            raise CommError(f"rank {self.rank}: more than {MAX_CONTEXT} communicators were created")
         if dest == self.rank:  # to self: delivered here, eagerly whatever its size
-            self._on_frame(self.rank, EAGER, tag, size, 0, data)
+            self._on_frame(self.rank, EAGER, tag, size, 0, data, ctx)
             self._complete(req)
             return
         peer = self._peers[dest]
@@ -322,7 +329,7 @@ class SocketComm(AioCommBase):
             req._fail(CommError(f"rank {self.rank}: {req.describe} can never be received: rank {dest} has finished"))
             self._pending_reqs.discard(req)
             return
-        self._engine.send(dest, tag, data, size, wire_nbytes(size, len(data)), req)
+        self._engine.send(dest, tag, data, size, wire_nbytes(size, len(data)), req, ctx)
         self._flush()
 
     def _flush(self) -> None:
@@ -331,7 +338,7 @@ class SocketComm(AioCommBase):
             if isinstance(a, Frame):
                 data = a.payload if a.payload is not None else b""
                 plen = len(data) if a.kind != RTS else a.announce
-                hdr = _HDR.pack(a.kind, self.rank, a.tag, a.size, plen, a.msgid)
+                hdr = _HDRC.pack(a.kind, 0, a.ctx, self.rank, a.tag, a.size, plen, a.msgid)
                 pad = a.wire - len(data) if a.kind in (EAGER, DATA) else 0
                 self._enqueue(self._peers[a.dest], hdr, data, pad, a.sent)
             else:
@@ -388,8 +395,8 @@ class SocketComm(AioCommBase):
             self._lost(peer, RuntimeError(f"internal error writing to rank {peer.rank}: {e!r}"))
 
     # --- receiving --------------------------------------------------------------------
-    def _post_recv(self, source: int, tag: int, req: Request) -> None:
-        env = self._engine.post_recv(source, tag, req)
+    def _post_recv(self, source: int, tag: int, req: Request, ctx: int = 0) -> None:
+        env = self._engine.post_recv(source, tag, req, ctx)
         if env is not None:
             if env.source != self.rank:
                 self._peers[env.source].unexpected -= _cost(env)
@@ -397,9 +404,10 @@ class SocketComm(AioCommBase):
             self._orphaned(source)
         self._flush()
 
-    def _on_frame(self, source: int, kind: int, tag: int, size: int, msgid: int, payload: Any = None) -> None:
+    def _on_frame(self, source: int, kind: int, tag: int, size: int, msgid: int, payload: Any = None,
+                  ctx: int = 0) -> None:
         try:
-            env = self._engine.on_frame(source, kind, tag, size, msgid, payload)
+            env = self._engine.on_frame(source, kind, tag, size, msgid, payload, ctx)
         except ProtocolError as e:
             raise _ProtocolViolation(str(e)) from None
         self._flush()
@@ -467,16 +475,18 @@ class SocketComm(AioCommBase):
                     if not e.partial and peer.bye_received:
                         return  # the peer said goodbye and closed: a clean end
                     raise ConnectionError("connection closed before the peer said goodbye") from None
-                kind, src, tag, nbytes, plen, msgid = _HDR.unpack(hdr)
+                kind, reserved, ctx, src, tag, nbytes, plen, msgid = _HDRC.unpack(hdr)
+                if reserved:
+                    raise _ProtocolViolation("a frame header's reserved byte is not zero")
                 if src != peer.rank:
                     raise _ProtocolViolation(f"frame from rank {src} on rank {peer.rank}'s connection")
                 if kind in (_EAGER, _RTS, _DATA):
                     self._check_frame(peer, kind, nbytes, plen)
                 if kind == _EAGER:
                     data = await self._read_payload(r, plen, wire_nbytes(nbytes, plen) - plen)
-                    self._on_frame(peer.rank, EAGER, tag, nbytes, 0, data)
+                    self._on_frame(peer.rank, EAGER, tag, nbytes, 0, data, ctx)
                 elif kind in (_RTS, _CTS):
-                    self._on_frame(peer.rank, kind, tag, nbytes, msgid)
+                    self._on_frame(peer.rank, kind, tag, nbytes, msgid, None, ctx)
                 elif kind == _DATA:
                     if not self._engine.expects_data(peer.rank, msgid):  # check before reading its payload
                         raise _ProtocolViolation(f"data for unknown message {msgid}")
