@@ -104,6 +104,15 @@ pub struct TcpSpec {
     /// run. 0 (the default): timers fire exactly at their deadline.
     #[serde(default)]
     pub timer_tick_s: f64,
+    /// Linux's RTO rules instead of RFC 6298's: RTO = SRTT + rttvar with
+    /// rttvar >= rto_min (tcp_rtt_estimator(), __tcp_set_rto()), an RTT
+    /// sample on every ACK that advances snd_una, each clearing the backoff.
+    #[serde(default)]
+    pub linux_rto: bool,
+    /// RFC 7323 timestamps (Linux: net.ipv4.tcp_timestamps = 1): with
+    /// `linux_rto`, ACKs of retransmitted data give RTT samples too.
+    #[serde(default)]
+    pub timestamps: bool,
 }
 
 impl Default for TcpSpec {
@@ -126,6 +135,8 @@ impl Default for TcpSpec {
             sndbuf_initial_bytes: 0,
             cwnd_restart_after_idle: false,
             timer_tick_s: 0.0,
+            linux_rto: false,
+            timestamps: false,
         }
     }
 }

@@ -132,9 +132,13 @@ def _print_tables(doc: dict) -> None:
 @click.option("--trace", "trace_path", default=None, type=click.Path(dir_okay=False),
               help="trace ONE scenario (--only NAME) on both sides instead: per-flow cwnd, retransmissions and "
                    "RTOs over time, drawn to this file, data beside it as .json")
+@click.option("--reuse-emu", "reuse_path", default=None, type=click.Path(dir_okay=False, exists=True),
+              help="take the emulated runs of an earlier results file where a scenario is unchanged "
+                   "(same parameters and repeats), and run only the simulator for it")
 @click.option("--list", "list_only", is_flag=True, help="list the scenarios and exit")
 @click.option("--json", "as_json", is_flag=True, help="print the results document as JSON on stdout")
-def conformance(matrix, only, quick, repeat, profile_list, backends, out, plot_path, trace_path, list_only, as_json) -> None:
+def conformance(matrix, only, quick, repeat, profile_list, backends, out, plot_path, trace_path, reuse_path, list_only,
+                as_json) -> None:
     """The simulator against real Linux TCP (the emulation), scenario by scenario.
 
     Each scenario of MATRIX (default: the built-in matrix, see
@@ -187,6 +191,8 @@ def conformance(matrix, only, quick, repeat, profile_list, backends, out, plot_p
     rows: list[dict] = []
     from ..conformance import NOISE_LIMIT
 
+    recorded = _recorded(reuse_path) if reuse_path else None
+
     bar = make_progress()
     with bar:
         task = bar.add_task("conformance", total=len(chosen))
@@ -197,7 +203,7 @@ def conformance(matrix, only, quick, repeat, profile_list, backends, out, plot_p
             bar.advance(task)
 
         try:
-            run_scenarios(chosen, profiles, backends=bks, repeat=repeat, on_result=on_result,
+            run_scenarios(chosen, profiles, backends=bks, repeat=repeat, on_result=on_result, recorded=recorded,
                           on_step=lambda m: bar.update(task, description=m[:60]))
         except KeyboardInterrupt:
             click.echo(f"interrupted: {len(rows)} of {len(chosen)} scenarios kept in {out}", err=True)
@@ -215,6 +221,21 @@ def conformance(matrix, only, quick, repeat, profile_list, backends, out, plot_p
         return
     _print_tables(doc)
     click.echo(f"results: {out}" + (f"; figure: {plot_path}" if plot_path else ""), err=True)
+
+
+def _recorded(path: str) -> dict[str, dict]:
+    """Rows of an earlier results document, by scenario name (checked enough to use)."""
+    try:
+        if os.path.getsize(path) > 64 << 20:
+            raise UserError(f"--reuse-emu: {path} is larger than 64 MiB")
+        with open(path) as f:
+            doc = json.load(f)
+    except (OSError, ValueError) as e:
+        raise UserError(f"--reuse-emu: cannot read {path}: {e}") from None
+    rows = doc.get("scenarios") if isinstance(doc, dict) else None
+    if not isinstance(rows, list) or not all(isinstance(r, dict) and isinstance(r.get("name"), str) for r in rows):
+        raise UserError(f"--reuse-emu: {path} is not a conformance results file (no scenarios list)")
+    return {r["name"]: r for r in rows}
 
 
 def _trace(chosen: list, profile: str, path: str, as_json: bool) -> None:

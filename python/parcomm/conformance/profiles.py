@@ -8,8 +8,10 @@ the scenario allows it, RACK-TLP, Linux's RTO rules).
 ``default``   the simulator's default transport today: NewReno (RFC 6582),
               no SACK, no tail loss probes, whatever the scenario allows.
 ``sack-tlp``  SACK (RFC 2018/6675) where the scenario allows it, plus tail
-              loss probes (RFC 8985 §7): the closest options to Linux's
-              recovery the simulator has.
+              loss probes (RFC 8985 §7).
+``linux``     ``sack-tlp`` plus Linux's RTO rules and RTT sampling with
+              timestamps (``tcp.linux_rto``, ``tcp.timestamps``): the
+              closest the simulator comes to the kernel today.
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ __all__ = ["PROFILES", "profile_overrides"]
 PROFILES: dict[str, str] = {
     "default": "NewReno, no SACK, no TLP (the simulator's default transport)",
     "sack-tlp": "SACK where the scenario allows it, and tail loss probes",
+    "linux": "sack-tlp plus Linux's RTO rules and timestamp RTT samples",
 }
 
 
@@ -30,4 +33,6 @@ def profile_overrides(profile: str, sack_allowed: bool) -> dict[str, Any]:
         return {"sack": False, "tail_loss_probe": False}
     if profile == "sack-tlp":
         return {"sack": bool(sack_allowed), "tail_loss_probe": True}
+    if profile == "linux":
+        return {"sack": bool(sack_allowed), "tail_loss_probe": True, "linux_rto": True, "timestamps": True}
     raise ValueError(f"unknown simulator profile {profile!r} (known: {', '.join(PROFILES)})")

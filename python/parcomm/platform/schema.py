@@ -98,6 +98,10 @@ LINUX_TCP: dict[str, Any] = {
     "cwnd_restart_after_idle": False,
     # Clock-interrupt period on which TCP timers run (0: exact timers).
     "timer_tick_s": 0.0,
+    # Linux's RTO rules (tcp_rtt_estimator/__tcp_set_rto, a sample per ACK, backoff cleared by each).
+    "linux_rto": False,
+    # RFC 7323 timestamps: with linux_rto, retransmitted data is timed too (Linux default on).
+    "timestamps": False,
 }
 
 #: Field names of ``TcpSpec``, in declaration order.
@@ -105,7 +109,7 @@ TCP_FIELDS = tuple(LINUX_TCP)
 
 #: ``TcpSpec`` fields with ``#[serde(default)]`` (false or 0, i.e. off): a ``tcp`` table may omit them.
 TCP_OPTIONAL = ("sack", "tail_loss_probe", "sndbuf_initial_bytes", "cwnd_restart_after_idle",
-                "timer_tick_s")
+                "timer_tick_s", "linux_rto", "timestamps")
 
 #: Keyword options of ``host`` other than the name (what builders pass through).
 HOST_OPTIONS = ("mtu", "nic_queue_packets", "send_overhead", "recv_overhead", "tcp")
@@ -161,6 +165,8 @@ _TCP_KIND = {
     "sndbuf_initial_bytes": "size",
     "cwnd_restart_after_idle": "bool",
     "timer_tick_s": "duration",
+    "linux_rto": "bool",
+    "timestamps": "bool",
 }
 
 

@@ -32,6 +32,8 @@ fn tcp_config(h: &crate::spec::HostSpec) -> TcpConfig {
         tail_loss_probe: t.tail_loss_probe,
         sndbuf_initial: t.sndbuf_initial_bytes,
         cwnd_restart_after_idle: t.cwnd_restart_after_idle,
+        linux_rto: t.linux_rto,
+        timestamps: t.timestamps,
     }
 }
 

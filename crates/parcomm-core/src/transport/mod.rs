@@ -13,6 +13,7 @@
 //!   `poll_timeout()` after every call, as deadlines move. A spurious
 //!   `on_timeout` (early or disarmed) is a no-op.
 
+pub mod linux_rto;
 pub mod newreno;
 pub mod receiver;
 pub mod rto;
@@ -21,6 +22,7 @@ pub mod sender;
 #[cfg(test)]
 mod testnet;
 pub mod tlp;
+pub mod txlog;
 
 pub use newreno::{CongestionControl, NewReno};
 pub use receiver::Receiver;
@@ -63,6 +65,13 @@ pub struct TcpConfig {
     /// (tcp_cwnd_restart): a connection that sends after being idle for
     /// more than one RTO restarts from a reduced window.
     pub cwnd_restart_after_idle: bool,
+    /// Linux's RTO rules (`linux_rto.rs`) and RTT sampling (`txlog.rs`):
+    /// SRTT + rttvar with rttvar >= rto_min, a sample per advancing ACK,
+    /// each sample clearing the backoff. Off: RFC 6298 with BSD timing.
+    pub linux_rto: bool,
+    /// RFC 7323 timestamps: with `linux_rto`, ACKs of retransmitted data
+    /// give RTT samples too (header bytes are not modelled).
+    pub timestamps: bool,
 }
 
 impl Default for TcpConfig {
@@ -85,6 +94,8 @@ impl Default for TcpConfig {
             tail_loss_probe: false,
             sndbuf_initial: 0,
             cwnd_restart_after_idle: false,
+            linux_rto: false,
+            timestamps: false,
         }
     }
 }

@@ -9,6 +9,11 @@ use std::fmt::Debug;
 pub trait RtoEstimator: Debug + Send + Sync {
     /// A valid RTT measurement (the sender already applied Karn's rule).
     fn on_rtt_sample(&mut self, rtt: Time);
+    /// The same, with the sequence state estimators that track round trips need
+    /// (Linux's `rtt_seq`); the default ignores it.
+    fn on_rtt_sample_seq(&mut self, rtt: Time, _snd_una: u64, _snd_nxt: u64) {
+        self.on_rtt_sample(rtt);
+    }
     /// The retransmission timer expired: back the timer off.
     fn on_timeout_backoff(&mut self);
     /// The timeout to arm the retransmission timer with now.

@@ -3,10 +3,12 @@
 //! SACK-based recovery (RFC 6675, scoreboard in `sack.rs`) and tail loss
 //! probes (RFC 8985 §7, timer in `tlp.rs`).
 
+use super::linux_rto::LinuxRto;
 use super::newreno::{CongestionControl, NewReno};
 use super::rto::{Rfc6298Rto, RtoEstimator};
 use super::sack::Scoreboard;
 use super::tlp::Tlp;
+use super::txlog::TxLog;
 use super::{Ack, Segment, SenderStats, TcpConfig};
 use crate::time::Time;
 
@@ -32,6 +34,11 @@ pub struct Sender {
     rto_deadline: Option<Time>,
     /// The one segment being timed: (end seq, send time). BSD style.
     rtt_probe: Option<(u64, Time)>,
+    /// Linux style instead: every outstanding segment's send time, a
+    /// sample per advancing ACK (`linux_rto`); `None` keeps BSD timing.
+    txlog: Option<TxLog>,
+    /// RFC 7323 timestamps: retransmitted data can be timed (with `txlog`).
+    timestamps: bool,
     dupacks: u64,
     in_recovery: bool,
     /// RFC 6582 `recover`, as an exclusive bound (snd_max at the event).
@@ -58,13 +65,12 @@ pub struct Sender {
 impl Sender {
     pub fn new(cfg: &TcpConfig) -> Sender {
         let cc = NewReno::new(cfg.mss, cfg.initial_cwnd_segments);
-        let rto = Rfc6298Rto::new(
-            cfg.rto_min,
-            cfg.rto_max,
-            cfg.rto_initial,
-            cfg.clock_granularity,
-        );
-        Sender::with_strategies(cfg, Box::new(cc), Box::new(rto))
+        let rto: Box<dyn RtoEstimator> = if cfg.linux_rto {
+            Box::new(LinuxRto::new(cfg.rto_min, cfg.rto_max, cfg.rto_initial, cfg.clock_granularity))
+        } else {
+            Box::new(Rfc6298Rto::new(cfg.rto_min, cfg.rto_max, cfg.rto_initial, cfg.clock_granularity))
+        };
+        Sender::with_strategies(cfg, Box::new(cc), rto)
     }
 
     /// A sender with another congestion control or RTO estimator.
@@ -95,6 +101,8 @@ impl Sender {
             rto,
             rto_deadline: None,
             rtt_probe: None,
+            txlog: cfg.linux_rto.then(TxLog::new),
+            timestamps: cfg.timestamps,
             dupacks: 0,
             in_recovery: false,
             recover: None,
@@ -189,7 +197,11 @@ impl Sender {
         self.dupacks = 0;
         self.timed_out_unrepaired = false;
 
-        if let Some((end, sent)) = self.rtt_probe {
+        if let Some(log) = self.txlog.as_mut() {
+            if let Some(rtt) = log.on_ack(ack.ack, now, self.timestamps) {
+                self.rto.on_rtt_sample_seq(rtt, self.snd_una, self.snd_max);
+            }
+        } else if let Some((end, sent)) = self.rtt_probe {
             if ack.ack >= end {
                 self.rto.on_rtt_sample(now.saturating_sub(sent));
                 self.rtt_probe = None;
@@ -522,6 +534,13 @@ impl Sender {
         self.stats.segments_sent += 1;
         self.stats.bytes_sent += len;
         self.last_data_sent = Some(now);
+        if let Some(log) = self.txlog.as_mut() {
+            if retransmission {
+                log.on_retransmit(seq, seq + len, now);
+            } else {
+                log.on_new(seq + len, now);
+            }
+        }
         if retransmission {
             self.stats.segments_retransmitted += 1;
             self.stats.bytes_retransmitted += len;
