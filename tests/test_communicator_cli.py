@@ -83,3 +83,29 @@ def test_run_mpi_failure_is_one_line_without_the_mpich_banner(tmp_path):
     assert "BAD TERMINATION" not in run.stderr
     assert run.stderr.startswith("error: rank 1 raised ValueError: bad input (at ")
     assert "failing_mpi.py:3 in main" in run.stderr
+
+
+@pytest.mark.parametrize("argv", [["sim", "run", PROGRAM, "--platform", "star:4"], ["run", "local", PROGRAM, "-n", "4"]])
+def test_trace_writes_a_per_rank_timeline(capsys, monkeypatch, tmp_path, argv):
+    monkeypatch.chdir(ROOT)
+    path = tmp_path / "trace.json"
+    rc, out, err = _run(capsys, [*argv, "--kwargs", '{"n": 100}', "--trace", str(path), "--json"])
+    assert rc == 0, err
+    json.loads(out)  # --json stays one strict document
+    events = json.loads(path.read_text())["traceEvents"]
+    names = {e["name"] for e in events}
+    assert {"isend", "irecv", "Bcast", "allreduce", "gather"} <= names
+    assert {e["tid"] for e in events if e["ph"] in ("X", "i")} == {0, 1, 2, 3}
+    spans = [e for e in events if e["ph"] == "X"]
+    assert spans and all(e["dur"] >= 0 and e["ts"] >= 0 for e in spans)
+
+
+def test_run_sim_trace_is_off_by_default():
+    from parcomm.comm import run_sim
+
+    async def prog(comm):
+        return await comm.allreduce(comm.rank)
+
+    assert "trace" not in run_sim(prog, "star:2").extra
+    tr = run_sim(prog, "star:2", trace=True).extra["trace"]
+    assert len(tr) == 2 and any(ev[1] == "allreduce" for ev in tr[0])

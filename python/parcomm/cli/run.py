@@ -139,6 +139,22 @@ def report_result(res: Any, backend: str, platform: str, as_json: bool, extra: d
         con.print(f"{label}: " + ", ".join(f"{k} {v}" for k, v in totals.items()))
 
 
+TRACE_HELP = ("write each rank's timeline (sends, receives, waits, compute, collectives) to this file as "
+              "Chrome/Perfetto trace-event JSON (open it in ui.perfetto.dev)")
+
+
+def write_trace(path: Path | None, res: Any, backend: str, platform: str) -> None:
+    """``--trace FILE``: the run's per-rank timelines as trace-event JSON."""
+    if path is None:
+        return
+    from ..comm.trace import write_chrome_trace
+
+    try:
+        write_chrome_trace(path, res.extra.get("trace") or [], backend, platform)
+    except OSError as e:
+        raise RunFailed(f"cannot write --trace {path}: {e.strerror or e}") from None
+
+
 def _write_out(path: Path | None, doc: dict[str, Any]) -> None:
     if path is None:
         return
@@ -176,8 +192,9 @@ def run() -> None:
 @click.option("--nodelay/--no-nodelay", default=True, show_default=True, help="TCP_NODELAY on every socket")
 @click.option("--sndbuf", default=None, help="SO_SNDBUF in bytes (default: the kernel's)")
 @click.option("--rcvbuf", default=None, help="SO_RCVBUF in bytes (default: the kernel's)")
+@click.option("--trace", "trace_file", type=click.Path(dir_okay=False, path_type=Path), default=None, help=TRACE_HELP)
 @click.option("--json", "as_json", is_flag=True, help="print the full result as JSON")
-def local(program_arg, procs, program, kwargs_json, timeout, nodelay, sndbuf, rcvbuf, as_json) -> None:
+def local(program_arg, procs, program, kwargs_json, timeout, nodelay, sndbuf, rcvbuf, trace_file, as_json) -> None:
     """Run PROGRAM on N local processes connected by TCP over 127.0.0.1 (SocketComm).
 
     PROGRAM is MODULE:FUNCTION or path/file.py:FUNCTION naming an `async def
@@ -195,9 +212,11 @@ def local(program_arg, procs, program, kwargs_json, timeout, nodelay, sndbuf, rc
     if (b := _bytes(rcvbuf, "--rcvbuf")) is not None:
         opts["rcvbuf"] = b
     try:
-        res = run_local(ref, n, kwargs=kwargs, timeout=_seconds(timeout, "--timeout"), sock_options=opts)
+        res = run_local(ref, n, kwargs=kwargs, timeout=_seconds(timeout, "--timeout"), sock_options=opts,
+                        trace=trace_file is not None)
     except CommError as e:
         raise RunFailed(str(e)) from None
+    write_trace(trace_file, res, res.backend, res.platform)
     _report(res, as_json)
 
 
@@ -210,11 +229,14 @@ def local(program_arg, procs, program, kwargs_json, timeout, nodelay, sndbuf, rc
 @click.option("--timeout", default="60s", show_default=True, help="time limit of each rank's program")
 @click.option("--out", type=click.Path(dir_okay=False, path_type=Path), default=None,
               help="write the results as JSON to this file")
+@click.option("--trace", "trace_file", type=click.Path(dir_okay=False, path_type=Path), default=None, help=TRACE_HELP)
 @click.option("--json", "as_json", is_flag=True, help="print the full result as JSON")
 @click.option("--call-pickle", type=click.Path(dir_okay=False, path_type=Path), default=None, hidden=True)
 @click.option("--pickle-out", type=click.Path(dir_okay=False, path_type=Path), default=None, hidden=True)
 @click.option("--spin", type=float, default=0.05, hidden=True)
-def mpi(program_arg, procs, program, kwargs_json, timeout, out, as_json, call_pickle, pickle_out, spin) -> None:
+@click.option("--trace-ranks", is_flag=True, hidden=True)
+def mpi(program_arg, procs, program, kwargs_json, timeout, out, trace_file, as_json, call_pickle, pickle_out, spin,
+        trace_ranks) -> None:
     """Run PROGRAM under MPI (mpi4py + MPICH). Started by hand under
     `mpiexec -n N python -m parcomm run mpi ...`, it runs as one rank and rank 0
     reports; started alone with --procs N, it starts mpiexec itself."""
@@ -237,15 +259,17 @@ def mpi(program_arg, procs, program, kwargs_json, timeout, out, as_json, call_pi
         if procs is not None and procs != MPI.COMM_WORLD.Get_size():
             raise UserError(f"--procs {procs} differs from the {MPI.COMM_WORLD.Get_size()} ranks mpiexec started")
         res = run_mpi_rank(ref, args=args, kwargs=kwargs, timeout=limit, out=out, pickle_out=pickle_out,
-                           spin_s=spin)
+                           spin_s=spin, trace=trace_ranks or trace_file is not None)
         if res is not None and pickle_out is None:  # rank 0 of a hand-started mpiexec reports
+            write_trace(trace_file, res, "mpi", res.platform)
             _report(res, as_json)
         return
     n = _procs(procs)
     try:
-        res = run_mpi(ref, n, kwargs=kwargs, timeout=limit, spin_s=spin, out=out)
+        res = run_mpi(ref, n, kwargs=kwargs, timeout=limit, spin_s=spin, out=out, trace=trace_file is not None)
     except CommError as e:
         raise RunFailed(str(e)) from None
+    write_trace(trace_file, res, "mpi", res.platform)
     _report(res, as_json)
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 import click
@@ -157,9 +158,12 @@ def barrier(**kw) -> None:
 @click.option("--rendezvous", type=click.Choice(["sender", "receiver"]), default="sender", show_default=True,
               help="large-message protocol: sender-driven (MPICH: RTS, CTS, data) or receiver-driven "
                    "(YAMPII, seed 001: a posted receive sends a credit)")
+@click.option("--trace", "trace_file", type=click.Path(dir_okay=False, path_type=Path), default=None,
+              help="write each rank's timeline (sends, receives, waits, compute, collectives; simulated time) to "
+                   "this file as Chrome/Perfetto trace-event JSON")
 @_common
-def run_program(program_arg, program, kwargs_json, rendezvous, platform_spec, procs, rto_min, rto_max, rto_scheme,
-                seed, eager_limit, time_limit, as_json) -> None:
+def run_program(program_arg, program, kwargs_json, rendezvous, trace_file, platform_spec, procs, rto_min, rto_max,
+                rto_scheme, seed, eager_limit, time_limit, as_json) -> None:
     """Simulate your own rank program: PROGRAM is MODULE:FUNCTION or
     path/file.py:FUNCTION naming an `async def f(comm, ...)` (the same program
     `parcomm run local|mpi|socket` runs for real). Prints each rank's finish
@@ -167,7 +171,7 @@ def run_program(program_arg, program, kwargs_json, rendezvous, platform_spec, pr
     document as `parcomm run ... --json`, with the simulator's counters."""
     from ..comm import CommError, run_sim
     from ..comm.aio import ProgramError, parse_kwargs, resolve_program
-    from .run import pick_program, report_result
+    from .run import pick_program, report_result, write_trace
 
     ref = pick_program(program_arg, program)
     try:
@@ -180,12 +184,13 @@ def run_program(program_arg, program, kwargs_json, rendezvous, platform_spec, pr
     limit = parse_with(lambda v: parse_duration(v, "--time-limit"), time_limit, "--time-limit")
     try:
         res = run_sim(prog, plat, procs, seed=seed, kwargs=kwargs, eager_limit=eager, time_limit=limit,
-                      rendezvous=rendezvous)
+                      rendezvous=rendezvous, trace=trace_file is not None)
     except CommError as e:
         from .common import RunFailed
 
         if "time limit" in str(e):
             raise RunFailed(f"{e} (--time-limit {time_limit})") from None
         raise RunFailed(str(e)) from None
+    write_trace(trace_file, res, "sim", platform_spec)
     report_result(res, "sim", platform_spec, as_json,
                   extra={"seed": seed, "events": res.events, **res.host_totals(), "port_drops": res.port_drops()})

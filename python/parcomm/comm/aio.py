@@ -165,7 +165,7 @@ class AioCommBase(Communicator):
         """``await comm.compute(s)``: really keep the CPU busy for ``s`` (a spin
         loop), letting the event loop move data every :data:`COMPUTE_SLICE_S`."""
         self._check_awaited()
-        return self._pending(self._compute(seconds), "comm.compute()")
+        return self._pending(self._traced("compute", self._compute(seconds), {"s": seconds}), "comm.compute()")
 
     async def _compute(self, seconds: float) -> None:
         end = time.perf_counter() + max(0.0, float(seconds))
@@ -182,7 +182,8 @@ class AioCommBase(Communicator):
     def sleep(self, seconds: float) -> Any:
         """``await comm.sleep(s)``: really sleep (the CPU is free for other processes)."""
         self._check_awaited()
-        return self._pending(asyncio.sleep(max(0.0, float(seconds))), "comm.sleep()")
+        return self._pending(self._traced("sleep", asyncio.sleep(max(0.0, float(seconds))), {"s": seconds}),
+                             "comm.sleep()")
 
     async def _sync(self) -> None:
         """Start barrier (dissemination, on a tag of its own), so all programs start together."""
@@ -426,6 +427,8 @@ class RankResult:
     finish_s: float
     elapsed_s: float
     counters: dict[str, int] = field(default_factory=dict)
+    #: the rank's timeline when tracing was on (see :mod:`parcomm.comm.trace`)
+    trace: list | None = None
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -464,6 +467,11 @@ class RunResult(CompletionTime):
     def from_ranks(ranks: Sequence[RankResult], backend: str, wall_s: float, counters: dict[str, Any] | None = None,
                    platform: str = "", extra: dict[str, Any] | None = None) -> "RunResult":
         t0 = min(r.start_s for r in ranks)
+        traces = [r.trace for r in ranks]
+        if any(t is not None for t in traces):
+            # on the common clock: each rank's wtime() counts from its own start
+            extra = {**(extra or {}), "trace": [[(ph, n, a + r.start_s - t0, None if b is None else b + r.start_s - t0, g)
+                                                for ph, n, a, b, g in (r.trace or ())] for r in ranks]}
         return RunResult(
             finish_times=[r.finish_s - t0 for r in ranks],
             results=[r.result for r in ranks],

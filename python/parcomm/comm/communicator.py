@@ -225,6 +225,8 @@ class Communicator:
     rank: int
     size: int
     _unawaited: tuple[str, tuple[str, int]] | None = None
+    #: This rank's timeline when tracing is on (see :mod:`parcomm.comm.trace`), else None.
+    _trace: list | None = None
 
     # --- backend primitives -----------------------------------------------------------
     def _new_request(self, describe: str, kind: str) -> Request:  # pragma: no cover
@@ -257,6 +259,28 @@ class Communicator:
     # --- bookkeeping ------------------------------------------------------------------
     def _pending(self, coro: Any, what: str) -> Pending:
         return Pending(self, coro, what, _caller(3))
+
+    def _event(self, ph: str, name: str, t0: float, t1: float | None = None, args: dict | None = None) -> None:
+        from .trace import MAX_EVENTS
+
+        tr = self._trace
+        if tr is not None:
+            if len(tr) < MAX_EVENTS:
+                tr.append((ph, name, t0, t1, args))
+
+    def _traced(self, name: str, coro: Any, args: dict | None = None) -> Any:
+        """``coro`` as a span of this rank's timeline (when tracing)."""
+        if self._trace is None:
+            return coro
+
+        async def span() -> Any:
+            t0 = self.wtime()
+            try:
+                return await coro
+            finally:
+                self._event("X", name, t0, self.wtime(), args)
+
+        return span()
 
     def _check_awaited(self) -> None:
         """Raise if a call of this rank was dropped without ``await``."""
@@ -296,6 +320,8 @@ class Communicator:
         if size < 0:
             raise CommError(f"rank {self.rank}: nbytes must be >= 0, got {nbytes}")
         req = self._new_request(f"send to {dest} tag {tag} ({size} B)", "send")
+        if self._trace is not None:
+            self._event("i", "isend", self.wtime(), None, {"dest": dest, "tag": tag, "nbytes": size})
         self._start_send(dest, tag, obj, size, req)
         return req
 
@@ -316,6 +342,8 @@ class Communicator:
         self._check_tag(tag, allow_any=True)
         req = self._new_request(
             f"recv from {'any' if source == ANY_SOURCE else source} tag {'any' if tag == ANY_TAG else tag}", "recv")
+        if self._trace is not None:
+            self._event("i", "irecv", self.wtime(), None, {"source": source, "tag": tag})
         self._post_recv(source, tag, req)
         return req
 
@@ -362,7 +390,11 @@ class Communicator:
         if not isinstance(request, Request):
             raise CommError(f"rank {self.rank}: wait needs a Request (from isend/irecv), got {type(request).__name__}")
         if not request.done:
+            t0 = self.wtime() if self._trace is not None else 0.0
             await self._block((request,))
+            if self._trace is not None:
+                name = request.describe.split()[0] if not request.kind else "wait"  # compute, sleep
+                self._event("X", name, t0, self.wtime(), {"for": request.describe})
         return self._take(request, status)
 
     async def _wait_all(self, requests: list[Request], statuses: list | None) -> list[Any]:
@@ -372,7 +404,10 @@ class Communicator:
                 raise CommError(f"rank {self.rank}: waitall needs Requests (from isend/irecv), got {type(r).__name__}")
         pending = [r for r in requests if not r.done]
         if pending:
+            t0 = self.wtime() if self._trace is not None else 0.0
             await self._block(pending)
+            if self._trace is not None:
+                self._event("X", "waitall", t0, self.wtime(), {"for": [r.describe for r in pending[:16]]})
         values = [self._take(r, None) for r in requests]
         if statuses is not None:
             statuses[:] = [r.status if r.status is not None else Status() for r in requests]
@@ -411,7 +446,7 @@ class Communicator:
         from ..collectives.barrier import barrier
 
         self._check_awaited()
-        return self._pending(barrier(self), "comm.barrier()")
+        return self._pending(self._traced("barrier", barrier(self)), "comm.barrier()")
 
     Barrier = barrier
 
@@ -422,7 +457,7 @@ class Communicator:
         from .. import collectives
 
         self._check_awaited()
-        return self._pending(collectives.bcast(self, obj, root, algorithm=algorithm, nbytes=nbytes), "comm.bcast()")
+        return self._pending(self._traced("bcast", collectives.bcast(self, obj, root, algorithm=algorithm, nbytes=nbytes)), "comm.bcast()")
 
     def reduce(self, sendobj: Any, op: Any = SUM, root: int = 0, *, algorithm: str | None = None,
                nbytes: int | None = None) -> Awaitable[Any]:
@@ -430,7 +465,7 @@ class Communicator:
         from .. import collectives
 
         self._check_awaited()
-        return self._pending(collectives.reduce(self, sendobj, op, root, algorithm=algorithm, nbytes=nbytes),
+        return self._pending(self._traced("reduce", collectives.reduce(self, sendobj, op, root, algorithm=algorithm, nbytes=nbytes)),
                              "comm.reduce()")
 
     def allreduce(self, sendobj: Any, op: Any = SUM, *, algorithm: str | None = None,
@@ -440,7 +475,7 @@ class Communicator:
         from .. import collectives
 
         self._check_awaited()
-        return self._pending(collectives.allreduce(self, sendobj, op, algorithm=algorithm, nbytes=nbytes),
+        return self._pending(self._traced("allreduce", collectives.allreduce(self, sendobj, op, algorithm=algorithm, nbytes=nbytes)),
                              "comm.allreduce()")
 
     def scatter(self, sendobj: Sequence[Any] | None = None, root: int = 0, *, algorithm: str | None = None,
@@ -449,7 +484,7 @@ class Communicator:
         from .. import collectives
 
         self._check_awaited()
-        return self._pending(collectives.scatter(self, sendobj, root, algorithm=algorithm, nbytes=nbytes),
+        return self._pending(self._traced("scatter", collectives.scatter(self, sendobj, root, algorithm=algorithm, nbytes=nbytes)),
                              "comm.scatter()")
 
     def gather(self, sendobj: Any, root: int = 0, *, algorithm: str | None = None,
@@ -458,7 +493,7 @@ class Communicator:
         from .. import collectives
 
         self._check_awaited()
-        return self._pending(collectives.gather(self, sendobj, root, algorithm=algorithm, nbytes=nbytes),
+        return self._pending(self._traced("gather", collectives.gather(self, sendobj, root, algorithm=algorithm, nbytes=nbytes)),
                              "comm.gather()")
 
     def allgather(self, sendobj: Any, *, algorithm: str | None = None,
@@ -467,7 +502,7 @@ class Communicator:
         from .. import collectives
 
         self._check_awaited()
-        return self._pending(collectives.allgather(self, sendobj, algorithm=algorithm, nbytes=nbytes),
+        return self._pending(self._traced("allgather", collectives.allgather(self, sendobj, algorithm=algorithm, nbytes=nbytes)),
                              "comm.allgather()")
 
     def alltoall(self, sendobj: Sequence[Any], *, algorithm: str | None = None,
@@ -477,7 +512,7 @@ class Communicator:
         from .. import collectives
 
         self._check_awaited()
-        return self._pending(collectives.alltoall(self, sendobj, algorithm=algorithm, nbytes=nbytes),
+        return self._pending(self._traced("alltoall", collectives.alltoall(self, sendobj, algorithm=algorithm, nbytes=nbytes)),
                              "comm.alltoall()")
 
     # --- buffers (numpy arrays) ----------------------------------------------------------
@@ -515,7 +550,7 @@ class Communicator:
         from .. import collectives
 
         arr = _as_buffer(buf, f"rank {self.rank}: Bcast buffer")
-        return self._pending(collectives.Bcast(self, arr, root, algorithm=algorithm), "comm.Bcast()")
+        return self._pending(self._traced("Bcast", collectives.Bcast(self, arr, root, algorithm=algorithm)), "comm.Bcast()")
 
     def Reduce(self, sendbuf: Any, recvbuf: Any, op: Any = SUM, root: int = 0, *,  # noqa: N802
                algorithm: str | None = None) -> Awaitable[None]:
@@ -524,7 +559,7 @@ class Communicator:
 
         send = _as_buffer(sendbuf, f"rank {self.rank}: Reduce sendbuf")
         recv = None if recvbuf is None else _as_buffer(recvbuf, f"rank {self.rank}: Reduce recvbuf")
-        return self._pending(collectives.Reduce(self, send, recv, op, root, algorithm=algorithm), "comm.Reduce()")
+        return self._pending(self._traced("Reduce", collectives.Reduce(self, send, recv, op, root, algorithm=algorithm)), "comm.Reduce()")
 
     def Allreduce(self, sendbuf: Any, recvbuf: Any, op: Any = SUM, *,  # noqa: N802
                   algorithm: str | None = None) -> Awaitable[None]:
@@ -533,7 +568,7 @@ class Communicator:
 
         send = _as_buffer(sendbuf, f"rank {self.rank}: Allreduce sendbuf")
         recv = _as_buffer(recvbuf, f"rank {self.rank}: Allreduce recvbuf")
-        return self._pending(collectives.Allreduce(self, send, recv, op, algorithm=algorithm), "comm.Allreduce()")
+        return self._pending(self._traced("Allreduce", collectives.Allreduce(self, send, recv, op, algorithm=algorithm)), "comm.Allreduce()")
 
     def Allgather(self, sendbuf: Any, recvbuf: Any, *, algorithm: str | None = None) -> Awaitable[None]:  # noqa: N802
         """``await comm.Allgather(send, recv)``: ``recv`` holds every rank's ``send``, by rank."""
@@ -541,7 +576,7 @@ class Communicator:
 
         send = _as_buffer(sendbuf, f"rank {self.rank}: Allgather sendbuf")
         recv = _as_buffer(recvbuf, f"rank {self.rank}: Allgather recvbuf")
-        return self._pending(collectives.Allgather(self, send, recv, algorithm=algorithm), "comm.Allgather()")
+        return self._pending(self._traced("Allgather", collectives.Allgather(self, send, recv, algorithm=algorithm)), "comm.Allgather()")
 
     def Alltoall(self, sendbuf: Any, recvbuf: Any, *, algorithm: str | None = None) -> Awaitable[None]:  # noqa: N802
         """``await comm.Alltoall(send, recv)``: block d of ``send`` goes to rank d, block s of ``recv`` came from s."""
@@ -549,21 +584,21 @@ class Communicator:
 
         send = _as_buffer(sendbuf, f"rank {self.rank}: Alltoall sendbuf")
         recv = _as_buffer(recvbuf, f"rank {self.rank}: Alltoall recvbuf")
-        return self._pending(collectives.Alltoall(self, send, recv, algorithm=algorithm), "comm.Alltoall()")
+        return self._pending(self._traced("Alltoall", collectives.Alltoall(self, send, recv, algorithm=algorithm)), "comm.Alltoall()")
 
     def Scatter(self, sendbuf: Any, recvbuf: Any, root: int = 0) -> Awaitable[None]:  # noqa: N802
         from .. import collectives
 
         send = None if sendbuf is None else _as_buffer(sendbuf, f"rank {self.rank}: Scatter sendbuf")
         recv = _as_buffer(recvbuf, f"rank {self.rank}: Scatter recvbuf")
-        return self._pending(collectives.Scatter(self, send, recv, root), "comm.Scatter()")
+        return self._pending(self._traced("Scatter", collectives.Scatter(self, send, recv, root)), "comm.Scatter()")
 
     def Gather(self, sendbuf: Any, recvbuf: Any, root: int = 0) -> Awaitable[None]:  # noqa: N802
         from .. import collectives
 
         send = _as_buffer(sendbuf, f"rank {self.rank}: Gather sendbuf")
         recv = None if recvbuf is None else _as_buffer(recvbuf, f"rank {self.rank}: Gather recvbuf")
-        return self._pending(collectives.Gather(self, send, recv, root), "comm.Gather()")
+        return self._pending(self._traced("Gather", collectives.Gather(self, send, recv, root)), "comm.Gather()")
 
 
 # --- sub-communicators -------------------------------------------------------------------
@@ -603,6 +638,10 @@ class SubComm(Communicator):
         self._ctx = ctx
         self.rank = self._group[base.rank]
         self.size = len(self._ranks)
+
+    @property
+    def _trace(self):  # type: ignore[override]
+        return self._base._trace
 
     @property
     def _unawaited(self):  # type: ignore[override]

@@ -36,7 +36,8 @@ from .sockopts import _check_sock_options, kernel_tcp_counters, read_addresses
 async def _run_rank_async(program: Callable[..., Awaitable[Any]], rank: int, size: int,
                           addresses: Sequence[tuple[str, int]], args: Sequence[Any], kwargs: dict[str, Any],
                           sock_options: dict[str, Any] | None, timeout: float | None, connect_timeout: float,
-                          eager_limit: int, listener: _socket.socket | None, key: JobKey | None) -> RankResult:
+                          eager_limit: int, listener: _socket.socket | None, key: JobKey | None,
+                          trace: bool = False) -> RankResult:
     comm = SocketComm(rank, size, addresses, sock_options=sock_options, eager_limit=eager_limit,
                       connect_timeout=connect_timeout, key=key)
     loop = asyncio.get_running_loop()
@@ -49,13 +50,15 @@ async def _run_rank_async(program: Callable[..., Awaitable[Any]], rank: int, siz
             raise CommError(f"rank {rank}: the start barrier did not complete within {connect_timeout:g} s") from None
         comm._t0 = time.perf_counter()
         start_s = time.time()
+        if trace:
+            comm._trace = []
         deadline = None if timeout is None else loop.time() + timeout
         result = await run_program(comm, program, args, kwargs, timeout)
         elapsed = comm.wtime()
         finish_s = time.time()
         linger = None if deadline is None else deadline + _LINGER_GRACE_S
         counters = await comm._shutdown(linger)
-        return RankResult(rank, result, start_s, finish_s, elapsed, counters)
+        return RankResult(rank, result, start_s, finish_s, elapsed, counters, trace=comm._trace)
     except BaseException:
         if listener is not None:
             listener.close()
@@ -68,7 +71,7 @@ def run_rank(program: str | Callable[..., Awaitable[Any]], rank: int, size: int,
              kwargs: dict[str, Any] | None = None, sock_options: dict[str, Any] | None = None,
              timeout: float | None = None, connect_timeout: float = 30.0,
              eager_limit: int = DEFAULT_EAGER_LIMIT, key: JobKey | None = None,
-             _listener: _socket.socket | None = None) -> RankResult:
+             _listener: _socket.socket | None = None, trace: bool = False) -> RankResult:
     """Run rank ``rank`` of ``size`` in this process over the TCP mesh.
 
     ``addresses`` is an addresses file or a list of ``(host, port)``, one per
@@ -86,7 +89,8 @@ def run_rank(program: str | Callable[..., Awaitable[Any]], rank: int, size: int,
     if size > len(addrs):
         raise CommError(f"{size} ranks need {size} addresses; the list has {len(addrs)}")
     return asyncio.run(_run_rank_async(prog, rank, size, addrs, tuple(args), dict(kwargs or {}),
-                                       sock_options, timeout, connect_timeout, eager_limit, _listener, key))
+                                       sock_options, timeout, connect_timeout, eager_limit, _listener, key,
+                                       trace))
 
 
 # --- running N local ranks ---------------------------------------------------------------
@@ -109,7 +113,7 @@ def _classify(exc: BaseException) -> str:
 def _local_rank_main(conn: multiprocessing.connection.Connection, program: Any, rank: int, size: int,
                      args: Sequence[Any], kwargs: dict[str, Any], sock_options: dict[str, Any] | None,
                      timeout: float | None, connect_timeout: float, eager_limit: int, host: str,
-                     key: JobKey) -> None:
+                     key: JobKey, trace: bool = False) -> None:
     """Body of one local rank process (started by :func:`run_local`)."""
     listener = None
     try:
@@ -124,7 +128,7 @@ def _local_rank_main(conn: multiprocessing.connection.Connection, program: Any, 
                 return
             res = run_rank(prog, rank, size, msg[1], args=args, kwargs=kwargs, sock_options=sock_options,
                            timeout=timeout, connect_timeout=connect_timeout, eager_limit=eager_limit,
-                           key=key, _listener=listener)
+                           key=key, _listener=listener, trace=trace)
             listener = None
         except BaseException as e:  # report every failure to the launcher, in one line
             if listener is not None:
@@ -188,7 +192,7 @@ def _context(program: Any) -> Any:
 def run_local(program: str | Callable[..., Awaitable[Any]], size: int, *, args: Sequence[Any] = (),
               kwargs: dict[str, Any] | None = None, timeout: float = 60.0,
               sock_options: dict[str, Any] | None = None, connect_timeout: float = 30.0,
-              eager_limit: int = DEFAULT_EAGER_LIMIT, host: str = "127.0.0.1") -> RunResult:
+              eager_limit: int = DEFAULT_EAGER_LIMIT, host: str = "127.0.0.1", trace: bool = False) -> RunResult:
     """Run ``program`` on ``size`` ranks, one local process each (forked by
     multiprocessing's fork server: a clean interpreter, started once per
     launching process, that has parcomm and the program's module imported;
@@ -241,7 +245,7 @@ def run_local(program: str | Callable[..., Awaitable[Any]], size: int, *, args: 
             parent_end, child_end = ctx.Pipe()
             p = ctx.Process(target=_local_rank_main, name=f"parcomm-rank-{r}", daemon=True,
                             args=(child_end, program, r, size, tuple(args), kwargs, opts, timeout,
-                                  connect_timeout, eager_limit, host, key))
+                                  connect_timeout, eager_limit, host, key, trace))
             p.start()
             child_end.close()
             procs.append(p)

@@ -259,7 +259,7 @@ def _rank_error_text(rank: int, e: BaseException) -> str:
 def run_mpi_rank(program: str | Callable[..., Awaitable[Any]], *, args: Sequence[Any] = (),
                  kwargs: dict[str, Any] | None = None, timeout: float | None = None,
                  out: str | os.PathLike | None = None, pickle_out: str | os.PathLike | None = None,
-                 spin_s: float = 0.05) -> RunResult | None:
+                 spin_s: float = 0.05, trace: bool = False) -> RunResult | None:
     """Run this process's rank of ``program`` (we are under mpiexec).
 
     All ranks pass a start barrier, run the program, complete their sends,
@@ -277,7 +277,7 @@ def run_mpi_rank(program: str | Callable[..., Awaitable[Any]], *, args: Sequence
     wall0 = time.perf_counter()
     try:
         prog = resolve_program(program)
-        _, ranks = asyncio.run(_mpi_main(prog, tuple(args), dict(kwargs or {}), timeout, spin_s))
+        _, ranks = asyncio.run(_mpi_main(prog, tuple(args), dict(kwargs or {}), timeout, spin_s, trace))
         if ranks is None:
             return None
         _write_outputs(ranks, out, pickle_out)
@@ -293,7 +293,7 @@ def run_mpi_rank(program: str | Callable[..., Awaitable[Any]], *, args: Sequence
         os._exit(1)
 
 
-async def _mpi_main(prog, args, kwargs, timeout, spin_s) -> tuple[RankResult, list[RankResult] | None]:
+async def _mpi_main(prog, args, kwargs, timeout, spin_s, trace=False) -> tuple[RankResult, list[RankResult] | None]:
     from mpi4py import MPI
 
     # The program gets its own communicator, and the start barrier and the
@@ -302,17 +302,19 @@ async def _mpi_main(prog, args, kwargs, timeout, spin_s) -> tuple[RankResult, li
     world_p, world_c, world_k = MPI.COMM_WORLD.Dup(), MPI.COMM_WORLD.Dup(), MPI.COMM_WORLD.Dup()
     try:
         return await _mpi_main_on(MPIComm(world_p, spin_s=spin_s, collective_comm=world_k),
-                                  MPIComm(world_c, spin_s=spin_s), prog, args, kwargs, timeout)
+                                  MPIComm(world_c, spin_s=spin_s), prog, args, kwargs, timeout, trace)
     finally:
         world_p.Free()
         world_c.Free()
         world_k.Free()
 
 
-async def _mpi_main_on(comm: MPIComm, ctl: MPIComm, prog, args, kwargs, timeout):
+async def _mpi_main_on(comm: MPIComm, ctl: MPIComm, prog, args, kwargs, timeout, trace=False):
     await ctl._sync()
     comm._t0 = time.perf_counter()
     start_s = time.time()
+    if trace:
+        comm._trace = []
     loop = asyncio.get_running_loop()
     deadline = None if timeout is None else loop.time() + timeout
     result = await run_program(comm, prog, args, kwargs, timeout)
@@ -327,7 +329,7 @@ async def _mpi_main_on(comm: MPIComm, ctl: MPIComm, prog, args, kwargs, timeout)
     except asyncio.TimeoutError:
         raise CommTimeout(f"rank {comm.rank}: finished, but its sends never completed (no matching receive?): "
                           + ", ".join(comm.pending_descriptions())) from None
-    mine = RankResult(comm.rank, result, start_s, finish_s, elapsed)
+    mine = RankResult(comm.rank, result, start_s, finish_s, elapsed, trace=comm._trace)
     if comm.rank != 0:
         await asyncio.wait_for(ctl.send(mine, dest=0, tag=_RESULT_TAG), remaining())
         return mine, None
@@ -376,7 +378,7 @@ def _mpi_failure(stderr: str, returncode: int) -> CommError:
 def run_mpi(program: str | Callable[..., Awaitable[Any]], size: int, *, args: Sequence[Any] = (),
             kwargs: dict[str, Any] | None = None, timeout: float = 60.0, start_timeout: float = 60.0,
             mpiexec: str | None = None, mpiexec_args: Sequence[str] = (), spin_s: float = 0.05,
-            out: str | os.PathLike | None = None) -> RunResult:
+            out: str | os.PathLike | None = None, trace: bool = False) -> RunResult:
     """Run ``program`` on ``size`` MPI ranks: ``mpiexec -n size python -m
     parcomm run mpi ...``, then return a :class:`RunResult` with the exact
     Python results (rank 0 pickles them). ``program`` must be importable by
@@ -402,6 +404,8 @@ def run_mpi(program: str | Callable[..., Awaitable[Any]], size: int, *, args: Se
         cmd += ["--timeout", str(timeout) if timeout is not None else "none"]
         if out is not None:
             cmd += ["--out", str(Path(out).resolve())]
+        if trace:
+            cmd += ["--trace-ranks"]
         limit = (timeout if timeout is not None else 1e9) + start_timeout
         proc = subprocess.Popen(cmd, env=import_path_env(), stdin=subprocess.DEVNULL, stderr=subprocess.PIPE,
                                 text=True, start_new_session=True)

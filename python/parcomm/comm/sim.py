@@ -236,11 +236,14 @@ def run_sim(
     envelope_bytes: int = DEFAULT_ENVELOPE_BYTES,
     hosts: Sequence[int] | None = None,
     rendezvous: str = "sender",
+    trace: bool = False,
 ) -> SimResult:
     """Run ``program(comm, *args, **kwargs)`` on ``size`` ranks of ``platform``.
 
     ``platform`` is a platform dict or a short form such as ``"star:64"``.
     Rank i runs on host i unless ``hosts`` maps ranks to host indices.
+    With ``trace``, ``extra["trace"]`` holds each rank's timeline (see
+    :mod:`parcomm.comm.trace`).
     """
     from ..platform import as_platform
 
@@ -253,6 +256,9 @@ def run_sim(
         raise CommError(f"envelope_bytes must be at least 1 (a message crosses the network as at least its envelope), got {envelope_bytes}")
     world = _World(plat, size, seed, eager_limit, envelope_bytes, hosts, rendezvous)
     comms = [SimComm(world, r) for r in range(size)]
+    if trace:
+        for c in comms:
+            c._trace = []
     kwargs = kwargs or {}
     coros = []
     for c in comms:
@@ -310,6 +316,7 @@ def run_sim(
         wall_s=_time.perf_counter() - wall0,
         seed=seed,
         platform=str(plat.get("name", "")),
+        extra={"trace": [c._trace for c in comms]} if trace else {},
     )
 
 
