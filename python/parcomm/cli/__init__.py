@@ -36,15 +36,15 @@ def cli() -> None:
     model    predict collective times (Hockney ... PlogP-BR) and select algorithms
     measure  measure PlogP / PlogP-BR parameters of a platform
     sim      run collectives on a simulated platform (deterministic, packet level)
-    repro    reproduce the seed papers' tables and figures
+    repro    reproduce the five papers' tables and figures
     emu      run on an emulated cluster: real Linux TCP in network namespaces (root)
     compare  put the simulator's and the emulation's times side by side
     conformance  the simulator held to real Linux TCP, scenario by scenario (root)
     run      run rank programs for real: local TCP processes, MPI, or one TCP rank
     mcast    reliable multicast with repair routers: model, placement, simulation
-    mine     association-rule mining: Quest data, serial Apriori, HPA (seed 000)
-    heat     parallel 2D heat equation on M x M tasks (seed 002): run, model, benchmark
-    bcast    broadcast a large object from S3 to many nodes (seed 004): tool, simulation, demo
+    mine     association-rule mining: Quest data, serial Apriori, HPA (Oguchi et al.)
+    heat     parallel 2D heat equation on M x M tasks (Hironaka): run, model, benchmark
+    bcast    broadcast a large object from S3 to many nodes (Chiba et al.): tool, simulation, demo
     keygen   write a job key for members started by hand (run socket, bcast --rendezvous)
 
     Run `parcomm COMMAND --help` for each command's options.

@@ -1,4 +1,4 @@
-"""``parcomm bcast``: broadcast a large object from S3 to many nodes (seed 004).
+"""``parcomm bcast``: broadcast a large object from S3 to many nodes (Chiba et al.).
 
 ``parcomm bcast s3://BUCKET/KEY --out PATH`` is the tool (``get`` is the
 default subcommand); ``prepare`` makes the hash list it verifies against;
@@ -31,7 +31,7 @@ class _DefaultGet(click.Group):
 
 @click.group(cls=_DefaultGet)
 def bcast() -> None:
-    """Broadcast an object from S3-compatible storage to many nodes (seed 004).
+    """Broadcast an object from S3-compatible storage to many nodes (Chiba et al.).
 
     \b
     parcomm bcast prepare s3://data/model.bin            # once: hash list for verification
@@ -73,7 +73,7 @@ def _bcast_config(piece_size, work_pieces, connections, peers, overlap, seed):
 def _protocol_options(f):
     for opt in reversed([
         click.option("--algo", type=click.Choice(ALGOS), default="steal", show_default=True,
-                     help="flat: every node downloads all; nonsteal/steal: 1/N each, then exchange (seed 004 §4)"),
+                     help="flat: every node downloads all; nonsteal/steal: 1/N each, then exchange (Chiba et al. §4)"),
         click.option("--work-pieces", type=int, default=8, show_default=True,
                      help="pieces per work: one ranged GET and the unit of stealing (paper: 100 x 32 KB)"),
         click.option("--connections", type=int, default=2, show_default=True, help="concurrent S3 GETs per node"),

@@ -93,7 +93,7 @@ def emit_json(obj: Any) -> None:
 
 
 def load_platform(spec: str, rto_min: str | None, rto_max: str | None, rto_scheme: str | None, seed: int = 0) -> dict:
-    """The platform with the RTO options applied (seed 000 §5.2 schemes drawn with ``seed``)."""
+    """The platform with the RTO options applied (Oguchi et al. §5.2 schemes drawn with ``seed``)."""
     from ..platform import apply_rto, as_platform, set_rto
     from ..platform.units import parse_duration
 
@@ -101,7 +101,7 @@ def load_platform(spec: str, rto_min: str | None, rto_max: str | None, rto_schem
         plat = as_platform(spec)
         if rto_scheme:
             if not rto_min:
-                raise ValueError("--rto-scheme needs --rto-min (the X of seed 000 §5.2)")
+                raise ValueError("--rto-scheme needs --rto-min (the X of Oguchi et al. §5.2)")
             plat = apply_rto(plat, rto_scheme, parse_duration(rto_min, "--rto-min", require_unit=True), seed=seed)
         elif rto_min or rto_max:
             plat = set_rto(

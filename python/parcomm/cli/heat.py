@@ -1,4 +1,4 @@
-"""``parcomm heat``: the parallel 2D heat equation of seed 002 (solver, model, §5 benchmarks)."""
+"""``parcomm heat``: the parallel 2D heat equation of Hironaka (solver, model, §5 benchmarks)."""
 
 from __future__ import annotations
 
@@ -25,7 +25,7 @@ def _print(title: str, summary: dict[str, Any]) -> None:
 
 @click.group()
 def heat() -> None:
-    """Parallel 2D heat equation on M x M tasks (seed 002): run, model, benchmark.
+    """Parallel 2D heat equation on M x M tasks (Hironaka): run, model, benchmark.
 
     \b
     Examples:
@@ -50,7 +50,7 @@ def heat() -> None:
 @click.option("--placement", type=click.Choice(["linear", "round_robin", "blocks"]), default="linear", show_default=True,
               help="tasks on hosts (--backend sim): in host order, dealt round-robin over segments, or blocks per segment")
 @click.option("--mflops", type=float, default=4.6, show_default=True,
-              help="simulated CPU speed per host, MFlop/s (SPARCstation LX, seed 002 Table 1; --backend sim)")
+              help="simulated CPU speed per host, MFlop/s (SPARCstation LX, Hironaka, Table 1; --backend sim)")
 @click.option("--overlap/--no-overlap", default=True, show_default=True,
               help="update the interior while the boundary messages fly")
 @click.option("--kernel", type=click.Choice(["auto", "rust", "numpy"]), default="auto", show_default=True,

@@ -1,4 +1,4 @@
-"""``parcomm mcast``: reliable multicast with repair routers (seed 003).
+"""``parcomm mcast``: reliable multicast with repair routers (Shimokuni et al.).
 
 Every subcommand reads a tree file (JSON or TOML, the format of
 :mod:`parcomm.apps.mcast.tree`).
@@ -55,7 +55,7 @@ def _mb(b: float) -> str:
 
 @click.group()
 def mcast() -> None:
-    """Reliable multicast with repair routers (seed 003): model, placement, simulation.
+    """Reliable multicast with repair routers (Shimokuni et al.): model, placement, simulation.
 
     \b
     model   expected delay per receiver and retransmission buffers per repair point

@@ -1,4 +1,4 @@
-"""``parcomm mine``: association-rule mining (seed 000): the Quest generator,
+"""``parcomm mine``: association-rule mining (Oguchi et al.): the Quest generator,
 serial Apriori and HPA on any backend."""
 
 from __future__ import annotations
@@ -24,7 +24,7 @@ def _fraction(value: str, option: str) -> float:
 
 @click.group()
 def mine() -> None:
-    """Association-rule mining: Quest data, serial Apriori, HPA (seed 000).
+    """Association-rule mining: Quest data, serial Apriori, HPA (Oguchi et al.).
 
     \b
     parcomm mine gen data.qtx --transactions 100k --items 1000 --parts 16

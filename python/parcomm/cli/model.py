@@ -61,7 +61,7 @@ def _pattern_ks(text: str | None) -> list[int] | None:
 @click.option("--out", type=click.Path(dir_okay=False, path_type=Path), required=True, help="parameter file to write (JSON)")
 def measure(backend, platform_spec, procs, sizes, patterns, pattern_ks, rel_ci, rto, seed, out) -> None:
     """Measure PlogP and PlogP-BR parameters (Kielmann's procedure, bidirectional
-    g(m, C) of seed 001 §3.3, switch queue q of §3.1).
+    g(m, C) of Nomura & Ishikawa §3.3, switch queue q of §3.1).
 
     The procedure is a set of rank programs; the simulator, local TCP
     processes and MPI run them unchanged.
@@ -119,7 +119,7 @@ def model() -> None:
     """Predict collective times with closed-form models and pick the fastest algorithm.
 
     \b
-    Models: hockney, logp, loggp, plogp, plogp-br (seed 001).
+    Models: hockney, logp, loggp, plogp, plogp-br (Nomura & Ishikawa).
     Example:
       parcomm measure --platform opteron:64 --out measured.json
       parcomm model select alltoall --params measured.json --procs 64 --size 64KiB

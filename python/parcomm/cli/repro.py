@@ -1,4 +1,4 @@
-"""``parcomm repro``: reproduce the seed papers' tables and figures."""
+"""``parcomm repro``: reproduce the five papers' tables and figures."""
 
 from __future__ import annotations
 
@@ -119,11 +119,14 @@ def repro(studies: tuple[str, ...], quick: bool, out: Path, seed: int, workers: 
     in parallel (--workers, --executor); the numbers are the same whatever runs them.
     Progress goes to stderr, results to stdout.
     """
+    from concurrent.futures import BrokenExecutor
+
     from rich.console import Console
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
     from ..studies import STUDIES, run_studies
     from ..studies.executor import make_executor
+    from ..studies.report import tally
 
     if list_only:
         _print_list(as_json)
@@ -155,16 +158,18 @@ def repro(studies: tuple[str, ...], quick: bool, out: Path, seed: int, workers: 
             def progress(msg: str) -> None:
                 bar.update(overall, what=msg[:70])
 
-            def advance(study: str, done: int, total: int) -> None:
-                step(study, done, total)
-
             reports = []
             for name in names:
                 bar.update(overall, description=f"studies: {name}")
-                reports += run_studies([name], out, quick, seed, progress=progress, executor=pool, step=advance)
+                reports += run_studies([name], out, quick, seed, progress=progress, executor=pool, step=step)
                 bar.advance(overall)
+                a, d, n = tally([{"agrees": c.agrees} for c in reports[-1].comparisons])
+                bar.console.print(f"{name}: done in {reports[-1].wall_s:.1f} s ({a} agree, {d} differ, "
+                                  f"{n} not comparable)", highlight=False, soft_wrap=True)
     except ValueError as e:
         raise UserError(str(e)) from None
+    except BrokenExecutor as e:  # a worker died (killed, out of memory): the run failed
+        raise RunFailed(f"a worker process of --executor {executor} died: {e}") from None
     except OSError as e:  # e.g. the disk filled up or --out vanished mid-run: the run failed, not the call
         raise RunFailed(f"writing the results in {out}: {_os_message(e)}") from None
     if as_json:

@@ -183,7 +183,8 @@ def run_studies(names: list[str], out: Path, quick: bool, seed: int = 1, progres
         rep: StudyReport = mod.run(ctx)
         rep.wall_s = time.perf_counter() - t0
         rep.quick = quick
-        rep.captions = {**ctx.captions, **rep.captions}
+        written = {f"{stem}.png": text for stem, text in getattr(mod, "CAPTIONS", {}).items()}
+        rep.captions = {**ctx.captions, **{k: v for k, v in written.items() if k in ctx.captions}, **rep.captions}
         for tname, rows in rep.tables.items():
             _write_table(ctx.out_dir / tname, rows)
         (ctx.out_dir / "report.json").write_text(strictjson.dumps(asdict(rep)))

@@ -41,6 +41,21 @@ NAME = "hironaka"
 TITLE = "Parallel heat equation on 130 workstations, 16 shared Ethernets and a router (PVM evaluation)"
 SOURCE = "seed 002 (Hironaka) §3 Figs. 3-4, §3.1 model and Table 3, §5 Figs. 5-6, §5.3"
 
+#: Captions of the report's figures (file name without .png -> text).
+CAPTIONS = {
+    "fig3_time": "Hironaka Fig. 3 on the simulator: elapsed time after each step of the heat equation with "
+                 "M = 11 (121 tasks) on 16 shared 10BASE-T segments and a router, one curve per problem size N.",
+    "fig4_mflops": "Hironaka Fig. 4: performance (MFlop/s) against N for M = 11; the simulator (mean and median "
+                   "step), the paper's analytic model, a what-if host speed, and the paper's printed values "
+                   "(star: ~26 MFlop/s at N = 330; dotted line: the ~56 MFlop/s maximum).",
+    "fig5_segment": "Hironaka Fig. 5 on the simulator: ping-pong time (10 round trips) against message size for 1 to "
+                    "4 concurrent pairs inside one shared segment; contention shows above the ~1000-byte knee.",
+    "fig6_router": "Hironaka Fig. 6 on the simulator: the same ping-pong with pairs across segments, through the "
+                   "router.",
+    "placement": "Hironaka §5.3 on the simulator: time per step for three placements of the 121 tasks on the 16 "
+                 "segments (round robin, linear, blocks) and several problem sizes N.",
+}
+
 #: Table 1: SPARCstation LX, "MFlops 値 4.6".
 SPARC_LX_MFLOPS = 4.6
 #: §3.2: M = 11 (121 tasks, one per workstation), N = 330, 660, 1320, 2640.

@@ -24,6 +24,15 @@ NAME = "nomura"
 TITLE = "PlogP vs PlogP-BR: predicting Alltoall A and B (seed 001 Fig. 8)"
 SOURCE = "seed 001 (Nomura & Ishikawa), §3-4, eqs. 1-12, Fig. 8"
 
+#: Captions of the report's figures (file name without .png -> text).
+CAPTIONS = {
+    "fig8_p8": "Nomura & Ishikawa Fig. 8 at P = 8: Alltoall A and B simulated (solid: a warm call after an untimed "
+               "one; crosses: the first, cold call) beside the PlogP (dotted) and PlogP-BR (dashed) predictions from "
+               "parameters measured on the same simulated platform, against the message size.",
+    "fig8_p64": "Nomura & Ishikawa Fig. 8 at P = 64: the same as for P = 8 on 64 hosts, where A's incast makes "
+                "RTOs appear and the ranking of A and B inverts.",
+}
+
 RTO_S = 0.2  # Linux 2.6 TCP_RTO_MIN (seed 001 runs Linux 2.6.11, Table 1)
 # YAMPII's rendezvous (seed 001 §4.1-4.2): a send waits until its destination
 # has posted the receive; A's receives are all posted first, so A never waits.

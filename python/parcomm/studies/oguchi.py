@@ -78,6 +78,21 @@ NAME = "oguchi"
 TITLE = "HPA on the 100-PC ATM cluster: pass-end broadcasts, cell loss and TCP retransmission"
 SOURCE = "seed 000 (Oguchi, Shintani, Tamura, Kitsuregawa), Table 2, Figs. 2-6, §4-5"
 
+#: Captions of the report's figures (file name without .png -> text).
+CAPTIONS = {
+    "fig2_min_maxdefault": "Oguchi et al. Fig. 2 on the simulated 100-PC ATM cluster: time of HPA passes 3-5 (left "
+                           "axis) and retransmitted KB per host (right axis) against the TCP RTO minimum MIN, with "
+                           "MAX at its 60000 ms default. The paper's figure values are not in its text, so they are "
+                           "not plotted.",
+    "fig3_min_maxmin100": "Oguchi et al. Fig. 3: the same sweep with MAX = MIN + 100 ms.",
+    "fig4_schemes_time": "Oguchi et al. Fig. 4: time of passes 3-5 against X for a fixed RTO (MIN = MAX = X) and the "
+                         "two random schemes, where each node draws its MIN in X..X+100 ms.",
+    "fig5_schemes_retx": "Oguchi et al. Fig. 5: retransmitted KB per host for the same schemes as Fig. 4.",
+    "fig6_nodes": "Oguchi et al. Fig. 6: HPA execution time (left) and passes 3+ alone (right) against the node "
+                  "count, default RTO vs random MIN 250-350 ms with MAX = MIN + 100 ms, the same data on fewer "
+                  "nodes.",
+}
+
 # ---- the paper (seed 000) ------------------------------------------------
 PAPER_NODES = 100
 PAPER_TRANSACTIONS = 10_000_000  # §4.2

@@ -54,6 +54,7 @@ def user_text(text: str) -> str:
 
     text = _SEEDS.sub(many, text)
     text = _ISSUE.sub("", text)
+    text = re.sub(r"\bissue (target|targets)\b", r"\1", text)
     text = re.sub(r"see the module docstring", "see the study's documentation", text)
     text = re.sub(r"\bthe module docstring\b", "the study's documentation", text)
     text = re.sub(r"\(\s+", "(", text)
@@ -107,8 +108,8 @@ body{font-family:"Noto Sans","Noto Sans CJK JP","IPAGothic","IPAPGothic","DejaVu
  margin:0;color:#1f2328;line-height:1.45}
 header{background:#24292f;color:#fff;padding:18px 32px}
 header h1{margin:0 0 6px 0;font-size:26px}
-header .meta{font-size:14px;opacity:.9}
-header .meta span{margin-right:22px;white-space:nowrap}
+header .meta{font-size:14px;opacity:.9;display:flex;flex-wrap:wrap;gap:2px 22px}
+header .meta span{white-space:nowrap}
 main{padding:0 32px 40px 32px;max-width:1600px;margin:auto}
 .banner{background:#fff8c5;border:1px solid #d4a72c;padding:10px 16px;margin:16px 0;border-radius:6px}
 table{border-collapse:collapse;margin:10px 0;width:100%}

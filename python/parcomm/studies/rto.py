@@ -23,6 +23,17 @@ NAME = "rto"
 TITLE = "RTO penalties in synchronized communication: incast and Alltoall A vs B"
 SOURCE = "seed 000 (Oguchi et al.) §4-5 and seed 001 (Nomura & Ishikawa) §3.1, Figs. 6-8"
 
+#: Captions of the report's figures (file name without .png -> text).
+CAPTIONS = {
+    "incast_goodput": "Incast on the simulator: N senders each send 256 KiB to one receiver through a switch port "
+                      "with a 32 KiB buffer (1 GbE). Goodput against the number of senders for an RTO minimum of "
+                      "200 ms (Solaris/Linux default) and 1 ms. Oguchi et al. and Nomura & Ishikawa describe the "
+                      "collapse; they print no incast curve to plot beside it.",
+    "alltoall_a_vs_b": "Alltoall time of algorithms A (all receives posted, send to everyone) and B (one partner per "
+                       "phase) on 64 simulated hosts, 1 GbE, no flow control, against the message size. A wins while "
+                       "its bursts fit the switch queue and loses once RTOs strike (Nomura & Ishikawa, ineq. 10-12).",
+}
+
 # Incast: 256 KiB per sender into a 32 KiB port buffer, as in the emulation
 # check of DESIGN.md (a bfifo of 32 KB behind an htb-shaped port).
 INCAST_BYTES = 256 * 1024

@@ -41,6 +41,27 @@ NAME = "shimokuni"
 TITLE = "Reliable multicast with repair routers: delay and buffers (seed 003)"
 SOURCE = "seed 003 (Shimokuni, Koga & Jinzaki), §3-5, studies 1-5, Figs. 3-6, 10 and the study-4 table"
 
+#: Captions of the report's figures (file name without .png -> text).
+CAPTIONS = {
+    "fig3_study1": "Shimokuni et al. Fig. 3 (study 1): expected delay against the loss rate E of three networks "
+                   "(T = 3 ms each) for placements A-D, the model as lines and the packet simulator as dots.",
+    "fig4_study2_1": "Shimokuni et al. Fig. 4 (study 2.1): expected delay against the loss rate of the third network "
+                     "with E1 = E2 = 0.1 %, model and simulator.",
+    "fig5_study2_2": "Shimokuni et al. Fig. 5 (study 2.2): expected delay against the loss rate of the middle network "
+                     "with E1 = E3 = 0.1 %, model and simulator.",
+    "fig6_study3": "Shimokuni et al. Fig. 6 (study 3): expected delay against the one-way delay T3 with losses "
+                   "5.0, 0.2 and 5.0 %, model and simulator.",
+    "study4_tradeoff": "Shimokuni et al. study 4: expected delay against system-wide retransmission buffer for an "
+                       "8-network path to a binary tree of 128 receivers (622 Mbit/s); grey dots are the best "
+                       "placement for each router count, circles the paper's placements A-E by the model, crosses "
+                       "the paper's printed table.",
+    "fig10_study5": "Shimokuni et al. Fig. 10 (study 5): expected delay against the number of links n at router "
+                    "beta for placements A-D (solid: all-or-nothing rounds; dotted: exact coverage).",
+    "larger_tree_tradeoff": "Beyond the paper: delay against buffer on a 1,024-receiver wide-area tree with 383 "
+                            "routers, for the delay-optimal placement of k routers, no repair (Comet RM), boundary "
+                            "routers only, and every router.",
+}
+
 #: Fig. 2's variants (§4 table): repair routers at none, α (r1), β (r2), both.
 VARIANTS = {"A": [], "B": [1], "C": [2], "D": [1, 2]}
 #: Studies 1-3 (§4 1.1-1.3): T = 3 ms per network. The paper gives no
