@@ -42,6 +42,8 @@ class Comparison:
     parcomm: str
     agrees: bool | None = None  # None: not comparable one to one
     note: str = ""
+    #: Where the paper and parcomm disagree, why (the report shows it under "Why it differs").
+    why: str = ""
 
 
 @dataclass

@@ -188,7 +188,8 @@ def section_html(rep: dict[str, Any], base: Path | None = None) -> str:
         if differs:
             parts.append(f"<h3 id='{name}-why'>Why it differs</h3>")
             for c in differs:
-                why = c.get("note") or "The study records no explanation for this difference; see its notes below."
+                why = (c.get("why") or c.get("note")
+                       or "The study records no explanation for this row; its method and notes are below.")
                 parts.append(f"<div class='why'><b>{e(c['quantity'])}</b>: paper {e(c['paper'])}; parcomm "
                              f"{e(c['parcomm'])}.<br>{e(why)}</div>")
     figs = rep.get("figures", [])
