@@ -527,3 +527,41 @@ def test_split_and_dup_under_the_simulator(p):
 def test_split_and_dup_identical_under_local_and_mpi(mpi):
     assert run_local(split_suite, 4, timeout=60).results == _expected_split(4)
     assert run_mpi(f"{ME}:split_suite", 4, timeout=60).results == _expected_split(4)
+
+
+# --- one engine: the receiver-driven rendezvous over sockets too ---------------------------
+
+
+async def large_exchanges(comm):
+    """Messages above the eager limit, by algorithm A, B and pairwise (which post
+    receives at different moments), plus a large ANY_TAG receive."""
+    r, p = comm.rank, comm.size
+    blocks = [bytes([r, d]) * 100_000 for d in range(p)]  # 200 kB each
+    out = []
+    for algo in ("A", "B", "pairwise"):
+        got = await comm.alltoall(blocks, algorithm=algo)
+        out.append([g[:2] for g in got])
+    if r == 0:
+        out.append((await comm.recv(source=1, tag=ANY_TAG))[:4])
+    elif r == 1:
+        await comm.send(b"big!" * 50_000, dest=0, tag=12)
+    return out
+
+
+@pytest.mark.parametrize("rendezvous", ["sender", "receiver"])
+def test_large_messages_same_results_in_the_simulator_and_over_sockets(rendezvous):
+    sim = run_sim(large_exchanges, "star:4", seed=1, rendezvous=rendezvous).results
+    assert sim[0][-1] == b"big!" and sim[2][0] == [bytes([s, 2]) for s in range(4)]
+    assert run_local(large_exchanges, 4, timeout=60, rendezvous=rendezvous).results == sim
+
+
+def test_ranks_with_different_protocols_do_not_form_a_run():
+    from parcomm.comm.socket import SocketComm
+    from parcomm.auth import JobKey
+
+    key = JobKey.generate()
+    a = SocketComm(0, 2, [("127.0.0.1", 1), ("127.0.0.1", 2)], key=key, rendezvous="sender")
+    b = SocketComm(1, 2, [("127.0.0.1", 1), ("127.0.0.1", 2)], key=key, rendezvous="receiver")
+    assert a._token != b._token
+    with pytest.raises(CommError, match="rendezvous must be"):
+        SocketComm(0, 2, [("127.0.0.1", 1), ("127.0.0.1", 2)], key=key, rendezvous="eager")

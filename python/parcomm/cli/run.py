@@ -139,6 +139,9 @@ def report_result(res: Any, backend: str, platform: str, as_json: bool, extra: d
         con.print(f"{label}: " + ", ".join(f"{k} {v}" for k, v in totals.items()))
 
 
+RENDEZVOUS_HELP = ("large-message protocol (the simulator's, the same engine): sender-driven (MPICH: RTS, CTS, "
+                   "data) or receiver-driven (YAMPII, seed 001: a posted receive sends its source a credit); "
+                   "every rank must use the same")
 TRACE_HELP = ("write each rank's timeline (sends, receives, waits, compute, collectives) to this file as "
               "Chrome/Perfetto trace-event JSON (open it in ui.perfetto.dev)")
 
@@ -192,9 +195,12 @@ def run() -> None:
 @click.option("--nodelay/--no-nodelay", default=True, show_default=True, help="TCP_NODELAY on every socket")
 @click.option("--sndbuf", default=None, help="SO_SNDBUF in bytes (default: the kernel's)")
 @click.option("--rcvbuf", default=None, help="SO_RCVBUF in bytes (default: the kernel's)")
+@click.option("--rendezvous", type=click.Choice(["sender", "receiver"]), default="sender", show_default=True,
+              help=RENDEZVOUS_HELP)
 @click.option("--trace", "trace_file", type=click.Path(dir_okay=False, path_type=Path), default=None, help=TRACE_HELP)
 @click.option("--json", "as_json", is_flag=True, help="print the full result as JSON")
-def local(program_arg, procs, program, kwargs_json, timeout, nodelay, sndbuf, rcvbuf, trace_file, as_json) -> None:
+def local(program_arg, procs, program, kwargs_json, timeout, nodelay, sndbuf, rcvbuf, rendezvous, trace_file,
+          as_json) -> None:
     """Run PROGRAM on N local processes connected by TCP over 127.0.0.1 (SocketComm).
 
     PROGRAM is MODULE:FUNCTION or path/file.py:FUNCTION naming an `async def
@@ -213,7 +219,7 @@ def local(program_arg, procs, program, kwargs_json, timeout, nodelay, sndbuf, rc
         opts["rcvbuf"] = b
     try:
         res = run_local(ref, n, kwargs=kwargs, timeout=_seconds(timeout, "--timeout"), sock_options=opts,
-                        trace=trace_file is not None)
+                        trace=trace_file is not None, rendezvous=rendezvous)
     except CommError as e:
         raise RunFailed(str(e)) from None
     write_trace(trace_file, res, res.backend, res.platform)
@@ -291,10 +297,12 @@ def mpi(program_arg, procs, program, kwargs_json, timeout, out, trace_file, as_j
 @click.option("--rto-max", default=None, help="per-socket TCP_RTO_MAX_MS, e.g. 1s (Linux >= 6.15)")
 @click.option("--timeout", default="600s", show_default=True, help="time limit of the program")
 @click.option("--connect-timeout", default="30s", show_default=True, help="time limit for building the mesh")
+@click.option("--rendezvous", type=click.Choice(["sender", "receiver"]), default="sender", show_default=True,
+              help=RENDEZVOUS_HELP)
 @click.option("--key-file", type=click.Path(dir_okay=False, path_type=Path), default=None,
               help="the job's shared key (mode 600; `parcomm keygen FILE` writes one); default: $PARCOMM_JOB_KEY")
 def socket_cmd(program_arg, rank, addresses, program, kwargs_json, out, size, nodelay, sndbuf, rcvbuf, rto_min, rto_max,
-               timeout, connect_timeout, key_file) -> None:
+               timeout, connect_timeout, rendezvous, key_file) -> None:
     """Run one rank of PROGRAM over a TCP mesh (SocketComm): start one such
     process per rank, each with the same addresses file (this is what the
     emulated cluster runs in each network namespace).
@@ -336,7 +344,7 @@ def socket_cmd(program_arg, rank, addresses, program, kwargs_json, out, size, no
     connect_limit = _seconds(connect_timeout, "--connect-timeout") or 30.0
     try:
         res = run_rank(ref, rank, n, addrs, kwargs=kwargs, sock_options=opts, timeout=limit,
-                       connect_timeout=connect_limit, key=key)
+                       connect_timeout=connect_limit, key=key, rendezvous=rendezvous)
     except CommError as e:
         from ..comm.launch import _classify
 

@@ -37,9 +37,9 @@ async def _run_rank_async(program: Callable[..., Awaitable[Any]], rank: int, siz
                           addresses: Sequence[tuple[str, int]], args: Sequence[Any], kwargs: dict[str, Any],
                           sock_options: dict[str, Any] | None, timeout: float | None, connect_timeout: float,
                           eager_limit: int, listener: _socket.socket | None, key: JobKey | None,
-                          trace: bool = False) -> RankResult:
+                          trace: bool = False, rendezvous: str = "sender") -> RankResult:
     comm = SocketComm(rank, size, addresses, sock_options=sock_options, eager_limit=eager_limit,
-                      connect_timeout=connect_timeout, key=key)
+                      connect_timeout=connect_timeout, key=key, rendezvous=rendezvous)
     loop = asyncio.get_running_loop()
     try:
         await comm._open(listener)
@@ -71,7 +71,8 @@ def run_rank(program: str | Callable[..., Awaitable[Any]], rank: int, size: int,
              kwargs: dict[str, Any] | None = None, sock_options: dict[str, Any] | None = None,
              timeout: float | None = None, connect_timeout: float = 30.0,
              eager_limit: int = DEFAULT_EAGER_LIMIT, key: JobKey | None = None,
-             _listener: _socket.socket | None = None, trace: bool = False) -> RankResult:
+             _listener: _socket.socket | None = None, trace: bool = False,
+             rendezvous: str = "sender") -> RankResult:
     """Run rank ``rank`` of ``size`` in this process over the TCP mesh.
 
     ``addresses`` is an addresses file or a list of ``(host, port)``, one per
@@ -90,7 +91,7 @@ def run_rank(program: str | Callable[..., Awaitable[Any]], rank: int, size: int,
         raise CommError(f"{size} ranks need {size} addresses; the list has {len(addrs)}")
     return asyncio.run(_run_rank_async(prog, rank, size, addrs, tuple(args), dict(kwargs or {}),
                                        sock_options, timeout, connect_timeout, eager_limit, _listener, key,
-                                       trace))
+                                       trace, rendezvous))
 
 
 # --- running N local ranks ---------------------------------------------------------------
@@ -113,7 +114,7 @@ def _classify(exc: BaseException) -> str:
 def _local_rank_main(conn: multiprocessing.connection.Connection, program: Any, rank: int, size: int,
                      args: Sequence[Any], kwargs: dict[str, Any], sock_options: dict[str, Any] | None,
                      timeout: float | None, connect_timeout: float, eager_limit: int, host: str,
-                     key: JobKey, trace: bool = False) -> None:
+                     key: JobKey, trace: bool = False, rendezvous: str = "sender") -> None:
     """Body of one local rank process (started by :func:`run_local`)."""
     listener = None
     try:
@@ -128,7 +129,7 @@ def _local_rank_main(conn: multiprocessing.connection.Connection, program: Any, 
                 return
             res = run_rank(prog, rank, size, msg[1], args=args, kwargs=kwargs, sock_options=sock_options,
                            timeout=timeout, connect_timeout=connect_timeout, eager_limit=eager_limit,
-                           key=key, _listener=listener, trace=trace)
+                           key=key, _listener=listener, trace=trace, rendezvous=rendezvous)
             listener = None
         except BaseException as e:  # report every failure to the launcher, in one line
             if listener is not None:
@@ -192,7 +193,8 @@ def _context(program: Any) -> Any:
 def run_local(program: str | Callable[..., Awaitable[Any]], size: int, *, args: Sequence[Any] = (),
               kwargs: dict[str, Any] | None = None, timeout: float = 60.0,
               sock_options: dict[str, Any] | None = None, connect_timeout: float = 30.0,
-              eager_limit: int = DEFAULT_EAGER_LIMIT, host: str = "127.0.0.1", trace: bool = False) -> RunResult:
+              eager_limit: int = DEFAULT_EAGER_LIMIT, host: str = "127.0.0.1", trace: bool = False,
+              rendezvous: str = "sender") -> RunResult:
     """Run ``program`` on ``size`` ranks, one local process each (forked by
     multiprocessing's fork server: a clean interpreter, started once per
     launching process, that has parcomm and the program's module imported;
@@ -218,6 +220,8 @@ def run_local(program: str | Callable[..., Awaitable[Any]], size: int, *, args: 
     """
     if not isinstance(size, int) or size < 1:
         raise CommError(f"size must be at least 1, got {size!r}")
+    if rendezvous not in ("sender", "receiver"):
+        raise CommError(f"rendezvous must be 'sender' or 'receiver', got {rendezvous!r}")
     if isinstance(program, str):
         resolve_program(program)  # a bad name fails here, not in N processes
     else:
@@ -245,7 +249,7 @@ def run_local(program: str | Callable[..., Awaitable[Any]], size: int, *, args: 
             parent_end, child_end = ctx.Pipe()
             p = ctx.Process(target=_local_rank_main, name=f"parcomm-rank-{r}", daemon=True,
                             args=(child_end, program, r, size, tuple(args), kwargs, opts, timeout,
-                                  connect_timeout, eager_limit, host, key, trace))
+                                  connect_timeout, eager_limit, host, key, trace, rendezvous))
             p.start()
             child_end.close()
             procs.append(p)

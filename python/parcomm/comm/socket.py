@@ -82,9 +82,9 @@ from typing import Any, Sequence
 
 from ..auth import AuthError, Gate, JobKey, JobKeyError, authenticate, resolve_key
 from .aio import AioCommBase, CommTimeout, Request, wire_nbytes
-from .base import ANY_SOURCE, CommError, Status
+from .base import ANY_SOURCE, ANY_TAG, CommError, Status
 from .matching import Envelope
-from .p2p import CTS, DATA, EAGER, RTS, Frame, P2PEngine, ProtocolError
+from .p2p import CREDIT, CTS, DATA, EAGER, RTS, Frame, P2PEngine, ProtocolError
 from .sim import DEFAULT_EAGER_LIMIT
 from .sockopts import _check_sock_options, _token, apply_sock_options, tcp_info_counters
 
@@ -98,10 +98,12 @@ _HDR = struct.Struct("!BxxxIIQQQ")
 # the same 36 bytes with the communicator context in two of the spare bytes:
 # kind, reserved (0), context, source, tag, declared nbytes, pickled length, message id
 _HDRC = struct.Struct("!BBHIIQQQ")
+_WIRE_ANY_TAG = 0xFFFFFFFF
 #: Communicator contexts a frame can name (sub-communicators made by Split/Dup).
 MAX_CONTEXT = 0xFFFF
 _EAGER, _RTS, _CTS, _DATA, _BYE = EAGER, RTS, CTS, DATA, 5  # the first four are P2PEngine's frames
-_KIND_NAMES = {_EAGER: "eager", _RTS: "ready-to-send", _CTS: "clear-to-send", _DATA: "data", _BYE: "goodbye"}
+_KIND_NAMES = {_EAGER: "eager", _RTS: "ready-to-send", _CTS: "clear-to-send", _DATA: "data", _BYE: "goodbye",
+               CREDIT: "credit"}
 
 # Tag of the start barrier, far above the collectives' reserved tags.
 # Frames up to this size go to the kernel in one write (header and payload
@@ -164,8 +166,11 @@ class SocketComm(AioCommBase):
     def __init__(self, rank: int, size: int, addresses: Sequence[tuple[str, int]], *,
                  sock_options: dict[str, Any] | None = None, eager_limit: int = DEFAULT_EAGER_LIMIT,
                  connect_timeout: float = 30.0, connect_attempts: int = 400, key: JobKey | None = None,
-                 max_message: int = DEFAULT_MAX_MESSAGE, max_unexpected: int = DEFAULT_MAX_UNEXPECTED):
+                 max_message: int = DEFAULT_MAX_MESSAGE, max_unexpected: int = DEFAULT_MAX_UNEXPECTED,
+                 rendezvous: str = "sender"):
         super().__init__()
+        if rendezvous not in ("sender", "receiver"):
+            raise CommError(f"rendezvous must be 'sender' or 'receiver', got {rendezvous!r}")
         if size < 1:
             raise CommError(f"size must be at least 1, got {size}")
         if not isinstance(rank, int) or not 0 <= rank < size:
@@ -178,7 +183,11 @@ class SocketComm(AioCommBase):
         self.eager_limit = int(eager_limit)
         self.connect_timeout = float(connect_timeout)
         self.connect_attempts = int(connect_attempts)
-        self._token = _token(self.addresses)
+        # ranks of one run must speak one protocol: a rank with the other one is "not of this run"
+        self._token = _token(self.addresses) ^ (1 if rendezvous == "receiver" else 0)
+        self.rendezvous = rendezvous
+        # receiver-driven: credits this rank sent, per (peer, tag); a large eager frame must use one
+        self._credits_out: dict[tuple[int, int], int] = {}
         try:
             self._key = key if key is not None else resolve_key()
         except JobKeyError as e:
@@ -186,7 +195,7 @@ class SocketComm(AioCommBase):
         self._gate = Gate(f"rank {rank}")
         self.max_message = int(max_message)
         self.max_unexpected = int(max_unexpected)
-        self._engine = P2PEngine(rank, self.eager_limit, "sender")
+        self._engine = P2PEngine(rank, self.eager_limit, rendezvous)
         self._peers: dict[int, _Peer] = {}
         self._server: asyncio.AbstractServer | None = None
         self._closing = False
@@ -336,9 +345,13 @@ class SocketComm(AioCommBase):
         """Carry out what the protocol engine asked for: frames to peers, deliveries."""
         for a in self._engine.take_actions():
             if isinstance(a, Frame):
+                if a.kind == CREDIT:
+                    key = (a.dest, a.tag)
+                    self._credits_out[key] = self._credits_out.get(key, 0) + 1
                 data = a.payload if a.payload is not None else b""
                 plen = len(data) if a.kind != RTS else a.announce
-                hdr = _HDRC.pack(a.kind, 0, a.ctx, self.rank, a.tag, a.size, plen, a.msgid)
+                tag = a.tag if a.tag >= 0 else _WIRE_ANY_TAG  # a credit for an ANY_TAG receive
+                hdr = _HDRC.pack(a.kind, 0, a.ctx, self.rank, tag, a.size, plen, a.msgid)
                 pad = a.wire - len(data) if a.kind in (EAGER, DATA) else 0
                 self._enqueue(self._peers[a.dest], hdr, data, pad, a.sent)
             else:
@@ -419,15 +432,24 @@ class SocketComm(AioCommBase):
                     f"rank {peer.rank} has sent more than {self.max_unexpected} bytes of messages that rank "
                     f"{self.rank} has not received yet (max_unexpected)")
 
-    def _check_frame(self, peer: _Peer, kind: int, nbytes: int, plen: int) -> None:
+    def _check_frame(self, peer: _Peer, kind: int, nbytes: int, plen: int, tag: int = 0) -> None:
         """Refuse a frame's declared sizes before reading (let alone buffering) its payload."""
         wire = wire_nbytes(nbytes, plen)
         if wire > self.max_message:
             raise _ProtocolViolation(f"rank {peer.rank} announced a message of {wire} bytes ({_KIND_NAMES[kind]} "
                                      f"frame); rank {self.rank} accepts at most {self.max_message} (max_message)")
-        if kind == _EAGER and wire > self.eager_limit:
+        if kind == _EAGER and wire > self.eager_limit and not self._use_credit(peer.rank, tag):
             raise _ProtocolViolation(f"rank {peer.rank} sent an eager message of {wire} bytes, above the eager "
                                      f"limit of {self.eager_limit} bytes")
+
+    def _use_credit(self, peer: int, tag: int) -> bool:
+        """Receiver-driven: a large eager frame is allowed once per credit this rank sent for it
+        (the same rule the sender's engine applied: the tag's credit, else an ANY_TAG one)."""
+        for key in ((peer, tag), (peer, ANY_TAG)):
+            if self._credits_out.get(key, 0) > 0:
+                self._credits_out[key] -= 1
+                return True
+        return False
 
     def _deliver(self, req: Request, data: bytes, source: int, tag: int, nbytes: int) -> None:
         try:
@@ -481,7 +503,7 @@ class SocketComm(AioCommBase):
                 if src != peer.rank:
                     raise _ProtocolViolation(f"frame from rank {src} on rank {peer.rank}'s connection")
                 if kind in (_EAGER, _RTS, _DATA):
-                    self._check_frame(peer, kind, nbytes, plen)
+                    self._check_frame(peer, kind, nbytes, plen, tag)
                 if kind == _EAGER:
                     data = await self._read_payload(r, plen, wire_nbytes(nbytes, plen) - plen)
                     self._on_frame(peer.rank, EAGER, tag, nbytes, 0, data, ctx)
@@ -492,6 +514,8 @@ class SocketComm(AioCommBase):
                         raise _ProtocolViolation(f"data for unknown message {msgid}")
                     data = await self._read_payload(r, plen, wire_nbytes(nbytes, plen) - plen)
                     self._on_frame(peer.rank, DATA, tag, nbytes, msgid, data)
+                elif kind == CREDIT and self.rendezvous == "receiver":
+                    self._on_frame(peer.rank, CREDIT, ANY_TAG if tag == _WIRE_ANY_TAG else tag, 0, 0, None, ctx)
                 elif kind == _BYE:
                     peer.bye_received = True
                     self._orphaned(peer.rank)
