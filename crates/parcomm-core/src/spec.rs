@@ -113,6 +113,12 @@ pub struct TcpSpec {
     /// `linux_rto`, ACKs of retransmitted data give RTT samples too.
     #[serde(default)]
     pub timestamps: bool,
+    /// RACK loss detection as Linux has it (RFC 8985 §6, tcp_recovery.c),
+    /// with SACK: a hole is lost once data sent after it was delivered and
+    /// an RTT has passed, lost retransmissions included; tail loss probes
+    /// then use Linux's PTO (2 SRTT + 2 ms, or + rto_min for one segment).
+    #[serde(default)]
+    pub rack: bool,
 }
 
 impl Default for TcpSpec {
@@ -137,6 +143,7 @@ impl Default for TcpSpec {
             timer_tick_s: 0.0,
             linux_rto: false,
             timestamps: false,
+            rack: false,
         }
     }
 }

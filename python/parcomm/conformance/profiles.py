@@ -9,9 +9,11 @@ the scenario allows it, RACK-TLP, Linux's RTO rules).
               no SACK, no tail loss probes, whatever the scenario allows.
 ``sack-tlp``  SACK (RFC 2018/6675) where the scenario allows it, plus tail
               loss probes (RFC 8985 §7).
-``linux``     ``sack-tlp`` plus Linux's RTO rules and RTT sampling with
-              timestamps (``tcp.linux_rto``, ``tcp.timestamps``): the
-              closest the simulator comes to the kernel today.
+``linux``     Linux's RTO rules and RTT sampling with timestamps
+              (``tcp.linux_rto``, ``tcp.timestamps``), and where the scenario
+              allows SACK, RACK loss detection and TLP with Linux's PTO
+              (``tcp.rack``, ``tcp.tail_loss_probe``): the closest the
+              simulator comes to the kernel today.
 """
 
 from __future__ import annotations
@@ -23,7 +25,7 @@ __all__ = ["PROFILES", "profile_overrides"]
 PROFILES: dict[str, str] = {
     "default": "NewReno, no SACK, no TLP (the simulator's default transport)",
     "sack-tlp": "SACK where the scenario allows it, and tail loss probes",
-    "linux": "sack-tlp plus Linux's RTO rules and timestamp RTT samples",
+    "linux": "Linux's RTO rules, timestamp RTT samples, RACK and Linux's TLP (with SACK)",
 }
 
 
@@ -34,5 +36,7 @@ def profile_overrides(profile: str, sack_allowed: bool) -> dict[str, Any]:
     if profile == "sack-tlp":
         return {"sack": bool(sack_allowed), "tail_loss_probe": True}
     if profile == "linux":
-        return {"sack": bool(sack_allowed), "tail_loss_probe": True, "linux_rto": True, "timestamps": True}
+        # Linux schedules loss probes only on SACK connections (tcp_schedule_loss_probe()).
+        return {"sack": bool(sack_allowed), "tail_loss_probe": bool(sack_allowed), "linux_rto": True,
+                "timestamps": True, "rack": bool(sack_allowed)}
     raise ValueError(f"unknown simulator profile {profile!r} (known: {', '.join(PROFILES)})")

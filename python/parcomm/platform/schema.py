@@ -102,6 +102,8 @@ LINUX_TCP: dict[str, Any] = {
     "linux_rto": False,
     # RFC 7323 timestamps: with linux_rto, retransmitted data is timed too (Linux default on).
     "timestamps": False,
+    # RACK loss detection with SACK (RFC 8985 §6 as Linux's tcp_recovery.c), Linux's PTO for TLP.
+    "rack": False,
 }
 
 #: Field names of ``TcpSpec``, in declaration order.
@@ -109,7 +111,7 @@ TCP_FIELDS = tuple(LINUX_TCP)
 
 #: ``TcpSpec`` fields with ``#[serde(default)]`` (false or 0, i.e. off): a ``tcp`` table may omit them.
 TCP_OPTIONAL = ("sack", "tail_loss_probe", "sndbuf_initial_bytes", "cwnd_restart_after_idle",
-                "timer_tick_s", "linux_rto", "timestamps")
+                "timer_tick_s", "linux_rto", "timestamps", "rack")
 
 #: Keyword options of ``host`` other than the name (what builders pass through).
 HOST_OPTIONS = ("mtu", "nic_queue_packets", "send_overhead", "recv_overhead", "tcp")
@@ -167,6 +169,7 @@ _TCP_KIND = {
     "timer_tick_s": "duration",
     "linux_rto": "bool",
     "timestamps": "bool",
+    "rack": "bool",
 }
 
 

@@ -34,6 +34,7 @@ fn tcp_config(h: &crate::spec::HostSpec) -> TcpConfig {
         cwnd_restart_after_idle: t.cwnd_restart_after_idle,
         linux_rto: t.linux_rto,
         timestamps: t.timestamps,
+        rack: t.rack,
     }
 }
 

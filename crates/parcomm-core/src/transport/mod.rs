@@ -14,7 +14,10 @@
 //!   `on_timeout` (early or disarmed) is a no-op.
 
 pub mod linux_rto;
+#[cfg(test)]
+mod linux_tests;
 pub mod newreno;
+pub mod rack;
 pub mod receiver;
 pub mod rto;
 pub mod sack;
@@ -72,6 +75,9 @@ pub struct TcpConfig {
     /// RFC 7323 timestamps: with `linux_rto`, ACKs of retransmitted data
     /// give RTT samples too (header bytes are not modelled).
     pub timestamps: bool,
+    /// RACK loss detection (RFC 8985 §6, as Linux's tcp_recovery.c) with
+    /// SACK, and Linux's PTO for tail loss probes.
+    pub rack: bool,
 }
 
 impl Default for TcpConfig {
@@ -96,6 +102,7 @@ impl Default for TcpConfig {
             cwnd_restart_after_idle: false,
             linux_rto: false,
             timestamps: false,
+            rack: false,
         }
     }
 }

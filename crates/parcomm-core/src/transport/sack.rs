@@ -77,6 +77,8 @@ pub struct Scoreboard {
     high_rxt: u64,
     /// RFC 6675 RescueRxt (exclusive); `None` = undefined.
     rescue_rxt: Option<u64>,
+    /// Every unSACKed byte below this was declared lost by RACK (`rack.rs`).
+    rack_lost: u64,
 }
 
 impl Scoreboard {
@@ -88,6 +90,7 @@ impl Scoreboard {
             lost_floor: 0,
             high_rxt: 0,
             rescue_rxt: None,
+            rack_lost: 0,
         }
     }
 
@@ -148,7 +151,24 @@ impl Scoreboard {
                 break;
             }
         }
-        edge.max(self.lost_floor)
+        edge.max(self.lost_floor).max(self.rack_lost)
+    }
+
+    /// RACK declared the segment ending at `end` lost (and every hole below it,
+    /// all sent earlier: the simulated network does not reorder).
+    pub fn mark_lost_below(&mut self, end: u64) {
+        self.rack_lost = self.rack_lost.max(end);
+    }
+
+    /// RACK found the retransmission of `[start, ..)` lost too: it may be sent again.
+    pub fn reopen(&mut self, start: u64, end: u64) {
+        self.mark_lost_below(end);
+        self.high_rxt = self.high_rxt.min(start);
+    }
+
+    /// One past the highest byte retransmitted in this episode (RFC 6675 HighRxt).
+    pub fn high_rxt(&self) -> u64 {
+        self.high_rxt
     }
 
     /// RFC 6675 SetPipe(): over the unSACKed bytes of `[snd_una, snd_max)`,

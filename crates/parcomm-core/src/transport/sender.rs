@@ -5,6 +5,7 @@
 
 use super::linux_rto::LinuxRto;
 use super::newreno::{CongestionControl, NewReno};
+use super::rack::Rack;
 use super::rto::{Rfc6298Rto, RtoEstimator};
 use super::sack::Scoreboard;
 use super::tlp::Tlp;
@@ -39,6 +40,10 @@ pub struct Sender {
     txlog: Option<TxLog>,
     /// RFC 7323 timestamps: retransmitted data can be timed (with `txlog`).
     timestamps: bool,
+    /// RTT samples from `txlog` (Linux) rather than `rtt_probe` (BSD).
+    linux_sampling: bool,
+    /// RACK loss detection (needs SACK and `txlog`); `None` when off.
+    rack: Option<Rack>,
     dupacks: u64,
     in_recovery: bool,
     /// RFC 6582 `recover`, as an exclusive bound (snd_max at the event).
@@ -101,8 +106,10 @@ impl Sender {
             rto,
             rto_deadline: None,
             rtt_probe: None,
-            txlog: cfg.linux_rto.then(TxLog::new),
+            txlog: (cfg.linux_rto || (cfg.rack && cfg.sack)).then(TxLog::new),
             timestamps: cfg.timestamps,
+            linux_sampling: cfg.linux_rto,
+            rack: (cfg.rack && cfg.sack).then(Rack::new),
             dupacks: 0,
             in_recovery: false,
             recover: None,
@@ -111,7 +118,7 @@ impl Sender {
             rto_recovery: false,
             last_seg_start: 0,
             sack: cfg.sack.then(|| Scoreboard::new(mss, dupack_threshold)),
-            tlp: cfg.tail_loss_probe.then(|| Tlp::new(max_ack_delay)),
+            tlp: cfg.tail_loss_probe.then(|| if cfg.rack { Tlp::linux(cfg.rto_min) } else { Tlp::new(max_ack_delay) }),
             restart_window: cfg.cwnd_restart_after_idle.then(|| mss.saturating_mul(cfg.initial_cwnd_segments.max(1))),
             last_data_sent: None,
             stats: SenderStats::default(),
@@ -183,7 +190,9 @@ impl Sender {
             None => 0,
         };
         self.tlp_on_ack(&ack);
+        self.rack_on_sack(now, &ack);
         if ack.ack == self.snd_una {
+            self.rack_detect(now);
             self.on_duplicate_ack(newly_sacked > 0);
             if !self.probe_allowed() {
                 self.cancel_probe();
@@ -198,9 +207,18 @@ impl Sender {
         self.timed_out_unrepaired = false;
 
         if let Some(log) = self.txlog.as_mut() {
-            if let Some(rtt) = log.on_ack(ack.ack, now, self.timestamps) {
+            let rack = &mut self.rack;
+            let sample = log.on_ack_with(ack.ack, now, self.timestamps, |seg| {
+                if let Some(r) = rack.as_mut() {
+                    r.on_delivered(now, seg.sent, seg.end, seg.retransmitted);
+                }
+            });
+            if let (true, Some(rtt)) = (self.linux_sampling, sample) {
                 self.rto.on_rtt_sample_seq(rtt, self.snd_una, self.snd_max);
             }
+        }
+        if self.linux_sampling {
+            // Timed above.
         } else if let Some((end, sent)) = self.rtt_probe {
             if ack.ack >= end {
                 self.rto.on_rtt_sample(now.saturating_sub(sent));
@@ -236,8 +254,51 @@ impl Sender {
         } else {
             Some(now.saturating_add(self.rto.rto()))
         };
+        self.rack_detect(now);
         self.sack_maybe_enter_recovery();
         self.arm_probe(now);
+    }
+
+    /// RACK: segments inside this ACK's SACK blocks were delivered.
+    fn rack_on_sack(&mut self, now: Time, ack: &Ack) {
+        let (Some(rack), Some(log)) = (self.rack.as_mut(), self.txlog.as_mut()) else {
+            return;
+        };
+        for &(s, e) in ack.sack.as_slice() {
+            log.on_sacked(s, e.min(self.snd_max), |seg| rack.on_delivered(now, seg.sent, seg.end, seg.retransmitted));
+        }
+    }
+
+    /// `tcp_rack_detect_loss()`: every hole sent before the most recently
+    /// delivered segment, and more than RACK.rtt + reo_wnd ago, is lost; a
+    /// lost retransmission may go again. Arms the reordering timer for the
+    /// holes not yet due.
+    fn rack_detect(&mut self, now: Time) {
+        let (Some(rack), Some(log), Some(sb)) = (self.rack.as_mut(), self.txlog.as_ref(), self.sack.as_mut()) else {
+            return;
+        };
+        let reo = rack.reo_wnd(self.in_recovery || self.rto_recovery, log.sacked_segments(), self.rto.srtt());
+        let mut wait: Option<Time> = None;
+        for seg in log.holes_below(self.snd_max) {
+            match rack.time_to_loss(now, seg.sent, seg.end, reo) {
+                // Fresh data goes out in sequence order: nothing above was sent earlier.
+                None if !seg.retransmitted => break,
+                None => {}
+                Some(0) => {
+                    if seg.retransmitted && seg.start < sb.high_rxt() {
+                        sb.reopen(seg.start, seg.end);
+                        rack.lost_retransmits += 1;
+                    } else {
+                        sb.mark_lost_below(seg.end);
+                    }
+                }
+                Some(t) => wait = Some(wait.map_or(t, |w: Time| w.max(t))),
+            }
+        }
+        match wait {
+            Some(w) => rack.arm(now, w, self.rto_deadline),
+            None => rack.cancel(),
+        }
     }
 
     /// `new_sack_info`: the ACK SACKed bytes not SACKed before (with SACK
@@ -302,6 +363,15 @@ impl Sender {
 
     /// Must be called when `now >= poll_timeout()`; otherwise a no-op.
     pub fn on_timeout(&mut self, now: Time) {
+        if self.rack.as_ref().and_then(Rack::deadline).is_some_and(|d| now >= d) {
+            // tcp_rack_reo_timeout(): mark what is now due, and recover.
+            if let Some(r) = self.rack.as_mut() {
+                r.cancel();
+            }
+            self.rack_detect(now);
+            self.sack_maybe_enter_recovery();
+            return;
+        }
         if self
             .tlp
             .as_ref()
@@ -337,6 +407,9 @@ impl Sender {
         }
         if let Some(tlp) = self.tlp.as_mut() {
             tlp.on_rto();
+        }
+        if let Some(r) = self.rack.as_mut() {
+            r.cancel();
         }
         self.rtt_probe = None; // Karn: the timed segment will be resent
         self.rto_deadline = Some(now.saturating_add(self.rto.rto())); // (5.6)
@@ -538,7 +611,7 @@ impl Sender {
             if retransmission {
                 log.on_retransmit(seq, seq + len, now);
             } else {
-                log.on_new(seq + len, now);
+                log.on_new(seq, seq + len, now);
             }
         }
         if retransmission {
@@ -561,9 +634,13 @@ impl Sender {
     /// The next timer deadline (probe or retransmission); `None` when
     /// nothing is outstanding.
     pub fn poll_timeout(&self) -> Option<Time> {
-        match (self.tlp.as_ref().and_then(Tlp::deadline), self.rto_deadline) {
+        let probe_or_rto = match (self.tlp.as_ref().and_then(Tlp::deadline), self.rto_deadline) {
             (Some(p), Some(r)) => Some(p.min(r)),
             (p, r) => p.or(r),
+        };
+        match (self.rack.as_ref().and_then(Rack::deadline), probe_or_rto) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
         }
     }
 
@@ -961,7 +1038,7 @@ mod tests {
             x ^= x << 17;
             x % m.max(1)
         };
-        for round in 0..300 {
+        for round in 0..600 {
             let c = TcpConfig {
                 mss: 1 + rnd(3000),
                 rcvbuf: rnd(20_000),
@@ -970,6 +1047,10 @@ mod tests {
                 delayed_ack: round % 2 == 0,
                 sack: round % 3 != 2,
                 tail_loss_probe: round % 3 != 1,
+                // Linux's rules in every other round (RACK needs SACK: some rounds ask without).
+                linux_rto: round % 2 == 1,
+                timestamps: round % 4 == 1,
+                rack: round % 5 < 3,
                 ..Default::default()
             };
             let mut s = Sender::new(&c);

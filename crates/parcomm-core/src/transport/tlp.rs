@@ -32,6 +32,8 @@ use crate::time::{Time, SEC};
 pub struct Tlp {
     /// WCDelAckT of RFC 8985.
     max_ack_delay: Time,
+    /// Linux's PTO instead (`tcp_schedule_loss_probe()`): rto_min, added when one segment is out.
+    linux_rto_min: Option<Time>,
     /// The PTO timer.
     deadline: Option<Time>,
     /// TLP.end_seq: snd_max after the episode's probe; `None` = no episode.
@@ -48,6 +50,7 @@ impl Tlp {
     pub fn new(max_ack_delay: Time) -> Tlp {
         Tlp {
             max_ack_delay,
+            linux_rto_min: None,
             deadline: None,
             end_seq: None,
             is_retrans: false,
@@ -56,8 +59,19 @@ impl Tlp {
         }
     }
 
-    /// RFC 8985 TLP_calc_PTO, without the clamp to the RTO expiry.
+    /// Linux's PTO (net/ipv4/tcp_output.c, `tcp_schedule_loss_probe()`):
+    /// 2·SRTT + 2 ms (TCP_TIMEOUT_MIN_US), or 2·SRTT + rto_min when one
+    /// segment is out (the delayed-ACK allowance); 1 s before any sample.
+    pub fn linux(rto_min: Time) -> Tlp {
+        Tlp { linux_rto_min: Some(rto_min), ..Tlp::new(0) }
+    }
+
+    /// RFC 8985 TLP_calc_PTO (or Linux's), without the clamp to the RTO expiry.
     pub fn pto(&self, srtt: Option<Time>, one_segment_in_flight: bool) -> Time {
+        if let (Some(rto_min), Some(srtt)) = (self.linux_rto_min, srtt) {
+            let extra = if one_segment_in_flight { rto_min } else { super::rack::TIMEOUT_MIN };
+            return srtt.saturating_mul(2).saturating_add(extra);
+        }
         match srtt {
             None => SEC,
             Some(srtt) => {
@@ -144,6 +158,26 @@ impl Tlp {
         self.end_seq = None;
         self.due = false;
         self.probed = false;
+    }
+}
+
+#[cfg(test)]
+mod linux_tests {
+    use super::*;
+    use crate::time::{MS, US};
+
+    #[test]
+    fn linux_pto_is_two_srtt_plus_2ms_or_plus_rto_min_for_one_segment() {
+        let t = Tlp::linux(200 * MS);
+        assert_eq!(t.pto(Some(100 * US), false), 2200 * US);
+        assert_eq!(t.pto(Some(100 * US), true), 200_200 * US);
+        assert_eq!(t.pto(None, false), SEC);
+        // Never later than the RTO.
+        let mut t = Tlp::linux(200 * MS);
+        t.arm(0, Some(100 * US), false, Some(MS));
+        assert_eq!(t.deadline(), Some(MS));
+        t.arm(0, Some(100 * US), false, Some(10 * MS));
+        assert_eq!(t.deadline(), Some(2200 * US));
     }
 }
 

@@ -14,9 +14,21 @@ use std::collections::VecDeque;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 struct Sent {
+    start: u64,
     end: u64,
     at: Time,
     retransmitted: bool,
+    sacked: bool,
+}
+
+/// An outstanding segment, as RACK sees it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Outstanding {
+    pub start: u64,
+    pub end: u64,
+    /// Last (re)transmission.
+    pub sent: Time,
+    pub retransmitted: bool,
 }
 
 #[derive(Debug, Default)]
@@ -31,9 +43,9 @@ impl TxLog {
     }
 
     /// New data `[start, end)` left at `at`.
-    pub fn on_new(&mut self, end: u64, at: Time) {
+    pub fn on_new(&mut self, start: u64, end: u64, at: Time) {
         if self.segs.back().is_none_or(|s| s.end < end) {
-            self.segs.push_back(Sent { end, at, retransmitted: false });
+            self.segs.push_back(Sent { start, end, at, retransmitted: false, sacked: false });
         }
     }
 
@@ -53,12 +65,26 @@ impl TxLog {
 
     /// Everything below `ack` was acknowledged at `now`: the RTT sample Linux takes, if any.
     pub fn on_ack(&mut self, ack: u64, now: Time, timestamps: bool) -> Option<Time> {
+        self.on_ack_with(ack, now, timestamps, |_| {})
+    }
+
+    /// `on_ack`, telling `delivered` of each newly acknowledged segment not SACKed before.
+    pub fn on_ack_with(
+        &mut self,
+        ack: u64,
+        now: Time,
+        timestamps: bool,
+        mut delivered: impl FnMut(Outstanding),
+    ) -> Option<Time> {
         let mut oldest_fresh: Option<Time> = None;
         let mut latest_retransmission: Option<Time> = None;
         let mut any_retransmitted = false;
         while let Some(s) = self.segs.front() {
             if s.end > ack {
                 break;
+            }
+            if !s.sacked {
+                delivered(Outstanding { start: s.start, end: s.end, sent: s.at, retransmitted: s.retransmitted });
             }
             if s.retransmitted {
                 any_retransmitted = true;
@@ -82,6 +108,35 @@ impl TxLog {
         sent.map(|t| now.saturating_sub(t))
     }
 
+    /// Marks as SACKed every segment inside `[start, end)` that was not,
+    /// telling `delivered` of each.
+    pub fn on_sacked(&mut self, start: u64, end: u64, mut delivered: impl FnMut(Outstanding)) {
+        let first = self.segs.partition_point(|s| s.end <= start);
+        for s in self.segs.iter_mut().skip(first) {
+            if s.start >= end {
+                break;
+            }
+            if !s.sacked && s.start >= start && s.end <= end {
+                s.sacked = true;
+                delivered(Outstanding { start: s.start, end: s.end, sent: s.at, retransmitted: s.retransmitted });
+            }
+        }
+    }
+
+    /// The segments not SACKed that start below `limit`, in sequence order.
+    pub fn holes_below(&self, limit: u64) -> impl Iterator<Item = Outstanding> + '_ {
+        self.segs
+            .iter()
+            .take_while(move |s| s.start < limit)
+            .filter(|s| !s.sacked)
+            .map(|s| Outstanding { start: s.start, end: s.end, sent: s.at, retransmitted: s.retransmitted })
+    }
+
+    /// SACKed segments still above the cumulative ACK (Linux's `sacked_out`).
+    pub fn sacked_segments(&self) -> u64 {
+        self.segs.iter().filter(|s| s.sacked).count() as u64
+    }
+
     pub fn len(&self) -> usize {
         self.segs.len()
     }
@@ -98,9 +153,9 @@ mod tests {
     #[test]
     fn fresh_data_is_timed_from_the_oldest_newly_acked_segment() {
         let mut l = TxLog::new();
-        l.on_new(1000, 10);
-        l.on_new(2000, 20);
-        l.on_new(3000, 30);
+        l.on_new(0, 1000, 10);
+        l.on_new(1000, 2000, 20);
+        l.on_new(2000, 3000, 30);
         assert_eq!(l.on_ack(2000, 100, false), Some(90));
         assert_eq!(l.len(), 1);
         assert_eq!(l.on_ack(2500, 110, false), None); // a partly acked segment is not yet acked
@@ -109,12 +164,12 @@ mod tests {
     #[test]
     fn retransmitted_data_is_timed_only_through_timestamps() {
         let mut l = TxLog::new();
-        l.on_new(1000, 10);
-        l.on_new(2000, 20);
+        l.on_new(0, 1000, 10);
+        l.on_new(1000, 2000, 20);
         l.on_retransmit(0, 1000, 500);
         let mut l2 = TxLog::new();
-        l2.on_new(1000, 10);
-        l2.on_new(2000, 20);
+        l2.on_new(0, 1000, 10);
+        l2.on_new(1000, 2000, 20);
         l2.on_retransmit(0, 1000, 500);
         assert_eq!(l.on_ack(2000, 600, false), None); // Karn
         assert_eq!(l2.on_ack(2000, 600, true), Some(100)); // the echo of the retransmission
@@ -123,9 +178,9 @@ mod tests {
     #[test]
     fn a_retransmission_marks_every_segment_it_overlaps() {
         let mut l = TxLog::new();
-        l.on_new(500, 1);
-        l.on_new(1500, 2);
-        l.on_new(2500, 3);
+        l.on_new(0, 500, 1);
+        l.on_new(500, 1500, 2);
+        l.on_new(1500, 2500, 3);
         l.on_retransmit(400, 1460, 9);
         assert_eq!(l.on_ack(1500, 10, true), Some(1));
         assert_eq!(l.on_ack(2500, 10, true), Some(7)); // untouched segment: fresh

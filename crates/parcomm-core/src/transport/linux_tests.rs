@@ -1,0 +1,108 @@
+//! The Linux mechanisms (`linux_rto`, `timestamps`, `rack`) on the test
+//! network, each against a case where the RFC-style transport behaves
+//! differently, with the numbers worked out by hand.
+
+use super::testnet::Net;
+use super::TcpConfig;
+use crate::time::{Time, MS, SEC};
+
+const MSS: u64 = 1000;
+
+fn cfg(sack: bool, linux: bool) -> TcpConfig {
+    TcpConfig {
+        mss: MSS,
+        delayed_ack: false,
+        sndbuf: 2 << 20,
+        rcvbuf: 2 << 20,
+        sack,
+        tail_loss_probe: sack && linux,
+        linux_rto: linux,
+        timestamps: linux,
+        rack: linux,
+        ..Default::default()
+    }
+}
+
+/// 100 Mbit/s, 1 ms each way: RTT ~2.1 ms, far below rto_min (200 ms).
+fn net(c: &TcpConfig) -> Net {
+    Net::new(c, 100_000_000, MS)
+}
+
+fn run(c: &TcpConfig, bytes: u64, drops: &[(u64, u32)]) -> (Net, Time) {
+    let mut n = net(c);
+    for &(seq, nth) in drops {
+        n.drop_nth(seq, nth);
+    }
+    n.write(bytes);
+    assert!(n.run(60 * SEC), "transfer stuck");
+    let t = n.now;
+    (n, t)
+}
+
+#[test]
+fn rack_repairs_a_lost_retransmission_without_a_timeout() {
+    // Segment 10 is lost twice: its first copy and its fast retransmission.
+    let drops = [(10 * MSS, 1), (10 * MSS, 2)];
+    let (sack, t_sack) = run(&cfg(true, false), 200 * MSS, &drops);
+    let (rack, t_rack) = run(&cfg(true, true), 200 * MSS, &drops);
+    // RFC 6675 resends a hole once per episode: the second loss waits for the RTO.
+    assert_eq!(sack.tx.stats().timeouts, 1);
+    assert!(t_sack > 200 * MS);
+    // RACK sees data sent after the retransmission delivered, an RTT later: resend at once.
+    assert_eq!(rack.tx.stats().timeouts, 0);
+    assert_eq!(rack.sends_of(10 * MSS).len(), 3);
+    assert!(t_rack < 50 * MS, "{t_rack}");
+}
+
+#[test]
+fn tail_loss_probe_then_rack_repairs_a_lost_tail() {
+    // The last two segments of a 20-segment write are lost: no dupACKs come back.
+    let drops = [(18 * MSS, 1), (19 * MSS, 1)];
+    let (rfc, _) = run(&cfg(true, false), 20 * MSS, &drops);
+    let (linux, t) = run(&cfg(true, true), 20 * MSS, &drops);
+    assert_eq!(rfc.tx.stats().timeouts, 1);
+    assert_eq!(linux.tx.stats().timeouts, 0);
+    assert_eq!(linux.tx.stats().tail_loss_probes, 1);
+    // The probe resends segment 19 at 2 SRTT + 2 ms after the last send, its SACK
+    // lets RACK declare 18 lost after the reordering window and timer (+2 ms).
+    let last = linux.sends_of(19 * MSS);
+    assert_eq!(last.len(), 2);
+    let srtt = linux.tx.srtt().unwrap();
+    let pto = last[1] - last[0];
+    assert!(pto >= 2 * srtt + 2 * MS && pto <= 2 * srtt + 2 * MS + 3 * MS, "pto {pto} srtt {srtt}");
+    assert_eq!(linux.sends_of(18 * MSS).len(), 2);
+    assert!(t < 30 * MS, "{t}");
+}
+
+#[test]
+fn linux_probe_timeout_is_not_earlier_than_two_srtt_plus_2ms() {
+    // Lossless: probes may still fire (spuriously), but never sooner than 2 SRTT + 2 ms after a send.
+    let (n, _) = run(&cfg(true, true), 300 * MSS, &[]);
+    assert_eq!(n.tx.stats().timeouts, 0);
+    let srtt = n.tx.srtt().unwrap();
+    let mut prev: Option<Time> = None;
+    for &(t, seg) in &n.sent {
+        if seg.retransmission {
+            let p = prev.expect("a probe follows a send");
+            assert!(t - p >= 2 * srtt, "probe {t} only {} after the previous send", t - p);
+        }
+        prev = Some(t);
+    }
+}
+
+#[test]
+fn timestamps_clear_the_backoff_on_the_first_ack_after_a_timeout() {
+    // No SACK: segment 5 lost twice, so two RTOs back off to ~4 x RTO.
+    let drops = [(5 * MSS, 1), (5 * MSS, 2), (5 * MSS, 3)];
+    let karn = TcpConfig { timestamps: false, ..cfg(false, true) };
+    let (k, _) = run(&karn, 40 * MSS, &drops);
+    let (ts, _) = run(&cfg(false, true), 40 * MSS, &drops);
+    assert_eq!(k.tx.stats().timeouts, ts.tx.stats().timeouts);
+    assert!(ts.tx.stats().timeouts >= 2);
+    // With timestamps the ACK of the retransmission is timed: RTO = SRTT + rto_min again.
+    let base = ts.tx.srtt().unwrap() + 200 * MS;
+    assert!(ts.tx.rto() <= base + MS && ts.tx.rto() >= 200 * MS, "{}", ts.tx.rto());
+    // Without, only the ACK of data sent after the timeouts clears it; the
+    // remaining segments after 5 were retransmitted (go-back-N), so it stays backed off.
+    assert!(k.tx.rto() >= 2 * ts.tx.rto(), "karn {} ts {}", k.tx.rto(), ts.tx.rto());
+}
