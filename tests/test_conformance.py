@@ -219,8 +219,13 @@ def test_cli_lists_and_refuses_bad_input_clearly(tmp_path):
 
 def test_cli_simulator_only_writes_strict_json(tmp_path):
     out = tmp_path / "c.json"
-    p = _cli("--only", "incast-*-rto200ms-buf32KiB", "--backends", "sim", "--repeat", "1", "--out", str(out), "--json")
+    rep = tmp_path / "results"
+    p = _cli("--only", "incast-*-rto200ms-buf32KiB", "--backends", "sim", "--repeat", "1", "--out", str(out), "--json",
+             "--report", str(rep))
     assert p.returncode == 0, p.stderr
+    index = (rep / "index.html").read_text()
+    assert "Fidelity: the simulator against real Linux TCP" in index and "fidelity/fidelity.png" in index
+    assert (rep / "fidelity" / "scenarios.csv").read_text().count("\n") == 7
     doc = json.loads(p.stdout)
     assert json.loads(out.read_text()) == doc and doc["complete"]
     assert [r["name"] for r in doc["scenarios"]] == [f"incast-{n}x64KiB-rto200ms-buf32KiB" for n in (1, 2, 4, 8, 16, 32)]

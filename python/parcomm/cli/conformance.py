@@ -129,6 +129,9 @@ def _print_tables(doc: dict) -> None:
                    "checkout, else ./conformance.json]")
 @click.option("--plot", "plot_path", default=None, type=click.Path(dir_okay=False),
               help="also draw the fidelity scatter (simulated vs real, log-log) to this PNG/SVG/PDF")
+@click.option("--report", "report_dir", default=None, type=click.Path(file_okay=False),
+              help="also add the fidelity page to the HTML report in this directory (e.g. results) and "
+                   "regenerate its index.html")
 @click.option("--trace", "trace_path", default=None, type=click.Path(dir_okay=False),
               help="trace ONE scenario (--only NAME) on both sides instead: per-flow cwnd, retransmissions and "
                    "RTOs over time, drawn to this file, data beside it as .json")
@@ -137,8 +140,8 @@ def _print_tables(doc: dict) -> None:
                    "(same parameters and repeats), and run only the simulator for it")
 @click.option("--list", "list_only", is_flag=True, help="list the scenarios and exit")
 @click.option("--json", "as_json", is_flag=True, help="print the results document as JSON on stdout")
-def conformance(matrix, only, quick, repeat, profile_list, backends, out, plot_path, trace_path, reuse_path, list_only,
-                as_json) -> None:
+def conformance(matrix, only, quick, repeat, profile_list, backends, out, plot_path, report_dir, trace_path, reuse_path,
+                list_only, as_json) -> None:
     """The simulator against real Linux TCP (the emulation), scenario by scenario.
 
     Each scenario of MATRIX (default: the built-in matrix, see
@@ -216,6 +219,11 @@ def conformance(matrix, only, quick, repeat, profile_list, backends, out, plot_p
         from ..conformance.plot import plot_fidelity
 
         plot_fidelity(doc, plot_path)
+    if report_dir:
+        from ..conformance.report import write_fidelity
+
+        index = write_fidelity(doc, report_dir)
+        click.echo(f"report: {index}", err=True)
     if as_json:
         emit_json(doc)
         return
