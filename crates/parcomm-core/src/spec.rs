@@ -119,6 +119,10 @@ pub struct TcpSpec {
     /// then use Linux's PTO (2 SRTT + 2 ms, or + rto_min for one segment).
     #[serde(default)]
     pub rack: bool,
+    /// Proportional rate reduction in SACK fast recovery (RFC 6937, as
+    /// Linux's tcp_cwnd_reduction()): sending follows what ACKs deliver.
+    #[serde(default)]
+    pub prr: bool,
 }
 
 impl Default for TcpSpec {
@@ -144,6 +148,7 @@ impl Default for TcpSpec {
             linux_rto: false,
             timestamps: false,
             rack: false,
+            prr: false,
         }
     }
 }

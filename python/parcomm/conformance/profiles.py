@@ -11,8 +11,9 @@ the scenario allows it, RACK-TLP, Linux's RTO rules).
               loss probes (RFC 8985 §7).
 ``linux``     Linux's RTO rules and RTT sampling with timestamps
               (``tcp.linux_rto``, ``tcp.timestamps``), and where the scenario
-              allows SACK, RACK loss detection and TLP with Linux's PTO
-              (``tcp.rack``, ``tcp.tail_loss_probe``): the closest the
+              allows SACK, RACK loss detection, TLP with Linux's PTO and
+              PRR in recovery (``tcp.rack``, ``tcp.tail_loss_probe``,
+              ``tcp.prr``): the closest the
               simulator comes to the kernel today.
 """
 
@@ -38,5 +39,5 @@ def profile_overrides(profile: str, sack_allowed: bool) -> dict[str, Any]:
     if profile == "linux":
         # Linux schedules loss probes only on SACK connections (tcp_schedule_loss_probe()).
         return {"sack": bool(sack_allowed), "tail_loss_probe": bool(sack_allowed), "linux_rto": True,
-                "timestamps": True, "rack": bool(sack_allowed)}
+                "timestamps": True, "rack": bool(sack_allowed), "prr": bool(sack_allowed)}
     raise ValueError(f"unknown simulator profile {profile!r} (known: {', '.join(PROFILES)})")

@@ -104,6 +104,8 @@ LINUX_TCP: dict[str, Any] = {
     "timestamps": False,
     # RACK loss detection with SACK (RFC 8985 §6 as Linux's tcp_recovery.c), Linux's PTO for TLP.
     "rack": False,
+    # Proportional rate reduction in SACK fast recovery (RFC 6937, Linux tcp_cwnd_reduction()).
+    "prr": False,
 }
 
 #: Field names of ``TcpSpec``, in declaration order.
@@ -111,7 +113,7 @@ TCP_FIELDS = tuple(LINUX_TCP)
 
 #: ``TcpSpec`` fields with ``#[serde(default)]`` (false or 0, i.e. off): a ``tcp`` table may omit them.
 TCP_OPTIONAL = ("sack", "tail_loss_probe", "sndbuf_initial_bytes", "cwnd_restart_after_idle",
-                "timer_tick_s", "linux_rto", "timestamps", "rack")
+                "timer_tick_s", "linux_rto", "timestamps", "rack", "prr")
 
 #: Keyword options of ``host`` other than the name (what builders pass through).
 HOST_OPTIONS = ("mtu", "nic_queue_packets", "send_overhead", "recv_overhead", "tcp")
@@ -170,6 +172,7 @@ _TCP_KIND = {
     "linux_rto": "bool",
     "timestamps": "bool",
     "rack": "bool",
+    "prr": "bool",
 }
 
 

@@ -35,6 +35,7 @@ fn tcp_config(h: &crate::spec::HostSpec) -> TcpConfig {
         linux_rto: t.linux_rto,
         timestamps: t.timestamps,
         rack: t.rack,
+        prr: t.prr,
     }
 }
 

@@ -19,6 +19,7 @@ fn cfg(sack: bool, linux: bool) -> TcpConfig {
         linux_rto: linux,
         timestamps: linux,
         rack: linux,
+        prr: linux,
         ..Default::default()
     }
 }

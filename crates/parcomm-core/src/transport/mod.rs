@@ -17,6 +17,7 @@ pub mod linux_rto;
 #[cfg(test)]
 mod linux_tests;
 pub mod newreno;
+pub mod prr;
 pub mod rack;
 pub mod receiver;
 pub mod rto;
@@ -78,6 +79,9 @@ pub struct TcpConfig {
     /// RACK loss detection (RFC 8985 §6, as Linux's tcp_recovery.c) with
     /// SACK, and Linux's PTO for tail loss probes.
     pub rack: bool,
+    /// Proportional rate reduction (RFC 6937, Linux's tcp_cwnd_reduction())
+    /// in SACK fast recovery, instead of RFC 6675's cwnd - pipe.
+    pub prr: bool,
 }
 
 impl Default for TcpConfig {
@@ -103,6 +107,7 @@ impl Default for TcpConfig {
             linux_rto: false,
             timestamps: false,
             rack: false,
+            prr: false,
         }
     }
 }

@@ -5,6 +5,7 @@
 
 use super::linux_rto::LinuxRto;
 use super::newreno::{CongestionControl, NewReno};
+use super::prr::Prr;
 use super::rack::Rack;
 use super::rto::{Rfc6298Rto, RtoEstimator};
 use super::sack::Scoreboard;
@@ -44,6 +45,10 @@ pub struct Sender {
     linux_sampling: bool,
     /// RACK loss detection (needs SACK and `txlog`); `None` when off.
     rack: Option<Rack>,
+    /// Proportional rate reduction in SACK recovery (`cfg.prr`).
+    use_prr: bool,
+    /// Its state while in SACK fast recovery.
+    prr: Option<Prr>,
     dupacks: u64,
     in_recovery: bool,
     /// RFC 6582 `recover`, as an exclusive bound (snd_max at the event).
@@ -110,6 +115,8 @@ impl Sender {
             timestamps: cfg.timestamps,
             linux_sampling: cfg.linux_rto,
             rack: (cfg.rack && cfg.sack).then(Rack::new),
+            use_prr: cfg.prr && cfg.sack,
+            prr: None,
             dupacks: 0,
             in_recovery: false,
             recover: None,
@@ -185,6 +192,7 @@ impl Sender {
             return;
         }
         self.peer_wnd = ack.window;
+        let una_before = self.snd_una;
         let newly_sacked = match self.sack.as_mut() {
             Some(sb) => sb.update(ack.ack, ack.sack.as_slice(), self.snd_max),
             None => 0,
@@ -194,6 +202,7 @@ impl Sender {
         if ack.ack == self.snd_una {
             self.rack_detect(now);
             self.on_duplicate_ack(newly_sacked > 0);
+            self.prr_on_ack(newly_sacked);
             if !self.probe_allowed() {
                 self.cancel_probe();
             }
@@ -229,6 +238,7 @@ impl Sender {
         if self.in_recovery {
             if self.recover.is_none_or(|r| ack.ack >= r) {
                 self.in_recovery = false;
+                self.prr = None;
                 self.rtx_pending = None;
                 self.cc.on_exit_recovery();
             } else if self.sack.is_none() {
@@ -256,7 +266,19 @@ impl Sender {
         };
         self.rack_detect(now);
         self.sack_maybe_enter_recovery();
+        self.prr_on_ack(ack.ack - una_before + newly_sacked);
         self.arm_probe(now);
+    }
+
+    /// PRR: what this ACK lets recovery send (nothing to do outside it).
+    fn prr_on_ack(&mut self, delivered: u64) {
+        if !self.in_recovery {
+            return;
+        }
+        let (Some(prr), Some(sb)) = (self.prr.as_mut(), self.sack.as_ref()) else {
+            return;
+        };
+        prr.on_ack(delivered, sb.pipe(self.snd_una, self.snd_max), self.cc.ssthresh(), self.mss);
     }
 
     /// RACK: segments inside this ACK's SACK blocks were delivered.
@@ -355,6 +377,9 @@ impl Sender {
         self.in_recovery = true;
         self.recover = Some(self.snd_max);
         self.cc.on_enter_sack_recovery(self.snd_max - una);
+        if self.use_prr {
+            self.prr = Some(Prr::start(self.snd_max - una));
+        }
         // Step (4.3): resend the first hole at once, whatever pipe says.
         sb.start_episode((una + self.mss).min(sb.hole_end(una, self.snd_max)));
         self.rtx_pending = Some(una);
@@ -397,6 +422,7 @@ impl Sender {
         // Everything outstanding is presumed lost (like Linux's loss state):
         // restart from snd_una; the receiver acks past what it already holds.
         self.in_recovery = false;
+        self.prr = None;
         self.rtx_pending = None;
         self.dupacks = 0;
         self.recover = Some(self.snd_max);
@@ -437,6 +463,9 @@ impl Sender {
                 };
                 let len = self.mss.min(end - seq);
                 if len > 0 {
+                    if let Some(p) = self.prr.as_mut() {
+                        p.on_sent(len); // RFC 6937: the first retransmission counts in prr_out
+                    }
                     return Some(self.emit(now, seq, len, true));
                 }
             }
@@ -447,7 +476,11 @@ impl Sender {
             }
         }
         if self.sack.is_some() && (self.in_recovery || self.rto_recovery) {
-            return self.sack_next_segment(now);
+            let seg = self.sack_next_segment(now);
+            if let (Some(sg), Some(p)) = (seg.as_ref(), self.prr.as_mut()) {
+                p.on_sent(sg.len);
+            }
+            return seg;
         }
 
         let seq = self.snd_nxt;
@@ -485,8 +518,18 @@ impl Sender {
     fn sack_next_segment(&mut self, now: Time) -> Option<Segment> {
         let (una, max) = (self.snd_una, self.snd_max);
         let sb = self.sack.as_mut()?;
-        if self.cc.cwnd().saturating_sub(sb.pipe(una, max)) < self.mss {
-            return None;
+        match self.prr.as_ref() {
+            // In fast recovery with PRR, the ACKs' deliveries decide (RFC 6937).
+            Some(p) if self.in_recovery => {
+                if !p.may_send(self.mss) {
+                    return None;
+                }
+            }
+            _ => {
+                if self.cc.cwnd().saturating_sub(sb.pipe(una, max)) < self.mss {
+                    return None;
+                }
+            }
         }
         // (1) The first lost hole not yet resent.
         if let Some((s, e)) = sb.next_lost(una, max) {
@@ -1051,6 +1094,7 @@ mod tests {
                 linux_rto: round % 2 == 1,
                 timestamps: round % 4 == 1,
                 rack: round % 5 < 3,
+                prr: round % 3 == 0,
                 ..Default::default()
             };
             let mut s = Sender::new(&c);

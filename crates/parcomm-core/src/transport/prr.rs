@@ -1,0 +1,88 @@
+//! Proportional Rate Reduction (RFC 6937), as Linux's `tcp_cwnd_reduction()`:
+//! during SACK fast recovery, what may be sent on each ACK is proportional
+//! to what the ACK delivered, so the window comes down to ssthresh
+//! smoothly instead of in one step, and, once the pipe is below ssthresh,
+//! grows back no faster than slow start (the SSRB bound), instead of
+//! sending `cwnd - pipe` at once. A burst of retransmissions into the port
+//! that just overflowed is what loses them again.
+
+#[derive(Clone, Debug, Default)]
+pub struct Prr {
+    /// RecoverFS: bytes outstanding when recovery began.
+    recover_fs: u64,
+    /// prr_delivered: bytes the receiver got (acked or SACKed) since then.
+    delivered: u64,
+    /// prr_out: bytes sent since then.
+    out: u64,
+    /// Bytes that may still be sent for the current ACK.
+    budget: u64,
+}
+
+impl Prr {
+    /// Recovery begins with `flight` bytes outstanding.
+    pub fn start(flight: u64) -> Prr {
+        Prr { recover_fs: flight.max(1), ..Prr::default() }
+    }
+
+    /// An ACK in recovery delivered `delivered` bytes; `pipe` and `ssthresh`
+    /// after it. Sets what may be sent until the next ACK (RFC 6937 §3.1,
+    /// the SSRB variant Linux uses; `mss` is the "+1 segment").
+    pub fn on_ack(&mut self, delivered: u64, pipe: u64, ssthresh: u64, mss: u64) {
+        self.delivered += delivered;
+        let sndcnt = if pipe > ssthresh {
+            // Proportional: ceil(prr_delivered * ssthresh / RecoverFS) - prr_out.
+            let target = (self.delivered as u128 * ssthresh as u128).div_ceil(self.recover_fs as u128) as u64;
+            target.saturating_sub(self.out)
+        } else {
+            // Slow-start reduction bound: no faster than slow start, up to ssthresh.
+            let limit = self.delivered.saturating_sub(self.out).max(delivered).saturating_add(mss);
+            (ssthresh - pipe).min(limit)
+        };
+        self.budget = sndcnt;
+    }
+
+    /// Whether `len` more bytes may go now.
+    pub fn may_send(&self, len: u64) -> bool {
+        self.budget >= len || (self.budget > 0 && len > 0)
+    }
+
+    /// `len` bytes went out (retransmission or new data).
+    pub fn on_sent(&mut self, len: u64) {
+        self.out += len;
+        self.budget = self.budget.saturating_sub(len);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn proportional_part_sends_ssthresh_over_recover_fs_of_what_was_delivered() {
+        // RFC 6937 example: RecoverFS = 20 segments, ssthresh = 10: one segment per two delivered.
+        let mss = 1000;
+        let mut p = Prr::start(20 * mss);
+        p.on_ack(mss, 18 * mss, 10 * mss, mss);
+        assert_eq!(p.budget, 500); // ceil(1000 * 10 / 20) - 0
+        p.on_sent(mss);
+        p.on_ack(mss, 17 * mss, 10 * mss, mss);
+        assert_eq!(p.budget, 0); // ceil(2000 * 10 / 20) - 1000
+        p.on_ack(mss, 16 * mss, 10 * mss, mss);
+        assert_eq!(p.budget, 500);
+    }
+
+    #[test]
+    fn below_ssthresh_it_grows_no_faster_than_slow_start() {
+        let mss = 1000;
+        let mut p = Prr::start(20 * mss);
+        // Heavy loss: pipe 2 segments, ssthresh 10. Each ACK of one segment allows two.
+        p.on_ack(mss, 2 * mss, 10 * mss, mss);
+        assert_eq!(p.budget, 2 * mss);
+        p.on_sent(2 * mss);
+        p.on_ack(mss, 3 * mss, 10 * mss, mss);
+        assert_eq!(p.budget, 2 * mss); // max(2000 - 2000, 1000) + 1000
+        // Never beyond ssthresh - pipe.
+        p.on_ack(5 * mss, 9 * mss, 10 * mss, mss);
+        assert_eq!(p.budget, mss);
+    }
+}
