@@ -312,7 +312,8 @@ class Communicator:
     def isend(self, obj: Any, dest: int, tag: int = 0, *, nbytes: int | None = None) -> Request:
         """Start sending ``obj`` to ``dest``; returns a :class:`Request`.
         ``nbytes`` is the simulated size (default: the object's size)."""
-        self._check_awaited()
+        if self._unawaited is not None:
+            self._check_awaited()
         self._raise_if_failed()
         self._check_rank(dest, "dest")
         self._check_tag(tag, allow_any=False)
@@ -335,7 +336,8 @@ class Communicator:
         """Post a receive; ``await req.wait()`` gives the object. ``buf`` is
         accepted for mpi4py compatibility and not needed (messages of any
         size arrive)."""
-        self._check_awaited()
+        if self._unawaited is not None:
+            self._check_awaited()
         self._raise_if_failed()
         _, source, tag = self._legacy_source(buf, source, tag)
         self._check_rank(source, "source", allow_any=True)
@@ -358,7 +360,8 @@ class Communicator:
     def recv(self, buf: Any = None, source: int = ANY_SOURCE, tag: int = ANY_TAG,
              status: Status | None = None) -> Awaitable[Any]:
         """``obj = await comm.recv(source=..., tag=..., status=st)``."""
-        self._check_awaited()
+        if self._unawaited is not None:
+            self._check_awaited()
         _, source, tag = self._legacy_source(buf, source, tag)
         req = self.irecv(None, source, tag)
         return self._pending(self._wait_one(req, status), "comm.recv()")
@@ -368,7 +371,8 @@ class Communicator:
                  *, nbytes: int | None = None) -> Awaitable[Any]:
         """Send to ``dest`` and receive from ``source`` at once (no deadlock
         between two ranks exchanging); gives the received object."""
-        self._check_awaited()
+        if self._unawaited is not None:
+            self._check_awaited()
         rreq = self.irecv(None, source, recvtag)
         sreq = self.isend(sendobj, dest, sendtag, nbytes=nbytes)
         return self._pending(self._sendrecv(sreq, rreq, status), "comm.sendrecv()")
@@ -386,7 +390,8 @@ class Communicator:
         return self._pending(self._wait_all(list(requests), statuses), "comm.waitall()")
 
     async def _wait_one(self, request: Request, status: Status | None) -> Any:
-        self._check_awaited()
+        if self._unawaited is not None:
+            self._check_awaited()
         if not isinstance(request, Request):
             raise CommError(f"rank {self.rank}: wait needs a Request (from isend/irecv), got {type(request).__name__}")
         if not request.done:
@@ -398,7 +403,8 @@ class Communicator:
         return self._take(request, status)
 
     async def _wait_all(self, requests: list[Request], statuses: list | None) -> list[Any]:
-        self._check_awaited()
+        if self._unawaited is not None:
+            self._check_awaited()
         for r in requests:
             if not isinstance(r, Request):
                 raise CommError(f"rank {self.rank}: waitall needs Requests (from isend/irecv), got {type(r).__name__}")
@@ -426,12 +432,14 @@ class Communicator:
         """``sub = await comm.Split(color, key)``: ranks with the same ``color``
         form a new communicator, ordered by ``key`` then rank; ``color=MPI.UNDEFINED``
         gives None. Collective over this communicator."""
-        self._check_awaited()
+        if self._unawaited is not None:
+            self._check_awaited()
         return self._pending(_split(self, color, key), "comm.Split()")
 
     def Dup(self) -> Awaitable["Communicator"]:  # noqa: N802
         """``dup = await comm.Dup()``: the same ranks, a context of its own."""
-        self._check_awaited()
+        if self._unawaited is not None:
+            self._check_awaited()
         return self._pending(_split(self, 0, self.rank), "comm.Dup()")
 
     # --- compute, time ----------------------------------------------------------------
@@ -445,7 +453,8 @@ class Communicator:
         """``await comm.barrier()``: dissemination barrier."""
         from ..collectives.barrier import barrier
 
-        self._check_awaited()
+        if self._unawaited is not None:
+            self._check_awaited()
         return self._pending(self._traced("barrier", barrier(self)), "comm.barrier()")
 
     Barrier = barrier
@@ -456,7 +465,8 @@ class Communicator:
         ``scatter_allgather`` (default: MPICH's rule on ``nbytes`` when given, else binomial)."""
         from .. import collectives
 
-        self._check_awaited()
+        if self._unawaited is not None:
+            self._check_awaited()
         return self._pending(self._traced("bcast", collectives.bcast(self, obj, root, algorithm=algorithm, nbytes=nbytes)), "comm.bcast()")
 
     def reduce(self, sendobj: Any, op: Any = SUM, root: int = 0, *, algorithm: str | None = None,
@@ -464,7 +474,8 @@ class Communicator:
         """``result = await comm.reduce(x, op=MPI.SUM, root=0)``: the result at the root, None elsewhere."""
         from .. import collectives
 
-        self._check_awaited()
+        if self._unawaited is not None:
+            self._check_awaited()
         return self._pending(self._traced("reduce", collectives.reduce(self, sendobj, op, root, algorithm=algorithm, nbytes=nbytes)),
                              "comm.reduce()")
 
@@ -474,7 +485,8 @@ class Communicator:
         ``recursive_doubling``, ``ring`` (numpy arrays, commutative ops) or ``reduce_bcast``."""
         from .. import collectives
 
-        self._check_awaited()
+        if self._unawaited is not None:
+            self._check_awaited()
         return self._pending(self._traced("allreduce", collectives.allreduce(self, sendobj, op, algorithm=algorithm, nbytes=nbytes)),
                              "comm.allreduce()")
 
@@ -483,7 +495,8 @@ class Communicator:
         """``mine = await comm.scatter(items, root=0)``: ``items[r]`` to rank r (``items`` only at the root)."""
         from .. import collectives
 
-        self._check_awaited()
+        if self._unawaited is not None:
+            self._check_awaited()
         return self._pending(self._traced("scatter", collectives.scatter(self, sendobj, root, algorithm=algorithm, nbytes=nbytes)),
                              "comm.scatter()")
 
@@ -492,7 +505,8 @@ class Communicator:
         """``items = await comm.gather(x, root=0)``: the list at the root, None elsewhere."""
         from .. import collectives
 
-        self._check_awaited()
+        if self._unawaited is not None:
+            self._check_awaited()
         return self._pending(self._traced("gather", collectives.gather(self, sendobj, root, algorithm=algorithm, nbytes=nbytes)),
                              "comm.gather()")
 
@@ -501,7 +515,8 @@ class Communicator:
         """``items = await comm.allgather(x)``: every rank's x, by rank."""
         from .. import collectives
 
-        self._check_awaited()
+        if self._unawaited is not None:
+            self._check_awaited()
         return self._pending(self._traced("allgather", collectives.allgather(self, sendobj, algorithm=algorithm, nbytes=nbytes)),
                              "comm.allgather()")
 
@@ -511,7 +526,8 @@ class Communicator:
         Algorithms ``scattered``, ``pairwise``, ``A``, ``B`` (seed 001; power-of-two sizes)."""
         from .. import collectives
 
-        self._check_awaited()
+        if self._unawaited is not None:
+            self._check_awaited()
         return self._pending(self._traced("alltoall", collectives.alltoall(self, sendobj, algorithm=algorithm, nbytes=nbytes)),
                              "comm.alltoall()")
 

@@ -69,19 +69,16 @@ class _Block:
 class Request(BaseRequest):
     """A pending operation under simulation, as returned by ``isend``/``irecv``."""
 
-    __slots__ = ("_done", "_owner")
+    # a plain attribute (it shadows the base class's property): the driver reads it in its hot loop
+    __slots__ = ("done", "_owner")
 
     def __init__(self, comm: "SimComm", describe: str, kind: str = ""):
         super().__init__(comm, describe, kind)
-        self._done = False
+        self.done = False
         self._owner = comm  # the rank's own SimComm (``_comm`` may become a sub-communicator)
 
-    @property
-    def done(self) -> bool:
-        return self._done
-
     def _finish(self, value: Any = None, status: Status | None = None) -> None:
-        self._done, self.value, self.status = True, value, status
+        self.done, self.value, self.status = True, value, status
         self._owner._world.touched.add(self._owner.rank)
 
 
