@@ -9,7 +9,9 @@ the scenario allows it, RACK-TLP, Linux's RTO rules).
               no SACK, no tail loss probes, whatever the scenario allows.
 ``sack-tlp``  SACK (RFC 2018/6675) where the scenario allows it, plus tail
               loss probes (RFC 8985 §7).
-``linux``     Linux's RTO rules and RTT sampling with timestamps
+``linux``     the mechanisms of the ``linux`` stack profile
+              (``platform/stacks/linux.toml``): Linux's RTO rules and RTT
+              sampling with timestamps, 4 ms jiffies
               (``tcp.linux_rto``, ``tcp.timestamps``), and where the scenario
               allows SACK, RACK loss detection, TLP with Linux's PTO and
               PRR in recovery (``tcp.rack``, ``tcp.tail_loss_probe``,
@@ -21,7 +23,13 @@ from __future__ import annotations
 
 from typing import Any
 
-__all__ = ["PROFILES", "profile_overrides"]
+__all__ = ["PROFILES", "profile_overrides", "LINUX_MECHANISMS"]
+
+#: What profile ``linux`` takes from the ``linux`` stack (platform/stacks/linux.toml): the
+#: kernel's mechanisms and timer granularity. The rest (RTO bounds, delayed ACKs, initial
+#: window, buffers) is the scenario's, given to kernel and simulator alike.
+LINUX_MECHANISMS = ("sack", "tail_loss_probe", "linux_rto", "timestamps", "rack", "prr", "rto_initial_s",
+                    "clock_granularity_s", "timer_tick_s")
 
 PROFILES: dict[str, str] = {
     "default": "NewReno, no SACK, no TLP (the simulator's default transport)",
@@ -37,7 +45,13 @@ def profile_overrides(profile: str, sack_allowed: bool) -> dict[str, Any]:
     if profile == "sack-tlp":
         return {"sack": bool(sack_allowed), "tail_loss_probe": True}
     if profile == "linux":
-        # Linux schedules loss probes only on SACK connections (tcp_schedule_loss_probe()).
-        return {"sack": bool(sack_allowed), "tail_loss_probe": bool(sack_allowed), "linux_rto": True,
-                "timestamps": True, "rack": bool(sack_allowed), "prr": bool(sack_allowed)}
+        from ..platform.stack import stack_fields
+
+        linux = stack_fields("linux")
+        out = {k: linux[k] for k in LINUX_MECHANISMS}
+        # SACK-based machinery only where the scenario negotiates SACK (Linux
+        # schedules loss probes only on SACK connections: tcp_schedule_loss_probe()).
+        for k in ("sack", "rack", "tail_loss_probe", "prr"):
+            out[k] = bool(out[k] and sack_allowed)
+        return out
     raise ValueError(f"unknown simulator profile {profile!r} (known: {', '.join(PROFILES)})")

@@ -56,38 +56,7 @@ AN1000_LATENCY_S = 10e-6
 IP_OVER_ATM_MTU = 9180
 
 #: TCP of Solaris 2.5.1 for x86 (Table 1), as ``ndd /dev/tcp`` defaults.
-SOLARIS_2_5_1_TCP = tcp_spec(
-    # §5: "デフォルトの設定は ... (Solaris2.5.1) においては MAX = 60000[msec],
-    # MIN = 200[msec]" -- tcp_rexmit_interval_min / _max.
-    rto_min_s=0.2,
-    rto_max_s=60.0,
-    # tcp_rexmit_interval_initial: 3000 ms, the value of RFC 1122 §4.2.3.1 and
-    # of the Solaris tunables manuals (Solaris 8/9: "Default 3 seconds").
-    # Assumption for 2.5.1: the unpatched 2.5 series used a shorter value
-    # that Sun's TCP patches (103581 for 2.5.1_x86) replaced (Solaris 2 FAQ
-    # Q5.52). It only matters before the first RTT sample.
-    rto_initial_s=3.0,
-    # Solaris 2.x kernel clock tick, hz = 100 -> 10 ms (assumption: TCP timers
-    # are driven from the 10 ms lbolt clock).
-    clock_granularity_s=0.01,
-    # tcp_slow_start_initial = 1 segment (RFC 2001 slow start; Solaris raised
-    # it to 4 only in Solaris 8). Assumption for 2.5.1.
-    initial_cwnd_segments=1,
-    # Solaris 2.5.x defaults tcp_xmit_hiwat / tcp_recv_hiwat to 8192 bytes,
-    # less than one 9140-byte segment: with delayed ACKs that allows one
-    # segment per ACK delay, a few hundred KB/s, far below what the paper's
-    # cluster moved (Table 2 passes of seconds over ~100 MB). ASSUMPTION: the
-    # application raised SO_SNDBUF/SO_RCVBUF to 64 KiB, the largest window
-    # without RFC 1323 window scaling, as network applications on ATM did.
-    sndbuf_bytes=65536,
-    rcvbuf_bytes=65536,
-    # Solaris delays ACKs (tcp_deferred_ack_interval). 50 ms in the 2.5
-    # series (later releases document 100 ms) -- assumption.
-    delayed_ack=True,
-    delayed_ack_timeout_s=0.05,
-    # tcp_dupack_fast_retransmit = 3 (RFC 2001 fast retransmit).
-    dupack_threshold=3,
-)
+SOLARIS_2_5_1_TCP = tcp_spec(stack="solaris-2.5.1")  # platform/stacks/solaris-2.5.1.toml: values and sources
 
 #: Per-message software overheads of a 200 MHz Pentium Pro running the
 #: Solaris 2.5.1 STREAMS TCP/IP stack (Table 1). NOT measured in the paper:

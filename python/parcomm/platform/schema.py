@@ -213,10 +213,17 @@ def tcp_spec(base: Mapping[str, Any] | None = None, **overrides: Any) -> dict:
     """A complete ``TcpSpec`` dict: ``base`` (default ``LINUX_TCP``) updated by ``overrides``.
 
     Values may be unit strings (``rto_min_s="200ms"``, ``sndbuf_bytes="64KiB"``).
-    Unknown field names raise ``PlatformError``.
+    ``stack="linux"`` (any name of ``platform.stack.STACKS``) applies that TCP
+    profile over ``base`` before the other fields. Unknown field names raise
+    ``PlatformError``.
     """
+    stack = overrides.pop("stack", None)
     merged = {f: LINUX_TCP[f] for f in TCP_OPTIONAL}  # serde defaults, for bases that predate them
     merged.update(LINUX_TCP if base is None else base)
+    if stack is not None:  # a named profile (platform/stacks/*.toml), then the explicit fields over it
+        from .stack import stack_fields
+
+        merged.update(stack_fields(stack))
     merged.update(overrides)
     unknown = set(merged) - set(TCP_FIELDS)
     if unknown:
