@@ -288,7 +288,7 @@ def _summarize(reports, errors, as_json: bool) -> None:
         return
     table = Table(title="parcomm bcast")
     for col in ("node", "time s", "MB/s", "from S3 MB", "from peers MB", "S3 GETs", "retries", "output"):
-        table.add_column(col, justify="right" if col not in ("output",) else "left")
+        table.add_column(col, justify="right" if col not in ("output",) else "left", overflow="fold")
     for r in sorted(reports, key=lambda r: r.rank):
         table.add_row(str(r.rank), f"{r.seconds:.2f}", f"{r.throughput / 1e6:.1f}", f"{r.bytes_from_storage / 1e6:.1f}",
                       f"{r.bytes_from_peers / 1e6:.1f}", str(r.storage_requests), str(r.storage_retries), r.output)

@@ -18,6 +18,8 @@ def _print(title: str, summary: dict[str, Any]) -> None:
     from rich.table import Table
 
     t = Table(title=title, show_header=False)
+    t.add_column(overflow="fold")  # wrap, never cut a value
+    t.add_column(overflow="fold")
     for k, v in summary.items():
         t.add_row(k, f"{v:.6g}" if isinstance(v, float) else str(v))
     Console().print(t)
@@ -167,7 +169,7 @@ def model_cmd(N, M, mflops, bandwidth, latency, platform_spec, C, as_json) -> No
 
     t = Table(title=f"§3.1 model: F={m.F / 1e6:g} MFlop/s, B={m.B:.4g} values/s, C={m.C:g}, latency={m.latency_s * 1e3:.3g} ms")
     for col in ("N", "M", "step (ms)", "MFlop/s", "§3.1 form MFlop/s", "comm share", "N->inf", "F->inf"):
-        t.add_column(col, justify="right")
+        t.add_column(col, justify="right", overflow="fold")
     for x in rows:
         t.add_row(str(x["N"]), str(x["M"]), f"{x['step_s'] * 1e3:.2f}", f"{x['mflops']:.1f}",
                   f"{x['paper_form_mflops']:.1f}", f"{x['comm_share']:.2f}", f"{x['limit_N->inf_mflops']:.0f}",
@@ -251,9 +253,9 @@ def bench_cmd(backend, platform_spec, where, pairs, sizes, repeats, seed, as_jso
     from rich.table import Table
 
     t = Table(title=f"10 round trips, {where} ({backend}); slowest pair, best of {repeats}")
-    t.add_column("size (B)", justify="right")
+    t.add_column("size (B)", justify="right", overflow="fold")
     for k in ks:
-        t.add_column(f"{k} pair{'s' if k > 1 else ''} (ms)", justify="right")
+        t.add_column(f"{k} pair{'s' if k > 1 else ''} (ms)", justify="right", overflow="fold")
     for m in size_list:
         t.add_row(str(m), *[f"{next(x['time_10rt_s'] for x in rows if x['pairs'] == k and x['size_bytes'] == m) * 1e3:.1f}" for k in ks])
     Console().print(t)

@@ -180,7 +180,7 @@ def run(file, algo, procs, backend, platform_spec, rto_min, rto_max, min_support
     t = Table(title=f"{algo} on {file} ({backend}, {procs} rank{'s' if procs != 1 else ''}), "
                     f"{n} transactions, min support {minsup:g} (count {summary['min_count']})")
     for col in ("pass", "C (candidates)", "L (large)", "T [s]"):
-        t.add_column(col, justify="right")
+        t.add_column(col, justify="right", overflow="fold")
     for p in summary["passes"]:
         t.add_row(str(p["pass"]), str(p["candidates"]), str(p["large"]), f"{p['time_s']:.4f}")
     con = Console()
