@@ -14,7 +14,12 @@ of machine) and at most 10 s of wall time for (b). Results are printed as a
 table and written to benchmarks/results/sim_speed.json; run it on a quiet
 machine and read the ratios, not the absolute numbers.
 
-    python benchmarks/sim_speed.py [--quick]
+    python benchmarks/sim_speed.py [--quick] [--stacks rfc,linux] [--repeat 3]
+
+With --stacks, each scenario runs once per TCP stack profile
+(platform/stacks/*.toml) per round, stacks alternating within a round, and
+the table adds each stack's events/s as a ratio to the first stack's
+(medians over the rounds).
 """
 
 from __future__ import annotations
@@ -34,14 +39,16 @@ GOAL_EVENTS_PER_S = 3e6
 GOAL_B_WALL_S = 10.0
 
 
-def bench_alltoall(hosts: int, nbytes: int) -> dict:
-    res = run_sim(alltoall_a, opteron_cluster(hosts), hosts, seed=1, kwargs={"nbytes": nbytes})
+def bench_alltoall(hosts: int, nbytes: int, stack: str | None = None) -> dict:
+    plat = opteron_cluster(hosts, tcp={"stack": stack} if stack else None)
+    res = run_sim(alltoall_a, plat, hosts, seed=1, kwargs={"nbytes": nbytes})
     return {"scenario": f"(a) alltoall A, {hosts} hosts, {nbytes} B per pair", "events": res.events,
             "wall_s": res.wall_s, "sim_s": res.time}
 
 
-def bench_all_pairs(hosts: int, sim_seconds: float) -> dict:
-    sim = _core.Simulation(to_json(star(hosts, rate_bps=1e9)), 1)
+def bench_all_pairs(hosts: int, sim_seconds: float, stack: str | None = None) -> dict:
+    plat = star(hosts, rate_bps=1e9, tcp={"stack": stack}) if stack else star(hosts, rate_bps=1e9)
+    sim = _core.Simulation(to_json(plat), 1)
     for i in range(hosts):
         for j in range(hosts):
             if i != j:
@@ -58,7 +65,11 @@ def bench_all_pairs(hosts: int, sim_seconds: float) -> dict:
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--quick", action="store_true", help="smaller scenarios (for a smoke run)")
+    ap.add_argument("--stacks", default=None, help="comma list of TCP stack profiles to compare, e.g. rfc,linux")
+    ap.add_argument("--repeat", type=int, default=3, help="rounds with --stacks (medians reported)")
     args = ap.parse_args()
+    if args.stacks:
+        return compare_stacks(args)
     rows = [
         bench_alltoall(16 if args.quick else 64, (64 << 10) if args.quick else (1 << 20)),
         bench_all_pairs(20 if args.quick else 100, 0.05 if args.quick else 1.0),
@@ -76,6 +87,35 @@ def main() -> None:
     out.mkdir(exist_ok=True)
     meta = {"machine": _platform.machine(), "python": _platform.python_version(), "quick": args.quick}
     (out / "sim_speed.json").write_text(json.dumps({"meta": meta, "rows": rows}, indent=1))
+
+
+def compare_stacks(args) -> None:
+    import statistics
+
+    stacks = [s.strip() for s in args.stacks.split(",") if s.strip()]
+    scen = [("alltoall", lambda st: bench_alltoall(16 if args.quick else 64, (64 << 10) if args.quick else (1 << 20), st)),
+            ("all pairs", lambda st: bench_all_pairs(20 if args.quick else 100, 0.05 if args.quick else 1.0, st))]
+    got: dict = {(n, st): [] for n, _ in scen for st in stacks}
+    for rnd in range(args.repeat):
+        order = stacks if rnd % 2 == 0 else stacks[::-1]  # alternate who goes first
+        for name, fn in scen:
+            for st in order:
+                r = fn(st)
+                got[(name, st)].append(r["events"] / r["wall_s"])
+    rows = []
+    print(f"{'scenario':12} {'stack':14} {'Mev/s (median)':>15} {'x ' + stacks[0]:>10}")
+    for name, _ in scen:
+        base = statistics.median(got[(name, stacks[0])])
+        for st in stacks:
+            med = statistics.median(got[(name, st)])
+            rows.append({"scenario": name, "stack": st, "events_per_s": got[(name, st)], "median": med,
+                         "ratio_to_first": med / base})
+            print(f"{name:12} {st:14} {med / 1e6:>15.2f} {med / base:>10.2f}")
+    out = Path(__file__).parent / "results"
+    out.mkdir(exist_ok=True)
+    meta = {"machine": _platform.machine(), "python": _platform.python_version(), "quick": args.quick,
+            "repeat": args.repeat, "stacks": stacks}
+    (out / "sim_speed_stacks.json").write_text(json.dumps({"meta": meta, "rows": rows}, indent=1))
 
 
 if __name__ == "__main__":

@@ -144,17 +144,21 @@ def test_incast_on_the_core_matches_the_stream_trace():
 
 
 def test_summary_excludes_noisy_scenarios_and_counts_shares():
-    def row(name, emu, sim, noisy=False):
-        return {"name": name, "emu": {"median_s": emu}, "noisy": noisy,
-                "sim": {"p": {"median_s": sim, "error": sim / emu - 1}}}
+    def row(name, emu, sim, noisy=False, rto=(0, 0)):
+        return {"name": name, "emu": {"median_s": emu, "counters": {"timeouts": rto[0]}}, "noisy": noisy,
+                "sim": {"p": {"median_s": sim, "error": sim / emu - 1, "counters": {"timeouts": rto[1]}}}}
 
-    rows = [row("a", 1.0, 1.05), row("b", 1.0, 1.2), row("c", 1.0, 3.0), row("d", 1.0, 9.0, noisy=True)]
+    rows = [row("a", 1.0, 1.05, rto=(1, 3)), row("b", 1.0, 1.2, rto=(10, 13)), row("c", 1.0, 3.0, rto=(10, 2)),
+            row("d", 1.0, 9.0, noisy=True)]
     s = summarize(rows, "p")
     assert s["decided"] == 3 and s["noisy"] == 1
     assert s["median_abs_error"] == pytest.approx(0.2)
     assert s["within_10pct"] == pytest.approx(1 / 3) and s["within_25pct"] == pytest.approx(2 / 3)
     assert s["largest"][0]["name"] == "c"
-    assert spread([1.0, 1.5, 2.0]) == pytest.approx(0.666666, rel=1e-4) and spread([1.0]) is None
+    assert s["timeouts_agree"] == pytest.approx(2 / 3)  # 1 vs 3 (within 2), 10 vs 13 (30 %); not 10 vs 2
+    assert spread([1.0, 1.5, 2.0]) == pytest.approx(0.5 / 1.5) and spread([1.0]) is None
+    # One outlier in five (an RTO the other runs escaped) moves the range, not the middle half.
+    assert spread([0.02, 0.021, 0.022, 0.023, 0.22]) == pytest.approx(0.002 / 0.022)
 
 
 # --------------------------------------------------------------------------- kernel samplers

@@ -109,7 +109,8 @@ def _print_tables(doc: dict) -> None:
             continue
         worst = ", ".join(f"{w['name']} {w['error']:+.0%}" for w in s["largest"])
         con.print(f"[bold]{s['profile']}[/bold]: median |error| {s['median_abs_error']:.0%} over {s['decided']} scenarios; "
-                  f"{s['within_10pct']:.0%} within 10 %, {s['within_25pct']:.0%} within 25 %"
+                  f"{s['within_10pct']:.0%} within 10 %, {s['within_25pct']:.0%} within 25 %; RTO counts agree in "
+                  f"{s['timeouts_agree']:.0%}"
                   f" ({s['noisy']} too noisy to decide, {s['emu_failed']} failed). Largest: {worst}")
 
 

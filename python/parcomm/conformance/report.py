@@ -53,7 +53,8 @@ def write_fidelity(doc: dict, results_dir: str | Path) -> Path:
     for s in doc["summary"]:
         worst = "; ".join(f"{w['name']} {w['error']:+.0%}" for w in s["largest"])
         notes.append(f"Profile {s['profile']}: median |error| {_pct(s['median_abs_error'])} over {s['decided']} "
-                     f"scenarios, {_pct(s['within_10pct'])} within 10 %, {_pct(s['within_25pct'])} within 25 %; "
+                     f"scenarios, {_pct(s['within_10pct'])} within 10 %, {_pct(s['within_25pct'])} within 25 %, RTO counts "
+                     f"within ±30 % or ±2 of the kernel's in {_pct(s.get('timeouts_agree'))}; "
                      f"largest: {worst or 'none'}.")
     notes.append("Rerun: parcomm conformance --report results (root); diagnose one scenario: "
                  "parcomm conformance --only NAME --trace FILE.png. Guide: docs/conformance.md.")

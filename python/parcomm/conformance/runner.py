@@ -37,11 +37,17 @@ SIM_TIME_LIMIT_S = 3600.0
 
 
 def spread(times: list[float]) -> float | None:
-    """Run-to-run spread: (max - min) / median; ``None`` for fewer than two runs."""
+    """Run-to-run spread: interquartile range over median; ``None`` for fewer than two runs.
+
+    The middle half of the runs, so one run in five that met an RTO the
+    others escaped does not by itself make a scenario undecidable (the range
+    would grow with every repeat); with 2 or 3 runs it is half the range.
+    """
     if len(times) < 2:
         return None
     med = statistics.median(times)
-    return (max(times) - min(times)) / med if med > 0 else None
+    q1, _, q3 = statistics.quantiles(times, n=4, method="inclusive")
+    return (q3 - q1) / med if med > 0 else None
 
 
 def _host_sum(hosts: dict, col: str) -> float | None:
@@ -222,7 +228,7 @@ def run_scenarios(
                 r = results[sc.name]
                 old = reusable(sc, (recorded or {}).get(sc.name), repeat) if "emu" in backends else None
                 if old is not None:
-                    r.emu, r.emu_error, r.emu_reused = old["emu"], old.get("emu_error"), True
+                    r.emu, r.emu_error, r.emu_reused = _side(old["emu"]["times_s"], old["emu"]["runs"]), old.get("emu_error"), True
                 elif cluster is not None:
                     times, runs = [], []
                     try:

@@ -21,10 +21,20 @@ def decided(rows: list[dict], profile: str) -> list[dict]:
             if r.get("emu") and not r.get("noisy") and (r.get("sim") or {}).get(profile, {}).get("error") is not None]
 
 
+def timeouts_agree(kernel: float | None, sim: float | None) -> bool | None:
+    """RTO counts agree: within ±30 % of the kernel's, or within ±2 (few timeouts)."""
+    if kernel is None or sim is None:
+        return None
+    return abs(sim - kernel) <= max(2.0, 0.3 * kernel)
+
+
 def summarize(rows: list[dict], profile: str, largest: int = 3) -> dict:
-    """Median |error|, shares within 10 % and 25 %, and the largest disagreements."""
+    """Median |error|, shares within 10 % and 25 %, RTO-count agreement, the largest disagreements."""
     ok = decided(rows, profile)
     errs = [abs(r["sim"][profile]["error"]) for r in ok]
+    rto = [timeouts_agree(r["emu"]["counters"].get("timeouts"), r["sim"][profile]["counters"].get("timeouts"))
+           for r in ok]
+    rto = [x for x in rto if x is not None]
     worst = sorted(ok, key=lambda r: -abs(r["sim"][profile]["error"]))[:largest]
     return {
         "profile": profile,
@@ -34,6 +44,7 @@ def summarize(rows: list[dict], profile: str, largest: int = 3) -> dict:
         "median_abs_error": statistics.median(errs) if errs else None,
         "within_10pct": sum(e <= 0.10 for e in errs) / len(errs) if errs else None,
         "within_25pct": sum(e <= 0.25 for e in errs) / len(errs) if errs else None,
+        "timeouts_agree": sum(rto) / len(rto) if rto else None,
         "largest": [{"name": r["name"], "error": r["sim"][profile]["error"],
                      "emu_s": r["emu"]["median_s"], "sim_s": r["sim"][profile]["median_s"]} for r in worst],
     }
