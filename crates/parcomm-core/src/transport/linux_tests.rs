@@ -107,3 +107,13 @@ fn timestamps_clear_the_backoff_on_the_first_ack_after_a_timeout() {
     // remaining segments after 5 were retransmitted (go-back-N), so it stays backed off.
     assert!(k.tx.rto() >= 2 * ts.tx.rto(), "karn {} ts {}", k.tx.rto(), ts.tx.rto());
 }
+
+#[test]
+fn a_whole_lost_tail_is_repaired_after_the_probe_without_a_timeout() {
+    // 45 segments; the last 25 are all lost at their first transmission (a port overflowed).
+    let drops: Vec<(u64, u32)> = (20..45).map(|i| (i * MSS, 1)).collect();
+    let (linux, t) = run(&cfg(true, true), 45 * MSS, &drops);
+    assert_eq!(linux.tx.stats().tail_loss_probes, 1);
+    assert_eq!(linux.tx.stats().timeouts, 0, "finished at {t}");
+    assert!(t < 50 * MS, "{t}");
+}

@@ -62,6 +62,11 @@ impl Rack {
         }
     }
 
+    /// An RTT sample from the handshake (`tcp_update_rtt_min()` sees it too).
+    pub fn seed_min_rtt(&mut self, rtt: Time) {
+        self.min_rtt = Some(self.min_rtt.map_or(rtt, |m| m.min(rtt)));
+    }
+
     /// `tcp_rack_reo_wnd()` with no reordering ever seen.
     pub fn reo_wnd(&self, in_recovery: bool, sacked_segments: u64, srtt: Option<Time>) -> Time {
         if in_recovery || sacked_segments >= 3 {

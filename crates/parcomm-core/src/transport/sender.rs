@@ -140,6 +140,9 @@ impl Sender {
         if self.rto.srtt().is_none() {
             self.rto.on_rtt_sample(rtt);
         }
+        if let Some(r) = self.rack.as_mut() {
+            r.seed_min_rtt(rtt); // Linux's min_rtt filter starts from the SYN-ACK's sample too
+        }
     }
 
     /// The send buffer's size now (bytes of payload).
