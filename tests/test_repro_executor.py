@@ -34,6 +34,22 @@ def test_process_pool_gives_the_same_bytes(serial_rto, tmp_path):
     assert (tmp_path / "rto" / "incast.csv").read_bytes() == (serial_rto / "rto" / "incast.csv").read_bytes()
 
 
+def test_studies_side_by_side_give_the_same_bytes(serial_rto, tmp_path):
+    """Two studies on threads sharing one pool: the same tables as one study alone, in process."""
+    alone = tmp_path / "alone"
+    run_studies(["hironaka"], alone, quick=True, seed=1)
+    both = tmp_path / "both"
+    finished = []
+    with make_executor("local", 2) as pool:
+        reps = run_studies(["hironaka", "rto"], both, quick=True, seed=1, executor=pool, done=finished.append)
+    assert [r.name for r in reps] == ["hironaka", "rto"] and sorted(r.name for r in finished) == ["hironaka", "rto"]
+    assert _tables(both, "rto") == _tables(serial_rto, "rto")
+    strip = lambda rows: [{k: v for k, v in r.items() if k != "wall_s"} for r in rows]  # noqa: E731 - measured
+    for name, text in _tables(alone, "hironaka").items():
+        assert strip(json.loads(_tables(both, "hironaka")[name])) == strip(json.loads(text)), name
+    assert "href='#hironaka'" in (both / "index.html").read_text()
+
+
 def test_mpi_executor_gives_the_same_bytes(serial_rto, tmp_path):
     # A separate process: mpi4py.futures spawns its workers through MPI from the main module.
     proc = subprocess.run([sys.executable, "-m", "parcomm", "repro", "rto", "--quick", "--executor", "mpi",

@@ -119,7 +119,9 @@ def repro(studies: tuple[str, ...], quick: bool, out: Path, seed: int, workers: 
     in parallel (--workers, --executor); the numbers are the same whatever runs them.
     Progress goes to stderr, results to stdout.
     """
+    import threading
     from concurrent.futures import BrokenExecutor
+    from typing import Any
 
     from rich.console import Console
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
@@ -146,26 +148,29 @@ def repro(studies: tuple[str, ...], quick: bool, out: Path, seed: int, workers: 
     try:
         with pool, Progress(*columns, console=err, transient=not err.is_terminal) as bar:
             overall = bar.add_task("studies", total=len(names), what="")
-            current = {"name": None, "task": None}
+            tasks: dict[str, Any] = {}
+            lock = threading.Lock()
 
             def step(study: str, done: int, total: int) -> None:
-                if current["name"] != study:
-                    if current["task"] is not None:
-                        bar.remove_task(current["task"])
-                    current["name"], current["task"] = study, bar.add_task(f"  {study}", total=None, what="")
-                bar.update(current["task"], completed=done, total=total or None)
+                with lock:
+                    if study not in tasks:
+                        tasks[study] = bar.add_task(f"  {study}", total=None, what="")
+                    bar.update(tasks[study], completed=done, total=total or None)
 
             def progress(msg: str) -> None:
                 bar.update(overall, what=msg[:70])
 
-            reports = []
-            for name in names:
-                bar.update(overall, description=f"studies: {name}")
-                reports += run_studies([name], out, quick, seed, progress=progress, executor=pool, step=step)
-                bar.advance(overall)
-                a, d, n = tally([{"agrees": c.agrees} for c in reports[-1].comparisons])
-                bar.console.print(f"{name}: done in {reports[-1].wall_s:.1f} s ({a} agree, {d} differ, "
+            def finished(rep) -> None:
+                with lock:
+                    if rep.name in tasks:
+                        bar.remove_task(tasks.pop(rep.name))
+                    bar.advance(overall)
+                a, d, n = tally([{"agrees": c.agrees} for c in rep.comparisons])
+                bar.console.print(f"{rep.name}: done in {rep.wall_s:.1f} s ({a} agree, {d} differ, "
                                   f"{n} not comparable)", highlight=False, soft_wrap=True)
+
+            reports = run_studies(names, out, quick, seed, progress=progress, executor=pool, step=step,
+                                  done=finished)
     except ValueError as e:
         raise UserError(str(e)) from None
     except BrokenExecutor as e:  # a worker died (killed, out of memory): the run failed

@@ -72,6 +72,10 @@ class StudyContext:
     #: Called as ``step(done, total)`` while :meth:`map` collects results.
     step: Callable[[int, int], None] = lambda done, total: None
     captions: dict[str, str] = field(default_factory=dict)
+    #: Set by :func:`run_studies` when studies run side by side on threads: pyplot is not
+    #: thread-safe, so a study takes this lock at its first plot and keeps it until it ends.
+    plot_lock: Any = None
+    _plotting: bool = False
 
     def map(self, fn: Callable[[Any], Any], items: Iterable[Any], what: str = "") -> list[Any]:
         """``[fn(x) for x in items]``, run on the context's executor; results in the order of ``items``.
@@ -102,10 +106,12 @@ class StudyContext:
         self.out_dir.mkdir(parents=True, exist_ok=True)
         return self.out_dir / f"{name}.png"
 
-    @staticmethod
-    def pyplot():
+    def pyplot(self):
         """matplotlib.pyplot on the file-only Agg backend (no display needed), with fonts that
         also cover Japanese text (Noto Sans CJK or IPA Gothic where installed)."""
+        if self.plot_lock is not None and not self._plotting:
+            self.plot_lock.acquire()
+            self._plotting = True
         import matplotlib
 
         matplotlib.use("Agg")
@@ -160,14 +166,21 @@ def _html_section(rep: StudyReport, out_dir: Path) -> str:
 
 def run_studies(names: list[str], out: Path, quick: bool, seed: int = 1, progress: Callable[[str], None] = lambda m: None,
                 executor: Executor | None = None, step: Callable[[str, int, int], None] | None = None,
-                info: dict[str, Any] | None = None) -> list[StudyReport]:
+                info: dict[str, Any] | None = None, done: Callable[[StudyReport], None] | None = None,
+                side_by_side: bool | None = None) -> list[StudyReport]:
     """Run the studies ``names`` and write their results in ``out``; ``out/index.html`` gathers
     every study found there.
 
     Independent simulations inside a study go to ``executor`` (None: run here, one after
-    another); the numbers do not depend on it. ``progress(message)`` and
-    ``step(study, done, total)`` report progress.
+    another); the numbers do not depend on it. With a pool (``side_by_side``, the default
+    when there is an executor with several workers) the studies themselves run side by side
+    on threads of this process and share the pool, so one study's serial stretches do not
+    leave the workers idle. ``progress(message)``, ``step(study, done, total)`` and
+    ``done(report)`` report progress; the reports come back in the order of ``names``.
     """
+    import threading
+    from concurrent.futures import ThreadPoolExecutor
+
     from .executor import describe
     from .report import run_info, write_index
 
@@ -175,14 +188,25 @@ def run_studies(names: list[str], out: Path, quick: bool, seed: int = 1, progres
     if unknown:
         raise ValueError(f"unknown study {', '.join(unknown)}; known: {', '.join(sorted(STUDIES))}")
     out.mkdir(parents=True, exist_ok=True)
-    reports = []
-    for name in names:
+    if side_by_side is None:
+        side_by_side = executor is not None and (getattr(executor, "max_workers", None) or 2) > 1 and len(names) > 1
+    plot_lock = threading.RLock() if side_by_side else None
+    index_lock = threading.Lock()
+    info = info or run_info(describe(executor))
+
+    def one(name: str) -> StudyReport:
         mod = importlib.import_module(STUDIES[name])
         ctx = StudyContext(out_dir=out / name, quick=quick, seed=seed, progress=progress, executor=executor,
-                           step=(lambda d, t, _n=name: step(_n, d, t)) if step else (lambda d, t: None))
+                           step=(lambda d, t, _n=name: step(_n, d, t)) if step else (lambda d, t: None),
+                           plot_lock=plot_lock)
         ctx.out_dir.mkdir(parents=True, exist_ok=True)
         t0 = time.perf_counter()
-        rep: StudyReport = mod.run(ctx)
+        try:
+            rep: StudyReport = mod.run(ctx)
+        finally:
+            if ctx._plotting:
+                ctx._plotting = False
+                plot_lock.release()
         rep.wall_s = time.perf_counter() - t0
         rep.quick = quick
         written = {f"{stem}.png": text for stem, text in getattr(mod, "CAPTIONS", {}).items()}
@@ -191,7 +215,15 @@ def run_studies(names: list[str], out: Path, quick: bool, seed: int = 1, progres
             _write_table(ctx.out_dir / tname, rows)
         (ctx.out_dir / "report.json").write_text(strictjson.dumps(asdict(rep)))
         (ctx.out_dir / "section.html").write_text(_html_section(rep, ctx.out_dir))
-        reports.append(rep)
-    # The index gathers every study on disk, so studies run one at a time add up.
-    write_index(out, info or run_info(describe(executor)), order=list(STUDIES))
-    return reports
+        # The index gathers every study on disk, so studies run one at a time add up.
+        with index_lock:
+            write_index(out, info, order=list(STUDIES))
+        if done:
+            done(rep)
+        return rep
+
+    if not side_by_side:
+        return [one(name) for name in names]
+    with ThreadPoolExecutor(max_workers=len(names), thread_name_prefix="study") as threads:
+        futures = [threads.submit(one, name) for name in names]
+        return [f.result() for f in futures]

@@ -118,7 +118,8 @@ th{background:var(--bg)}
 td.num{text-align:right;font-variant-numeric:tabular-nums}
 .tally td.num{font-size:16px;font-weight:600}
 .ok{color:var(--ok)} .bad{color:var(--bad)} .na{color:var(--na)}
-.badge{display:inline-block;padding:1px 8px;border-radius:10px;color:#fff;font-size:12px;font-weight:600}
+.badge{display:inline-block;padding:1px 8px;border-radius:10px;color:#fff;font-size:12px;font-weight:600;
+ white-space:nowrap}
 .badge.ok{background:var(--ok);color:#fff} .badge.bad{background:var(--bad);color:#fff}
 .badge.na{background:var(--na);color:#fff}
 .bar{display:flex;height:10px;border-radius:5px;overflow:hidden;min-width:160px;background:#eee}
