@@ -76,6 +76,8 @@ class StudyContext:
     #: thread-safe, so a study takes this lock at its first plot and keeps it until it ends.
     plot_lock: Any = None
     _plotting: bool = False
+    #: Order of this study's runs on a shared pool (lower first; see :class:`_PriorityPool`).
+    priority: int = 0
 
     def map(self, fn: Callable[[Any], Any], items: Iterable[Any], what: str = "") -> list[Any]:
         """``[fn(x) for x in items]``, run on the context's executor; results in the order of ``items``.
@@ -95,7 +97,10 @@ class StudyContext:
                 out.append(fn(x))
                 self.step(i + 1, total)
             return out
-        futures = [self.executor.submit(fn, x) for x in items]
+        if isinstance(self.executor, _PriorityPool):
+            futures = [self.executor.submit_at(self.priority, fn, x) for x in items]
+        else:
+            futures = [self.executor.submit(fn, x) for x in items]
         out = []
         for i, fut in enumerate(futures):
             out.append(fut.result())
@@ -164,6 +169,74 @@ def _html_section(rep: StudyReport, out_dir: Path) -> str:
     return section_html(strictjson.strict(asdict(rep)), out_dir.parent)
 
 
+#: Studies whose runs take longest go to a shared pool first, so that the long runs do not
+#: queue behind many short ones (and the last minutes are not one long run on one worker).
+HEAVIEST_FIRST = ["oguchi", "chiba", "nomura", "hironaka", "shimokuni", "rto"]
+
+
+class _PriorityPool:
+    """Feeds a pool at most ``slots`` calls at a time, lowest priority number first (FIFO within
+    one priority), so studies running side by side share the workers in a chosen order. One
+    feeder thread submits (never a pool's own callback thread)."""
+
+    def __init__(self, executor: Executor, slots: int) -> None:
+        import itertools
+        import threading
+
+        self._ex, self._slots, self._heap, self._busy, self._closed = executor, max(1, slots), [], 0, False
+        self._seq, self._cv = itertools.count(), threading.Condition()
+        self._feeder = threading.Thread(target=self._feed, name="study-pool-feeder", daemon=True)
+        self._feeder.start()
+
+    def submit_at(self, priority: int, fn: Callable[[Any], Any], arg: Any):
+        import heapq
+        from concurrent.futures import Future
+
+        outer: Future = Future()
+        with self._cv:
+            heapq.heappush(self._heap, (priority, next(self._seq), fn, arg, outer))
+            self._cv.notify()
+        return outer
+
+    def close(self) -> None:
+        with self._cv:
+            self._closed = True
+            self._cv.notify()
+        self._feeder.join()
+
+    def _feed(self) -> None:
+        import heapq
+
+        while True:
+            with self._cv:
+                while not self._closed and (self._busy >= self._slots or not self._heap):
+                    self._cv.wait()
+                if self._closed:
+                    return
+                _, _, fn, arg, outer = heapq.heappop(self._heap)
+                self._busy += 1
+            try:
+                inner = self._ex.submit(fn, arg)
+            except BaseException as exc:  # a broken pool: this call fails, the study reports it
+                self._release()
+                outer.set_exception(exc)
+                continue
+            inner.add_done_callback(lambda f, o=outer: self._done(f, o))
+
+    def _release(self) -> None:
+        with self._cv:
+            self._busy -= 1
+            self._cv.notify()
+
+    def _done(self, inner, outer) -> None:
+        self._release()
+        exc = inner.exception()
+        if exc is not None:
+            outer.set_exception(exc)
+        else:
+            outer.set_result(inner.result())
+
+
 def run_studies(names: list[str], out: Path, quick: bool, seed: int = 1, progress: Callable[[str], None] = lambda m: None,
                 executor: Executor | None = None, step: Callable[[str, int, int], None] | None = None,
                 info: dict[str, Any] | None = None, done: Callable[[StudyReport], None] | None = None,
@@ -191,14 +264,16 @@ def run_studies(names: list[str], out: Path, quick: bool, seed: int = 1, progres
     if side_by_side is None:
         side_by_side = executor is not None and (getattr(executor, "max_workers", None) or 2) > 1 and len(names) > 1
     plot_lock = threading.RLock() if side_by_side else None
+    shared = _PriorityPool(executor, getattr(executor, "max_workers", None) or 2) if side_by_side else executor
+    rank = {n: i for i, n in enumerate(HEAVIEST_FIRST)}
     index_lock = threading.Lock()
     info = info or run_info(describe(executor))
 
     def one(name: str) -> StudyReport:
         mod = importlib.import_module(STUDIES[name])
-        ctx = StudyContext(out_dir=out / name, quick=quick, seed=seed, progress=progress, executor=executor,
+        ctx = StudyContext(out_dir=out / name, quick=quick, seed=seed, progress=progress, executor=shared,
                            step=(lambda d, t, _n=name: step(_n, d, t)) if step else (lambda d, t: None),
-                           plot_lock=plot_lock)
+                           plot_lock=plot_lock, priority=rank.get(name, len(rank)))
         ctx.out_dir.mkdir(parents=True, exist_ok=True)
         t0 = time.perf_counter()
         try:
@@ -224,6 +299,9 @@ def run_studies(names: list[str], out: Path, quick: bool, seed: int = 1, progres
 
     if not side_by_side:
         return [one(name) for name in names]
-    with ThreadPoolExecutor(max_workers=len(names), thread_name_prefix="study") as threads:
-        futures = [threads.submit(one, name) for name in names]
-        return [f.result() for f in futures]
+    try:
+        with ThreadPoolExecutor(max_workers=len(names), thread_name_prefix="study") as threads:
+            futures = [threads.submit(one, name) for name in names]
+            return [f.result() for f in futures]
+    finally:
+        shared.close()
