@@ -10,7 +10,7 @@ use super::rack::Rack;
 use super::rto::{Rfc6298Rto, RtoEstimator};
 use super::sack::Scoreboard;
 use super::tlp::Tlp;
-use super::txlog::TxLog;
+use super::txlog::{TxLog, Verdict};
 use super::{Ack, Segment, SenderStats, TcpConfig};
 use crate::time::Time;
 
@@ -299,27 +299,29 @@ impl Sender {
     /// lost retransmission may go again. Arms the reordering timer for the
     /// holes not yet due.
     fn rack_detect(&mut self, now: Time) {
-        let (Some(rack), Some(log), Some(sb)) = (self.rack.as_mut(), self.txlog.as_ref(), self.sack.as_mut()) else {
+        let (Some(rack), Some(log), Some(sb)) = (self.rack.as_mut(), self.txlog.as_mut(), self.sack.as_mut()) else {
             return;
         };
         let reo = rack.reo_wnd(self.in_recovery || self.rto_recovery, log.sacked_segments(), self.rto.srtt());
-        let mut wait: Option<Time> = None;
-        for seg in log.holes_below(self.snd_max) {
-            match rack.time_to_loss(now, seg.sent, seg.end, reo) {
-                // Fresh data goes out in sequence order: nothing above was sent earlier.
-                None if !seg.retransmitted => break,
-                None => {}
-                Some(0) => {
-                    if seg.retransmitted && seg.start < sb.high_rxt() {
-                        sb.reopen(seg.start, seg.end);
-                        rack.lost_retransmits += 1;
-                    } else {
-                        sb.mark_lost_below(seg.end);
-                    }
+        let high_rxt = sb.high_rxt();
+        let rack_ro = &*rack;
+        let mut lost_rtx = 0;
+        let wait = log.rack_walk(
+            |seg| match rack_ro.time_to_loss(now, seg.sent, seg.end, reo) {
+                None => Verdict::NotYet,
+                Some(0) => Verdict::Lost,
+                Some(t) => Verdict::Wait(t),
+            },
+            |seg| {
+                if seg.retransmitted && seg.start < high_rxt {
+                    sb.reopen(seg.start, seg.end); // a lost retransmission: it may go again
+                    lost_rtx += 1;
+                } else {
+                    sb.mark_lost_below(seg.end);
                 }
-                Some(t) => wait = Some(wait.map_or(t, |w: Time| w.max(t))),
-            }
-        }
+            },
+        );
+        rack.lost_retransmits += lost_rtx;
         match wait {
             Some(w) => rack.arm(now, w, self.rto_deadline),
             None => rack.cancel(),

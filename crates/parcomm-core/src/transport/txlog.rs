@@ -19,6 +19,18 @@ struct Sent {
     at: Time,
     retransmitted: bool,
     sacked: bool,
+    /// RACK declared this transmission lost; cleared when it is sent again.
+    lost: bool,
+}
+
+/// What RACK makes of one outstanding segment.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Verdict {
+    Lost,
+    /// Lost in this long unless delivered first.
+    Wait(Time),
+    /// Nothing sent after it was delivered yet.
+    NotYet,
 }
 
 /// An outstanding segment, as RACK sees it.
@@ -35,6 +47,12 @@ pub struct Outstanding {
 pub struct TxLog {
     /// Outstanding segments in sequence order (each ends where the next begins).
     segs: VecDeque<Sent>,
+    /// Below this sequence number every segment is SACKed or marked lost and
+    /// not yet resent: RACK's walk starts here (Linux keeps such segments off
+    /// its time-sorted list for the same reason).
+    settled: u64,
+    /// How many logged segments are SACKed (Linux's `sacked_out`), kept as they change.
+    sacked: u64,
 }
 
 impl TxLog {
@@ -45,7 +63,7 @@ impl TxLog {
     /// New data `[start, end)` left at `at`.
     pub fn on_new(&mut self, start: u64, end: u64, at: Time) {
         if self.segs.back().is_none_or(|s| s.end < end) {
-            self.segs.push_back(Sent { start, end, at, retransmitted: false, sacked: false });
+            self.segs.push_back(Sent { start, end, at, retransmitted: false, sacked: false, lost: false });
         }
     }
 
@@ -54,9 +72,11 @@ impl TxLog {
         let first = self.segs.partition_point(|s| s.end <= start);
         // Segments are contiguous: from the first ending after `start`, each
         // overlaps until (and including) the first that ends at or after `end`.
+        self.settled = self.settled.min(start);
         for s in self.segs.iter_mut().skip(first) {
             s.at = at;
             s.retransmitted = true;
+            s.lost = false;
             if s.end >= end {
                 break;
             }
@@ -83,7 +103,9 @@ impl TxLog {
             if s.end > ack {
                 break;
             }
-            if !s.sacked {
+            if s.sacked {
+                self.sacked -= 1;
+            } else {
                 delivered(Outstanding { start: s.start, end: s.end, sent: s.at, retransmitted: s.retransmitted });
             }
             if s.retransmitted {
@@ -118,23 +140,51 @@ impl TxLog {
             }
             if !s.sacked && s.start >= start && s.end <= end {
                 s.sacked = true;
+                self.sacked += 1;
+                s.lost = false;
                 delivered(Outstanding { start: s.start, end: s.end, sent: s.at, retransmitted: s.retransmitted });
             }
         }
     }
 
-    /// The segments not SACKed that start below `limit`, in sequence order.
-    pub fn holes_below(&self, limit: u64) -> impl Iterator<Item = Outstanding> + '_ {
-        self.segs
-            .iter()
-            .take_while(move |s| s.start < limit)
-            .filter(|s| !s.sacked)
-            .map(|s| Outstanding { start: s.start, end: s.end, sent: s.at, retransmitted: s.retransmitted })
+    /// RACK's walk (`tcp_rack_detect_loss()`): `judge` sees each segment not
+    /// SACKed and not already lost, in sequence order, from the settled
+    /// prefix up; `Lost` marks it, and the walk stops at the first fresh
+    /// segment judged `NotYet` (fresh data leaves in sequence order, so
+    /// nothing above it was sent earlier). `on_lost` hears of each newly lost one.
+    pub fn rack_walk(
+        &mut self,
+        mut judge: impl FnMut(Outstanding) -> Verdict,
+        mut on_lost: impl FnMut(Outstanding),
+    ) -> Option<Time> {
+        let first = self.segs.partition_point(|s| s.end <= self.settled);
+        let mut prefix = true;
+        let mut wait: Option<Time> = None;
+        for s in self.segs.iter_mut().skip(first) {
+            let o = Outstanding { start: s.start, end: s.end, sent: s.at, retransmitted: s.retransmitted };
+            if !(s.sacked || s.lost) {
+                match judge(o) {
+                    Verdict::Lost => {
+                        s.lost = true;
+                        on_lost(o);
+                    }
+                    Verdict::Wait(t) => wait = Some(wait.map_or(t, |w: Time| w.max(t))),
+                    Verdict::NotYet if !s.retransmitted => break,
+                    Verdict::NotYet => {}
+                }
+            }
+            if prefix && (s.sacked || s.lost) {
+                self.settled = s.end;
+            } else {
+                prefix = false;
+            }
+        }
+        wait
     }
 
     /// SACKed segments still above the cumulative ACK (Linux's `sacked_out`).
     pub fn sacked_segments(&self) -> u64 {
-        self.segs.iter().filter(|s| s.sacked).count() as u64
+        self.sacked
     }
 
     pub fn len(&self) -> usize {
@@ -173,6 +223,21 @@ mod tests {
         l2.on_retransmit(0, 1000, 500);
         assert_eq!(l.on_ack(2000, 600, false), None); // Karn
         assert_eq!(l2.on_ack(2000, 600, true), Some(100)); // the echo of the retransmission
+    }
+
+    #[test]
+    fn the_sacked_count_follows_sacks_and_cumulative_acks() {
+        let mut l = TxLog::new();
+        for i in 0..5 {
+            l.on_new(i * 1000, (i + 1) * 1000, i);
+        }
+        l.on_sacked(2000, 4000, |_| {});
+        l.on_sacked(2000, 4000, |_| {}); // the same block again counts once
+        assert_eq!(l.sacked_segments(), 2);
+        l.on_ack(3000, 10, true);
+        assert_eq!(l.sacked_segments(), 1);
+        l.on_ack(5000, 10, true);
+        assert_eq!(l.sacked_segments(), 0);
     }
 
     #[test]
