@@ -142,13 +142,67 @@ def emu() -> None:
     Examples:
       parcomm emu run incast --platform star:9,rate=100M,buffer=16KiB --size 64KiB --rto-min 5ms --repeat 3
       parcomm emu run alltoall --platform star:8,rate=100M,buffer=32KiB --algo A --size 256KiB
+      parcomm emu run examples/user_program/user_program.py:main -n 4 --kwargs '{"n": 1000}'
       parcomm emu cleanup
     """
 
 
-@emu.group(name="run")
+class _RunGroup(click.Group):
+    """``emu run`` takes a workload's name, or a user's PROGRAM (MODULE:FUNCTION, FILE.py:FUNCTION)."""
+
+    def resolve_command(self, ctx, args):
+        if args and args[0] not in self.commands and ":" in args[0]:
+            return "program", self.commands["program"], args
+        return super().resolve_command(ctx, args)
+
+
+@emu.group(name="run", cls=_RunGroup)
 def run_group() -> None:
-    """Run one workload on a freshly built emulated cluster (torn down afterwards)."""
+    """Run one workload on a freshly built emulated cluster (torn down afterwards).
+
+    \b
+    WORKLOAD is incast, alltoall or bcast, or your own rank program:
+      parcomm emu run mymodule:main --platform star:4,rate=100M,buffer=32KiB --kwargs '{"n": 1000}'
+      parcomm emu run examples/user_program/user_program.py:main -n 4
+    """
+
+
+@run_group.command(name="program")
+@click.argument("program")
+@click.option("-n", "--procs", type=int, default=None, help="ranks, one per host from h0 [default: every host]")
+@click.option("--kwargs", "kwargs_json", default=None, help="the program's keyword arguments as a JSON object")
+@_options
+def program_cmd(program, procs, kwargs_json, platform_spec, rto_min, rto_max, rto_scheme, seed, repeat, timeout,
+                as_json) -> None:
+    """Your own rank program (an async def taking the communicator) over SocketComm, one rank per host."""
+    import os
+
+    from ..comm.aio import ProgramError, parse_kwargs, resolve_program
+
+    try:
+        resolve_program(program)  # a missing module or function is a one-line error here, not in every rank
+        kwargs = parse_kwargs(kwargs_json)
+    except ProgramError as e:
+        raise UserError(str(e)) from None
+    path, sep, func = program.rpartition(":")
+    if sep and path.endswith(".py"):
+        program = f"{os.path.abspath(path)}:{func}"  # ranks start in their own namespaces; name the file fully
+    plat = load_platform(platform_spec, rto_min, rto_max, rto_scheme, seed)
+    check_emulable(plat)
+    n = len(plat["hosts"])
+    size = n if procs is None else procs
+    if not 1 <= size <= n:
+        raise UserError(f"-n/--procs must be in 1..{n} for {n} hosts, got {procs}")
+    limit = _seconds(timeout, "--timeout")
+    results, info = run_on_cluster(plat, repeat, lambda cl: cl.run(program, size, kwargs=kwargs, timeout_s=limit),
+                                   "program")
+    info["platform"] = platform_spec
+    if repeat == 1:  # the table `sim run` and `run local|mpi|socket` print, and their --json document
+        from .run import report_result
+
+        report_result(results[0], "emu", platform_spec, as_json, extra={"port_drops": results[0].port_drops()})
+        return
+    report(results, info, {"workload": program.rsplit("/", 1)[-1], "procs": size}, as_json)
 
 
 @run_group.command()
