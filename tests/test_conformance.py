@@ -23,20 +23,7 @@ from parcomm.conformance.workloads import sim_incast
 from parcomm.emu.ktrace import available as trace_unavailable
 from parcomm.emu.ktrace import parse_trace
 from parcomm.emu.sockdiag import _dump, parse_dump
-
-
-def _netns_works() -> str | None:
-    if os.geteuid() != 0:
-        return "needs root (CAP_NET_ADMIN) to create network namespaces"
-    try:
-        proc = subprocess.run(["ip", "netns", "list"], capture_output=True, text=True, timeout=10)
-    except (OSError, subprocess.TimeoutExpired) as e:
-        return f"`ip netns` unavailable: {e}"
-    return None if proc.returncode == 0 else f"`ip netns list` failed: {proc.stderr.strip()}"
-
-
-_WHY_NOT = _netns_works()
-needs_netns = pytest.mark.skipif(_WHY_NOT is not None, reason=f"emulation: {_WHY_NOT}")
+from netns import needs_netns  # noqa: E402
 
 
 def _cli(*args: str, timeout: float = 600) -> subprocess.CompletedProcess:
@@ -266,4 +253,4 @@ def test_trace_shows_both_sides_flows(tmp_path):
     assert 1 <= len(data["emu"]["flows"]) <= 8  # sampled senders (a flow done between two samples can be missed)
     assert sum(len(f["retransmits"]) for f in data["emu"]["flows"]) > 0
     assert fig.stat().st_size > 10_000
-    assert not [d for d in os.listdir("/sys/kernel/tracing/instances") if d.startswith(f"parcomm-")]
+    assert not [d for d in os.listdir("/sys/kernel/tracing/instances") if d.startswith("parcomm-")]

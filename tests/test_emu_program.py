@@ -6,9 +6,8 @@ import json
 import subprocess
 import sys
 
-import pytest
 
-from test_conformance import needs_netns
+from netns import needs_netns
 
 PROGRAM = "examples/user_program/user_program.py:main"
 
