@@ -21,7 +21,26 @@ import pytest
 from parcomm.platform import apply_rto, as_platform
 
 # --------------------------------------------------------------------------- helpers
-from netns import needs_netns  # noqa: E402
+
+
+def _netns_works() -> str | None:
+    """None if we can create namespaces here, else why not.
+
+    (tests/netns.py has the same check; this file keeps its own because the
+    emulated ranks import it by path, without tests/ on their sys.path.)"""
+    if os.geteuid() != 0:
+        return "needs root (CAP_NET_ADMIN) to create network namespaces"
+    try:
+        proc = subprocess.run(["ip", "netns", "list"], capture_output=True, text=True, timeout=10)
+    except (OSError, subprocess.TimeoutExpired) as e:
+        return f"`ip netns` unavailable: {e}"
+    if proc.returncode != 0:
+        return f"`ip netns list` failed: {proc.stderr.strip()}"
+    return None
+
+
+_WHY_NOT = _netns_works()
+needs_netns = pytest.mark.skipif(_WHY_NOT is not None, reason=f"emulation: {_WHY_NOT}")
 
 
 def _namespaces() -> set[str]:
