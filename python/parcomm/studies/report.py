@@ -34,8 +34,8 @@ PAPERS = {
             "data broadcast on clouds"),
 }
 
-_SEED_PAREN = re.compile(r"\bseed (\d{3}) \(([^()]*)\)")
-_SEEDS = re.compile(r"\bseeds? (\d{3})((?:\s*(?:,|/|and|&)\s*\d{3})*)")
+_SEED_PAREN = re.compile(r"\bseed[ -](\d{3}) \(([^()]*)\)")
+_SEEDS = re.compile(r"\bseeds?[ -](\d{3})((?:\s*(?:,|/|and|&)\s*\d{3})*)")
 _ISSUE = re.compile(r"\bissues? \d+(?:,? item \d+)?(?:'s)?:?", re.IGNORECASE)
 
 
