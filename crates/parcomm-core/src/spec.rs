@@ -123,6 +123,10 @@ pub struct TcpSpec {
     /// Linux's tcp_cwnd_reduction()): sending follows what ACKs deliver.
     #[serde(default)]
     pub prr: bool,
+    /// CUBIC congestion control (RFC 9438, Linux's tcp_cubic.c without
+    /// HyStart) instead of NewReno's window growth and halving.
+    #[serde(default)]
+    pub cubic: bool,
 }
 
 impl Default for TcpSpec {
@@ -149,6 +153,7 @@ impl Default for TcpSpec {
             timestamps: false,
             rack: false,
             prr: false,
+            cubic: false,
         }
     }
 }

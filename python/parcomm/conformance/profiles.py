@@ -27,7 +27,8 @@ __all__ = ["PROFILES", "profile_overrides", "LINUX_MECHANISMS"]
 
 #: What profile ``linux`` takes from the ``linux`` stack (platform/stacks/linux.toml): the
 #: kernel's mechanisms and timer granularity. The rest (RTO bounds, delayed ACKs, initial
-#: window, buffers) is the scenario's, given to kernel and simulator alike.
+#: window, buffers) is the scenario's, given to kernel and simulator alike. Not ``cubic``: the
+#: emulated kernel runs Reno (``emu/tcpknobs.py``), so the simulator does too.
 LINUX_MECHANISMS = ("sack", "tail_loss_probe", "linux_rto", "timestamps", "rack", "prr", "rto_initial_s",
                     "clock_granularity_s", "timer_tick_s")
 

@@ -106,6 +106,8 @@ LINUX_TCP: dict[str, Any] = {
     "rack": False,
     # Proportional rate reduction in SACK fast recovery (RFC 6937, Linux tcp_cwnd_reduction()).
     "prr": False,
+    # CUBIC congestion control (RFC 9438, Linux tcp_cubic.c without HyStart) instead of NewReno.
+    "cubic": False,
 }
 
 #: Field names of ``TcpSpec``, in declaration order.
@@ -113,7 +115,7 @@ TCP_FIELDS = tuple(LINUX_TCP)
 
 #: ``TcpSpec`` fields with ``#[serde(default)]`` (false or 0, i.e. off): a ``tcp`` table may omit them.
 TCP_OPTIONAL = ("sack", "tail_loss_probe", "sndbuf_initial_bytes", "cwnd_restart_after_idle",
-                "timer_tick_s", "linux_rto", "timestamps", "rack", "prr")
+                "timer_tick_s", "linux_rto", "timestamps", "rack", "prr", "cubic")
 
 #: Keyword options of ``host`` other than the name (what builders pass through).
 HOST_OPTIONS = ("mtu", "nic_queue_packets", "send_overhead", "recv_overhead", "tcp")
@@ -173,6 +175,7 @@ _TCP_KIND = {
     "timestamps": "bool",
     "rack": "bool",
     "prr": "bool",
+    "cubic": "bool",
 }
 
 

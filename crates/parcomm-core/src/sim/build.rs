@@ -36,6 +36,7 @@ fn tcp_config(h: &crate::spec::HostSpec) -> TcpConfig {
         timestamps: t.timestamps,
         rack: t.rack,
         prr: t.prr,
+        cubic: t.cubic,
     }
 }
 

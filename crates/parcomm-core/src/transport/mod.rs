@@ -13,6 +13,7 @@
 //!   `poll_timeout()` after every call, as deadlines move. A spurious
 //!   `on_timeout` (early or disarmed) is a no-op.
 
+pub mod cubic;
 pub mod linux_rto;
 #[cfg(test)]
 mod linux_tests;
@@ -82,6 +83,8 @@ pub struct TcpConfig {
     /// Proportional rate reduction (RFC 6937, Linux's tcp_cwnd_reduction())
     /// in SACK fast recovery, instead of RFC 6675's cwnd - pipe.
     pub prr: bool,
+    /// CUBIC (RFC 9438, Linux's default) instead of NewReno's window growth.
+    pub cubic: bool,
 }
 
 impl Default for TcpConfig {
@@ -108,6 +111,7 @@ impl Default for TcpConfig {
             timestamps: false,
             rack: false,
             prr: false,
+            cubic: false,
         }
     }
 }

@@ -4,6 +4,7 @@
 //! partial/full ACK, timeout) and does the retransmitting; a
 //! [`CongestionControl`] only decides what that does to the window.
 
+use crate::time::Time;
 use std::fmt::Debug;
 
 /// Strategy interface for congestion control. All amounts are in bytes.
@@ -12,6 +13,11 @@ pub trait CongestionControl: Debug + Send + Sync {
     fn ssthresh(&self) -> u64;
     /// An ACK of `acked` new bytes outside fast recovery.
     fn on_ack(&mut self, acked: u64);
+    /// The same, told the time and the smoothed RTT (for window growth that
+    /// depends on time, as CUBIC's); the default ignores both.
+    fn on_ack_at(&mut self, acked: u64, _now: Time, _srtt: Option<Time>) {
+        self.on_ack(acked);
+    }
     /// Fast retransmit: entering fast recovery with `flight` bytes outstanding.
     fn on_enter_recovery(&mut self, flight: u64);
     /// Entering SACK loss recovery (RFC 6675) with `flight` bytes

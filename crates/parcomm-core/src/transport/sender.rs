@@ -3,6 +3,7 @@
 //! SACK-based recovery (RFC 6675, scoreboard in `sack.rs`) and tail loss
 //! probes (RFC 8985 §7, timer in `tlp.rs`).
 
+use super::cubic::Cubic;
 use super::linux_rto::LinuxRto;
 use super::newreno::{CongestionControl, NewReno};
 use super::prr::Prr;
@@ -74,13 +75,17 @@ pub struct Sender {
 
 impl Sender {
     pub fn new(cfg: &TcpConfig) -> Sender {
-        let cc = NewReno::new(cfg.mss, cfg.initial_cwnd_segments);
+        let cc: Box<dyn CongestionControl> = if cfg.cubic {
+            Box::new(Cubic::new(cfg.mss, cfg.initial_cwnd_segments))
+        } else {
+            Box::new(NewReno::new(cfg.mss, cfg.initial_cwnd_segments))
+        };
         let rto: Box<dyn RtoEstimator> = if cfg.linux_rto {
             Box::new(LinuxRto::new(cfg.rto_min, cfg.rto_max, cfg.rto_initial, cfg.clock_granularity))
         } else {
             Box::new(Rfc6298Rto::new(cfg.rto_min, cfg.rto_max, cfg.rto_initial, cfg.clock_granularity))
         };
-        Sender::with_strategies(cfg, Box::new(cc), rto)
+        Sender::with_strategies(cfg, cc, rto)
     }
 
     /// A sender with another congestion control or RTO estimator.
@@ -252,7 +257,7 @@ impl Sender {
             // With SACK, a partial ACK changes nothing: pipe and the
             // scoreboard decide what goes next (RFC 6675 step B).
         } else {
-            self.cc.on_ack(acked);
+            self.cc.on_ack_at(acked, now, self.rto.srtt());
         }
         if self.rto_recovery && self.recover.is_none_or(|r| self.snd_una >= r) {
             self.rto_recovery = false;
@@ -1100,6 +1105,7 @@ mod tests {
                 timestamps: round % 4 == 1,
                 rack: round % 5 < 3,
                 prr: round % 3 == 0,
+                cubic: round % 4 == 2,
                 ..Default::default()
             };
             let mut s = Sender::new(&c);
