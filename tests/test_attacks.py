@@ -157,7 +157,7 @@ def test_socketcomm_rce_over_the_network_fails(tmp_path):
             procs.append(subprocess.Popen(
                 [sys.executable, "-m", "parcomm", "run", "socket", "--rank", str(r), "--addresses", str(addrs),
                  "--program", f"{ME}:ring", "--kwargs", '{"hold_s": 0.3}', "--out", str(tmp_path / f"r{r}.json"),
-                 "--timeout", "30"], env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True))
+                 "--timeout", "30s"], env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True))
             time.sleep(0.7)
         try:
             errs = [p.communicate(timeout=90)[1] for p in procs]

@@ -323,7 +323,7 @@ def test_cli_socket_rank_out_of_range(capsys, tmp_path):
 
 def test_cli_run_local_collective_by_name_json(capsys):
     rc, out, err = _run(capsys, ["run", "local", "--procs", "4", "--program", "alltoall_b",
-                                 "--kwargs", '{"nbytes": 200000}', "--json", "--timeout", "60"])
+                                 "--kwargs", '{"nbytes": 200000}', "--json", "--timeout", "60s"])
     assert rc == 0, err
     doc = json.loads(out)
     assert doc["summary"]["procs"] == 4 and doc["summary"]["backend"] == "socket"
@@ -332,7 +332,7 @@ def test_cli_run_local_collective_by_name_json(capsys):
 
 
 def test_cli_run_local_failure_exits_1(capsys):
-    rc, out, err = _run(capsys, ["run", "local", "--procs", "4", "--program", f"{ME}:crash", "--timeout", "30"])
+    rc, out, err = _run(capsys, ["run", "local", "--procs", "4", "--program", f"{ME}:crash", "--timeout", "30s"])
     _assert_error(rc, out, err, 1, "rank 2 raised ZeroDivisionError")
 
 
@@ -359,7 +359,7 @@ def test_cli_socket_entry_point_one_process_per_rank(tmp_path):
     for r in reversed(range(n)):  # start order does not matter: connects are retried
         cmd = [sys.executable, "-m", "parcomm", "run", "socket", "--rank", str(r), "--addresses", str(addrs),
                "--program", f"{ME}:plain", "--kwargs", '{"n": 100000}', "--out", str(tmp_path / f"r{r}.json"),
-               "--nodelay", "--sndbuf", "262144", "--rcvbuf", "256KiB", "--timeout", "30"]
+               "--nodelay", "--sndbuf", "262144", "--rcvbuf", "256KiB", "--timeout", "30s"]
         procs.append(subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True))
     try:
         for p in procs:
@@ -386,7 +386,7 @@ def test_cli_socket_entry_point_reports_a_failure(tmp_path):
     env.pop("PARCOMM_JOB_KEY", None)
     procs = [
         subprocess.Popen([sys.executable, "-m", "parcomm", "run", "socket", "--rank", str(r), "--addresses", str(addrs),
-                          "--program", f"{ME}:deadlock", "--out", str(tmp_path / f"r{r}.json"), "--timeout", "1",
+                          "--program", f"{ME}:deadlock", "--out", str(tmp_path / f"r{r}.json"), "--timeout", "1s",
                           "--key-file", str(key_file)],
                          env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
         for r in range(2)

@@ -14,7 +14,7 @@ from typing import Any
 import click
 
 from ..platform.units import parse_duration, parse_size
-from .common import UserError, emit_json, load_platform
+from .common import UserError, emit_json, load_platform, parse_with
 from .emu import EMU_PLATFORM_HELP, SCHEMES, check_emulable, make_progress
 
 BACKENDS = ("sim", "emu")
@@ -140,7 +140,7 @@ def alltoall(platform_spec, algo, size, rto_min, backends, rto_max, rto_scheme, 
         raise UserError(f"alltoall A/B need a power-of-two number of hosts, the platform has {n}")
     if repeat < 1:
         raise UserError(f"--repeat must be at least 1, got {repeat}")
-    limit = parse_duration(timeout, "--timeout")
+    limit = parse_with(lambda v: parse_duration(v, "--timeout", require_unit=True), timeout, "--timeout")
     if "emu" in bks:
         check_emulable(plat)
     points = [(a, m) for a in algos for m in sizes]
@@ -191,7 +191,7 @@ def incast(platform_spec, senders, size, rto_min, backends, rto_max, rto_scheme,
     bks = _backends(backends)
     if repeat < 1:
         raise UserError(f"--repeat must be at least 1, got {repeat}")
-    limit = parse_duration(timeout, "--timeout")
+    limit = parse_with(lambda v: parse_duration(v, "--timeout", require_unit=True), timeout, "--timeout")
     plats = {r: load_platform(platform_spec, r, rto_max, rto_scheme, seed) for r in rtos}
     n = len(next(iter(plats.values()))["hosts"])
     bad = [k for k in counts if not 1 <= k <= n - 1]

@@ -130,7 +130,7 @@ def report(results: list[Any], info: dict, what: dict, as_json: bool) -> None:
 
 
 def _seconds(text: str, option: str) -> float:
-    return parse_with(lambda v: parse_duration(v, option), text, option)
+    return parse_with(lambda v: parse_duration(v, option, require_unit=True), text, option)
 
 
 @click.group()
@@ -253,9 +253,10 @@ def alltoall(algo, size, platform_spec, rto_min, rto_max, rto_scheme, seed, repe
 
 
 @run_group.command()
-@click.option("--algo", type=click.Choice(["binomial", "scatter_allgather"]), default="binomial", show_default=True)
+@click.option("--algo", type=click.Choice(["binomial", "scatter_allgather"]), default="binomial", show_default=True,
+              help="binomial tree, or scatter + ring allgather (van de Geijn; for large messages)")
 @click.option("--size", default="1MiB", show_default=True, help="bytes broadcast from the root")
-@click.option("--root", type=int, default=0, show_default=True)
+@click.option("--root", type=int, default=0, show_default=True, help="rank that holds the data")
 @_options
 def bcast(algo, size, root, platform_spec, rto_min, rto_max, rto_scheme, seed, repeat, timeout, as_json) -> None:
     """Broadcast by binomial tree or scatter + allgather over SocketComm."""
@@ -274,7 +275,7 @@ def bcast(algo, size, root, platform_spec, rto_min, rto_max, rto_scheme, seed, r
 
 @emu.command()
 @click.option("--all", "all_runs", is_flag=True, help="also remove runs whose owner is still alive")
-@click.option("--json", "as_json", is_flag=True)
+@click.option("--json", "as_json", is_flag=True, help="print the result as JSON")
 def cleanup(all_runs, as_json) -> None:
     """Remove namespaces and work directories left by emulated runs whose process has died."""
     from ..emu import EmuError, require_root
@@ -294,7 +295,7 @@ def cleanup(all_runs, as_json) -> None:
 
 
 @emu.command(name="list")
-@click.option("--json", "as_json", is_flag=True)
+@click.option("--json", "as_json", is_flag=True, help="print the result as JSON")
 def list_cmd(as_json) -> None:
     """List emulated runs on this machine (live or stale)."""
     from ..emu import EmuError, list_runs, owner_alive, require_root

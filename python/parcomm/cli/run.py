@@ -60,7 +60,7 @@ def _seconds(text: str | None, option: str) -> float | None:
     if text is None or str(text).lower() in ("none", "inf", "0"):
         return None
     try:
-        value = parse_duration(text, option)
+        value = parse_duration(text, option, require_unit=True)
     except ValueError as e:
         raise UserError(str(e)) from None
     return value if value > 0 and math.isfinite(value) else None

@@ -46,7 +46,7 @@ def _run(program, kwargs: dict, platform_spec, procs, rto_min, rto_max, rto_sche
 
     plat = load_platform(platform_spec, rto_min, rto_max, rto_scheme)
     eager = parse_with(lambda v: parse_size(v, "--eager-limit"), eager_limit, "--eager-limit")
-    limit = parse_with(lambda v: parse_duration(v, "--time-limit"), time_limit, "--time-limit")
+    limit = parse_with(lambda v: parse_duration(v, "--time-limit", require_unit=True), time_limit, "--time-limit")
     try:
         res = run_sim(program, plat, procs, seed=seed, kwargs=kwargs, eager_limit=eager, time_limit=limit)
     except (CommError, ValueError) as e:
@@ -127,9 +127,10 @@ def alltoall(algo, size, **kw) -> None:
 
 
 @sim.command()
-@click.option("--algo", type=click.Choice(["binomial", "scatter_allgather"]), default="binomial", show_default=True)
+@click.option("--algo", type=click.Choice(["binomial", "scatter_allgather"]), default="binomial", show_default=True,
+              help="binomial tree, or scatter + ring allgather (van de Geijn; for large messages)")
 @click.option("--size", default="1MiB", show_default=True, help="bytes broadcast from the root")
-@click.option("--root", type=int, default=0, show_default=True)
+@click.option("--root", type=int, default=0, show_default=True, help="rank that holds the data")
 @_common
 def bcast(algo, size, root, **kw) -> None:
     """Broadcast by binomial tree or scatter + allgather (van de Geijn)."""
@@ -181,7 +182,7 @@ def run_program(program_arg, program, kwargs_json, rendezvous, trace_file, platf
         raise UserError(str(e)) from None
     plat = load_platform(platform_spec, rto_min, rto_max, rto_scheme)
     eager = parse_with(lambda v: parse_size(v, "--eager-limit"), eager_limit, "--eager-limit")
-    limit = parse_with(lambda v: parse_duration(v, "--time-limit"), time_limit, "--time-limit")
+    limit = parse_with(lambda v: parse_duration(v, "--time-limit", require_unit=True), time_limit, "--time-limit")
     try:
         res = run_sim(prog, plat, procs, seed=seed, kwargs=kwargs, eager_limit=eager, time_limit=limit,
                       rendezvous=rendezvous, trace=trace_file is not None)

@@ -401,7 +401,7 @@ def run_mpi(program: str | Callable[..., Awaitable[Any]], size: int, *, args: Se
         cmd = [exe, *mpiexec_args, "-n", str(size), sys.executable, "-m", "parcomm", "run", "mpi",
                "--program", ref, "--call-pickle", str(call), "--pickle-out", str(pout),
                "--spin", str(spin_s)]
-        cmd += ["--timeout", str(timeout) if timeout is not None else "none"]
+        cmd += ["--timeout", f"{timeout:g}s" if timeout is not None else "none"]
         if out is not None:
             cmd += ["--out", str(Path(out).resolve())]
         if trace:
