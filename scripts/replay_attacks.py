@@ -188,7 +188,7 @@ def bcast_spoof(tree: Path, work: Path) -> dict:
         t0 = time.monotonic()
         procs = [subprocess.Popen([sys.executable, "-m", "parcomm", "bcast", url, "--out", str(work / f"out.{r}"),
                                    "--rendezvous-dir", str(meet), "--rank", str(r), "--nodes", "4",
-                                   "--timeout", "60", "--json"], env=env, cwd=work,
+                                   "--timeout", "60s", "--json"], env=env, cwd=work,
                                   stdout=subprocess.PIPE, stderr=subprocess.PIPE) for r in range(4)]
         hit: set[int] = set()
         end = time.monotonic() + 20

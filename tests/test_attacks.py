@@ -335,7 +335,7 @@ def test_spoofed_and_forged_bcast_peers_change_nothing(versitygw, s3_object, tmp
             procs = [subprocess.Popen(
                 [sys.executable, "-m", "parcomm", "bcast", url, "--out", str(tmp_path / f"out.{r}"),
                  "--rendezvous-dir", str(meet), "--rank", str(r), "--nodes", "4", "--algo", "steal",
-                 "--work-pieces", "3", "--timeout", "120", "--json"],
+                 "--work-pieces", "3", "--timeout", "120s", "--json"],
                 env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE) for r in range(4)]
             try:
                 outs = [p.communicate(timeout=150) for p in procs]

@@ -132,7 +132,7 @@ def test_killed_node_does_not_stop_the_others(versitygw, s3, tmp_path):
         procs = [subprocess.Popen(
             [sys.executable, "-m", "parcomm", "bcast", url, "--out", str(tmp_path / f"out.{r}"),
              "--rendezvous-dir", str(meet), "--rank", str(r), "--nodes", "4", "--algo", "steal",
-             "--work-pieces", str(WORK), "--timeout", "120", "--json"],
+             "--work-pieces", str(WORK), "--timeout", "120s", "--json"],
             env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE) for r in range(4)]
         try:
             # Kill rank 3 once it has met the others and started writing its output.

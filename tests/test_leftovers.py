@@ -240,7 +240,7 @@ def bcast_object(versitygw, s3_bucket):
 def _bcast_node(url: str, out: Path, meet: Path, prelude: str = "") -> list[str]:
     """argv of one hand-started node (`--nodes 1`), optionally after some Python run first."""
     args = ["bcast", url, "--out", str(out), "--rendezvous-dir", str(meet), "--rank", "0", "--nodes", "1",
-            "--timeout", "120"]
+            "--timeout", "120s"]
     if not prelude:
         return [sys.executable, "-m", "parcomm", *args]
     return [sys.executable, "-c", prelude + "\nimport sys\nfrom parcomm.cli import main\nsys.exit(main(sys.argv[1:]))", *args]

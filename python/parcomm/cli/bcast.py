@@ -15,7 +15,7 @@ from pathlib import Path
 import click
 
 from ..platform.units import parse_size
-from .common import RunFailed, UserError, emit_json, parse_with
+from .common import Duration, RunFailed, UserError, emit_json, parse_with
 
 ALGOS = ("flat", "nonsteal", "steal")
 
@@ -121,7 +121,8 @@ def _check_out(out: str, ranks: range) -> None:
 @click.option("--bind", default="127.0.0.1", show_default=True, help="address the peer listener binds")
 @click.option("--advertise", default=None, help="address other nodes use to reach this one (default: --bind)")
 @_protocol_options
-@click.option("--timeout", type=float, default=3600.0, show_default=True, help="give up after this many seconds")
+@click.option("--timeout", type=Duration(), default="1h", show_default=True,
+              help="give up after this long, with a unit (e.g. 600s, 1h)")
 @_s3_options
 @click.option("--key-file", type=click.Path(dir_okay=False), default=None,
               help="the job's shared key with --rendezvous/--rendezvous-dir (mode 600; `parcomm keygen FILE`); "

@@ -274,7 +274,7 @@ def parse_duration(value: Any, what: str | None = None, *, require_unit: bool = 
     if unit not in _DURATION_UNITS:
         raise ValueError(
             f"{_ctx(what)}duration {shown(value)} has unknown unit {shown(unit)}"
-            " (expected ns, us, ms, s, min or h; a bare number is seconds)"
+            " (expected ns, us, ms, s, min or h" + (")" if require_unit else "; a bare number is seconds)")
         )
     if number < 0:
         raise ValueError(f"{_ctx(what)}duration {shown(value)} must not be negative")

@@ -516,7 +516,7 @@ class EmuBcast:
                     "--bind", self.node_addr[rank], "--endpoint-url", self.ready["endpoint"],
                     "--algo", algo, "--connections", str(connections), "--work-pieces", str(work_pieces),
                     "--peers", str(peers), "--seed", str(seed), "--overlap" if overlap else "--no-overlap",
-                    "--timeout", str(timeout), "--json"]
+                    "--timeout", f"{timeout:g}s", "--json"]
 
         def parse(log: str) -> dict | None:
             doc = _last_json(log)
