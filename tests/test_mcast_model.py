@@ -484,19 +484,7 @@ def test_cli_user_errors_exit_2(capsys, tree_file, tmp_path, argv, needle):
     _user_error(*_run(capsys, argv), needle)
 
 
-def test_cli_sim_without_the_simulator(capsys, tree_file, monkeypatch):
-    import importlib
-
-    cm = importlib.import_module("parcomm.cli.mcast")  # the module, not the click group of that name
-    monkeypatch.setattr(cm, "load_simulator", lambda: None)
-    _user_error(*_run(capsys, ["mcast", "sim", str(tree_file)]), "the multicast simulator is not built yet")
-
-
 def test_cli_sim_with_the_simulator(capsys, tmp_path):
-    from parcomm.cli.mcast import load_simulator
-
-    if load_simulator() is None:
-        pytest.skip("the multicast simulator is not built")
     f = tmp_path / "p.json"
     f.write_text(json.dumps(T.to_dict(T.path_tree(T.STUDY4_SEGMENTS))))
     rc, out, err = _run(capsys, ["mcast", "sim", str(f), "--set", "packets=50", "--set", "rate_pps=500", "--json"])

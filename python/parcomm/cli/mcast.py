@@ -196,9 +196,8 @@ def _plot(path: str, name: str, curve, best, none, everywhere) -> None:
 @click.option("--json", "as_json", is_flag=True, help="print the full result as JSON")
 def sim(tree_file: str, seed: int, repair: str | None, settings: tuple[str, ...], as_json: bool) -> None:
     """Simulate TREE_FILE packet by packet (parcomm.apps.mcast.sim.simulate)."""
-    simulate = load_simulator()
-    if simulate is None:
-        raise UserError("the multicast simulator is not built yet")
+    from ..apps.mcast.sim import simulate
+
     t = _tree(tree_file, repair)
     kwargs: dict[str, Any] = {"seed": seed}
     for s in settings:
@@ -250,19 +249,6 @@ def _check_setting(key: str, value: Any) -> None:
         raise UserError(f"--set packets={value}: at most {MAX_SIM_PACKETS} packets per run")
 
 
-def load_simulator():
-    """``parcomm.apps.mcast.sim.simulate`` if that module is built, else None."""
-    import importlib
-
-    try:
-        mod = importlib.import_module("parcomm.apps.mcast.sim")
-    except ModuleNotFoundError as e:
-        if e.name in ("parcomm.apps.mcast.sim",):
-            return None
-        raise
-    return getattr(mod, "simulate", None)
-
-
 def as_plain(res: Any, full: bool = False) -> Any:
     """A simulator result as plain data: its summary() (or to_dict() when
     ``full``), its dataclass fields, or itself."""
@@ -275,4 +261,4 @@ def as_plain(res: Any, full: bool = False) -> Any:
     return res
 
 
-__all__ = ["mcast", "load_simulator", "as_plain"]
+__all__ = ["mcast", "as_plain"]
