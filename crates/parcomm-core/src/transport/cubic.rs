@@ -8,7 +8,7 @@
 //! CUBIC's reduction (ssthresh = beta * cwnd, `bictcp_recalc_ssthresh()`).
 //! HyStart (leaving slow start early on delay increase) is not modelled.
 
-use super::newreno::CongestionControl;
+use super::newreno::{deflate_on_partial_ack, restart_after_idle, CongestionControl};
 use crate::time::Time;
 
 /// C of RFC 9438 §4.2 (tcp_cubic.c: bic_scale 41 / 1024 * 10 = 0.4).
@@ -142,11 +142,7 @@ impl CongestionControl for Cubic {
     }
 
     fn on_partial_ack(&mut self, acked: u64) {
-        self.cwnd = self.cwnd.saturating_sub(acked);
-        if acked >= self.mss {
-            self.cwnd += self.mss;
-        }
-        self.cwnd = self.cwnd.max(self.mss);
+        self.cwnd = deflate_on_partial_ack(self.cwnd, acked, self.mss);
     }
 
     fn on_exit_recovery(&mut self) {
@@ -162,16 +158,7 @@ impl CongestionControl for Cubic {
     }
 
     fn on_idle_restart(&mut self, idle_rtos: u64, restart_window: u64) {
-        self.ssthresh = self.ssthresh.max(self.cwnd / 2 + self.cwnd / 4);
-        let floor = restart_window.min(self.cwnd);
-        let mut cwnd = self.cwnd;
-        for _ in 0..idle_rtos {
-            if cwnd <= floor {
-                break;
-            }
-            cwnd >>= 1;
-        }
-        self.cwnd = cwnd.max(floor);
+        (self.cwnd, self.ssthresh) = restart_after_idle(self.cwnd, self.ssthresh, idle_rtos, restart_window);
         self.epoch = None; // tcp_cubic's CA_EVENT_TX_START shifts the epoch; restarting it is the simple equivalent
     }
 }

@@ -39,6 +39,32 @@ pub trait CongestionControl: Debug + Send + Sync {
     fn on_idle_restart(&mut self, idle_rtos: u64, restart_window: u64);
 }
 
+/// RFC 6582 §3.2 step 3, the partial-ACK deflation (shared with CUBIC): minus
+/// the newly acked amount, plus one MSS if at least one MSS was acked.
+pub(super) fn deflate_on_partial_ack(cwnd: u64, acked: u64, mss: u64) -> u64 {
+    let mut cwnd = cwnd.saturating_sub(acked);
+    if acked >= mss {
+        cwnd += mss;
+    }
+    cwnd.max(mss)
+}
+
+/// Linux's tcp_cwnd_restart() (shared with CUBIC): ssthresh keeps 3/4 of the
+/// old window, cwnd halves once per idle RTO, never below the restart
+/// window min(initial window, cwnd). Returns (cwnd, ssthresh).
+pub(super) fn restart_after_idle(cwnd: u64, ssthresh: u64, idle_rtos: u64, restart_window: u64) -> (u64, u64) {
+    let ssthresh = ssthresh.max(cwnd / 2 + cwnd / 4);
+    let floor = restart_window.min(cwnd);
+    let mut w = cwnd;
+    for _ in 0..idle_rtos {
+        if w <= floor {
+            break;
+        }
+        w >>= 1;
+    }
+    (w.max(floor), ssthresh)
+}
+
 /// NewReno: RFC 5681 slow start / congestion avoidance / fast recovery with
 /// the RFC 6582 partial-ACK rules.
 #[derive(Clone, Debug)]
@@ -103,13 +129,7 @@ impl CongestionControl for NewReno {
     }
 
     fn on_partial_ack(&mut self, acked: u64) {
-        // RFC 6582 §3.2 step 3: deflate by the newly acked amount, add back
-        // one MSS if at least one MSS was acked.
-        self.cwnd = self.cwnd.saturating_sub(acked);
-        if acked >= self.mss {
-            self.cwnd += self.mss;
-        }
-        self.cwnd = self.cwnd.max(self.mss);
+        self.cwnd = deflate_on_partial_ack(self.cwnd, acked, self.mss);
     }
 
     fn on_exit_recovery(&mut self) {
@@ -126,19 +146,7 @@ impl CongestionControl for NewReno {
     }
 
     fn on_idle_restart(&mut self, idle_rtos: u64, restart_window: u64) {
-        // As Linux's tcp_cwnd_restart(): remember 3/4 of the old window in
-        // ssthresh, halve cwnd once per idle RTO, never below the restart
-        // window min(initial window, cwnd).
-        self.ssthresh = self.ssthresh.max(self.cwnd / 2 + self.cwnd / 4);
-        let floor = restart_window.min(self.cwnd);
-        let mut cwnd = self.cwnd;
-        for _ in 0..idle_rtos {
-            if cwnd <= floor {
-                break;
-            }
-            cwnd >>= 1;
-        }
-        self.cwnd = cwnd.max(floor);
+        (self.cwnd, self.ssthresh) = restart_after_idle(self.cwnd, self.ssthresh, idle_rtos, restart_window);
     }
 }
 
