@@ -130,9 +130,9 @@ def test_validate_names_the_offending_field(mutate, field):
 
 def test_sack_and_tlp_are_optional_bools_default_off():
     assert pp.TCP_OPTIONAL == ("sack", "tail_loss_probe", "sndbuf_initial_bytes", "cwnd_restart_after_idle",
-                               "timer_tick_s", "linux_rto", "timestamps", "rack", "prr", "cubic")
+                               "timer_tick_s", "linux_rto", "timestamps", "rack", "prr", "cubic", "quickack")
     assert all(pp.LINUX_TCP[f] is False
-               for f in ("sack", "tail_loss_probe", "cwnd_restart_after_idle", "linux_rto", "timestamps", "rack", "prr", "cubic"))
+               for f in ("sack", "tail_loss_probe", "cwnd_restart_after_idle", "linux_rto", "timestamps", "rack", "prr", "cubic", "quickack"))
     assert pp.LINUX_TCP["sndbuf_initial_bytes"] == 0  # 0 = no send-buffer autotuning
     assert pp.LINUX_TCP["timer_tick_s"] == 0.0  # 0 = timers fire exactly
     # A tcp table written before the fields existed is still complete and valid.

@@ -127,6 +127,11 @@ pub struct TcpSpec {
     /// HyStart) instead of NewReno's window growth and halving.
     #[serde(default)]
     pub cubic: bool,
+    /// Linux's quick-ACK mode (tcp_enter_quickack_mode, TCP_MAX_QUICKACKS = 16):
+    /// with delayed ACKs, ACK the first 16 segments at once, and again after
+    /// an idle gap longer than rto_min.
+    #[serde(default)]
+    pub quickack: bool,
 }
 
 impl Default for TcpSpec {
@@ -154,6 +159,7 @@ impl Default for TcpSpec {
             rack: false,
             prr: false,
             cubic: false,
+            quickack: false,
         }
     }
 }

@@ -29,7 +29,7 @@ __all__ = ["PROFILES", "profile_overrides", "LINUX_MECHANISMS"]
 #: kernel's mechanisms and timer granularity. The rest (RTO bounds, delayed ACKs, initial
 #: window, buffers) is the scenario's, given to kernel and simulator alike. Not ``cubic``: the
 #: emulated kernel runs Reno (``emu/tcpknobs.py``), so the simulator does too.
-LINUX_MECHANISMS = ("sack", "tail_loss_probe", "linux_rto", "timestamps", "rack", "prr", "rto_initial_s",
+LINUX_MECHANISMS = ("sack", "tail_loss_probe", "linux_rto", "timestamps", "rack", "prr", "quickack", "rto_initial_s",
                     "clock_granularity_s", "timer_tick_s")
 
 PROFILES: dict[str, str] = {

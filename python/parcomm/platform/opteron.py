@@ -51,11 +51,12 @@ LINUX_2_6_11_TCP = tcp_spec(
     stack="linux-2.6.11",  # platform/stacks/linux-2.6.11.toml: every value and its source
     # Left off by the builder (a study turns them on where it says so): SACK and
     # the window restart after idle (the seed-001 study sets both), timestamps
-    # and Linux's RTO rules (the studies' numbers were obtained without them).
+    # Linux's RTO rules and quick-ACK mode (the studies' numbers were obtained without them).
     sack=False,
     cwnd_restart_after_idle=False,
     timestamps=False,
     linux_rto=False,
+    quickack=False,
 )
 
 #: Per-message software overheads of a 2 GHz Opteron with Linux 2.6 TCP and

@@ -108,6 +108,8 @@ LINUX_TCP: dict[str, Any] = {
     "prr": False,
     # CUBIC congestion control (RFC 9438, Linux tcp_cubic.c without HyStart) instead of NewReno.
     "cubic": False,
+    # Linux quick-ACK mode: with delayed ACKs, the first 16 segments (and after idle) ACKed at once.
+    "quickack": False,
 }
 
 #: Field names of ``TcpSpec``, in declaration order.
@@ -115,7 +117,7 @@ TCP_FIELDS = tuple(LINUX_TCP)
 
 #: ``TcpSpec`` fields with ``#[serde(default)]`` (false or 0, i.e. off): a ``tcp`` table may omit them.
 TCP_OPTIONAL = ("sack", "tail_loss_probe", "sndbuf_initial_bytes", "cwnd_restart_after_idle",
-                "timer_tick_s", "linux_rto", "timestamps", "rack", "prr", "cubic")
+                "timer_tick_s", "linux_rto", "timestamps", "rack", "prr", "cubic", "quickack")
 
 #: Keyword options of ``host`` other than the name (what builders pass through).
 HOST_OPTIONS = ("mtu", "nic_queue_packets", "send_overhead", "recv_overhead", "tcp")
@@ -176,6 +178,7 @@ _TCP_KIND = {
     "rack": "bool",
     "prr": "bool",
     "cubic": "bool",
+    "quickack": "bool",
 }
 
 

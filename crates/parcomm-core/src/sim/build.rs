@@ -37,6 +37,7 @@ fn tcp_config(h: &crate::spec::HostSpec) -> TcpConfig {
         rack: t.rack,
         prr: t.prr,
         cubic: t.cubic,
+        quickack: t.quickack,
     }
 }
 

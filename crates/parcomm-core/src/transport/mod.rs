@@ -85,6 +85,9 @@ pub struct TcpConfig {
     pub prr: bool,
     /// CUBIC (RFC 9438, Linux's default) instead of NewReno's window growth.
     pub cubic: bool,
+    /// Linux's quick-ACK mode: with delayed ACKs, the first 16 segments (and
+    /// the first after an idle gap longer than rto_min) are ACKed at once.
+    pub quickack: bool,
 }
 
 impl Default for TcpConfig {
@@ -112,6 +115,7 @@ impl Default for TcpConfig {
             rack: false,
             prr: false,
             cubic: false,
+            quickack: false,
         }
     }
 }

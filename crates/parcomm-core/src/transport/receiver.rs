@@ -28,7 +28,16 @@ pub struct Receiver {
     /// Starts of the latest out-of-order arrivals, newest first: the blocks
     /// holding them are reported first (RFC 2018 §4).
     recent: VecDeque<u64>,
+    /// Linux's quick-ACK mode (`tcp.quickack`): segments still to ACK at once
+    /// although ACKs are delayed; refilled at start and after an idle gap.
+    quick: u64,
+    /// Refill `quick` when data arrives after this long without any (Linux: the RTO).
+    quick_idle: Option<Time>,
+    last_arrival: Option<Time>,
 }
+
+/// TCP_MAX_QUICKACKS (include/net/tcp.h): quick ACKs at start and after idle.
+pub const MAX_QUICKACKS: u64 = 16;
 
 impl Receiver {
     pub fn new(cfg: &TcpConfig) -> Receiver {
@@ -46,6 +55,9 @@ impl Receiver {
             acks_sent: 0,
             sack: cfg.sack,
             recent: VecDeque::new(),
+            quick: if cfg.quickack { MAX_QUICKACKS } else { 0 },
+            quick_idle: cfg.quickack.then_some(cfg.rto_min),
+            last_arrival: None,
         }
     }
 
@@ -74,7 +86,20 @@ impl Receiver {
         let filled_hole = !self.ooo.is_empty();
         self.rcv_nxt = end;
         self.pull_in_order();
+        // tcp_event_data_recv(): data after an idle gap longer than the RTO
+        // re-enters quick-ACK mode (tcp_incr_quickack).
+        if let (Some(idle), Some(last)) = (self.quick_idle, self.last_arrival) {
+            if now.saturating_sub(last) > idle {
+                self.quick = MAX_QUICKACKS;
+            }
+        }
+        self.last_arrival = Some(now);
         if filled_hole || !self.delayed_ack {
+            return self.ack_now();
+        }
+        if self.quick > 0 {
+            // tcp_in_quickack_mode(): ACK at once, one quick ACK used (tcp_dec_quickack_mode).
+            self.quick -= 1;
             return self.ack_now();
         }
         // Delayed ACK (RFC 1122 §4.2.3.2, RFC 5681 §4.2): at least every
@@ -264,6 +289,31 @@ mod tests {
         r.on_segment(0, seg(u64::MAX - 5, 100)); // no overflow
         r.on_segment(0, seg(0, 0));
         assert_eq!(r.delivered(), 1100);
+    }
+
+    #[test]
+    fn quickack_mode_acks_the_first_16_segments_at_once_and_again_after_idle() {
+        let c = TcpConfig { quickack: true, rto_min: 200 * MS, mss: 1000, rcvbuf: 1 << 20, ..cfg(true) };
+        let mut r = Receiver::new(&c);
+        let mut t = 0;
+        for i in 0..20u64 {
+            t += MS;
+            r.on_segment(t, Segment { seq: i * 1000, len: 1000, retransmission: false });
+        }
+        // 16 quick ACKs, then one ACK per two full segments: 16 + 2.
+        let mut acks = 0;
+        while r.poll_ack(t).is_some() {
+            acks += 1;
+        }
+        assert_eq!(acks, 18);
+        // Idle longer than the RTO: quick again for the next segment.
+        t += 300 * MS;
+        r.on_segment(t, Segment { seq: 20_000, len: 1000, retransmission: false });
+        assert!(r.poll_ack(t).is_some());
+        // Without quick-ACK mode the first lone segment waits for the timer.
+        let mut d = Receiver::new(&TcpConfig { quickack: false, ..c });
+        d.on_segment(MS, Segment { seq: 0, len: 1000, retransmission: false });
+        assert!(d.poll_ack(MS).is_none());
     }
 
     #[test]
