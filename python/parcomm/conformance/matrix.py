@@ -18,6 +18,7 @@ import os
 import re
 import tomllib
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any, Iterable, Mapping
 
 from ..platform.units import parse_bool, parse_buffer, parse_duration, parse_rate, parse_size, shown
@@ -294,16 +295,12 @@ def parse_matrix(doc: Mapping[str, Any], source: str = "matrix") -> tuple[list[S
 
 def load_matrix(path: str | None = None) -> tuple[list[Scenario], list[str]]:
     """Read and check a matrix file (default: the built-in matrix)."""
+    from ..platform.loader import read_bounded
+
     path = path or DEFAULT_MATRIX
+    text = read_bounded(Path(path), "matrix file", MAX_FILE_BYTES, MatrixError)
     try:
-        with open(path, "rb") as f:
-            data = f.read(MAX_FILE_BYTES + 1)
-    except OSError as e:
-        raise MatrixError(f"{path}: {e.strerror}") from None
-    if len(data) > MAX_FILE_BYTES:
-        raise MatrixError(f"{path}: larger than {MAX_FILE_BYTES} bytes")
-    try:
-        doc = tomllib.loads(data.decode("utf-8"))
-    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as e:
+        doc = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as e:
         raise MatrixError(f"{path}: not valid TOML: {e}") from None
     return parse_matrix(doc, os.path.basename(path))

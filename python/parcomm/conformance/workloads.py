@@ -33,13 +33,6 @@ class SimRun:
         self.counters = counters
         self.trace = trace
 
-    def host_totals(self) -> dict[str, int]:
-        h = self.counters["hosts"]
-        return {k: int(sum(h[k])) for k in ("segments_retransmitted", "timeouts", "fast_retransmits", "tail_loss_probes")}
-
-    def port_drops(self) -> int:
-        return int(sum(self.counters["ports"]["drops"]))
-
 
 def sim_incast(platform: dict, senders: int, nbytes: int, *, receiver: int = 0, seed: int = 1,
                trace: bool = False, time_limit_s: float = 3600.0) -> SimRun:
