@@ -22,7 +22,9 @@ pub mod prr;
 pub mod rack;
 pub mod receiver;
 pub mod rto;
+pub mod recovery;
 pub mod sack;
+pub mod seqspace;
 pub mod sender;
 #[cfg(test)]
 mod testnet;

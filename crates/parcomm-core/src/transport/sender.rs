@@ -1,69 +1,46 @@
-//! The sending end: segmentation, flight limits, retransmission timer,
-//! RTT sampling, fast retransmit / NewReno fast recovery, and optionally
-//! SACK-based recovery (RFC 6675, scoreboard in `sack.rs`) and tail loss
-//! probes (RFC 8985 §7, timer in `tlp.rs`).
+//! The sending end: sequence space and buffering, the retransmission timer,
+//! RTT sampling, tail loss probes (RFC 8985 §7, timer in `tlp.rs`), and
+//! transmission. Loss detection and recovery are a strategy
+//! (`recovery/`: NewReno or SACK, with RACK and PRR as options), and the
+//! window is a congestion-control strategy (`newreno.rs`, `cubic.rs`).
 
 use super::cubic::Cubic;
 use super::linux_rto::LinuxRto;
 use super::newreno::{CongestionControl, NewReno};
-use super::prr::Prr;
-use super::rack::Rack;
+use super::recovery::newreno::NewRenoRecovery;
+use super::recovery::sack::SackRecovery;
+use super::recovery::{Ctx, Next, Recovery};
 use super::rto::{Rfc6298Rto, RtoEstimator};
-use super::sack::Scoreboard;
+use super::seqspace::SeqSpace;
 use super::tlp::Tlp;
-use super::txlog::{TxLog, Verdict};
+use super::txlog::TxLog;
 use super::{Ack, Segment, SenderStats, TcpConfig};
 use crate::time::Time;
 
-/// Invariant: `snd_una <= snd_nxt <= snd_max <= written`. `snd_nxt < snd_max`
-/// only after a timeout without SACK, while go-back-N resends what was
-/// declared lost; with SACK the scoreboard picks what to resend and
-/// `snd_nxt == snd_max`.
 #[derive(Debug)]
 pub struct Sender {
-    mss: u64,
+    seq: SeqSpace,
     /// Send buffer now; grows up to `sndbuf_max` when autotuning.
     sndbuf: u64,
     sndbuf_max: u64,
     dupack_threshold: u64,
-    written: u64,
-    snd_una: u64,
-    snd_nxt: u64,
-    snd_max: u64,
-    /// Window from the latest acceptable ACK, counted from `snd_una`.
-    peer_wnd: u64,
     cc: Box<dyn CongestionControl>,
+    recovery: Box<dyn Recovery>,
     rto: Box<dyn RtoEstimator>,
     rto_deadline: Option<Time>,
     /// The one segment being timed: (end seq, send time). BSD style.
     rtt_probe: Option<(u64, Time)>,
     /// Linux style instead: every outstanding segment's send time, a
-    /// sample per advancing ACK (`linux_rto`); `None` keeps BSD timing.
+    /// sample per advancing ACK (`linux_rto`); also what RACK walks.
     txlog: Option<TxLog>,
     /// RFC 7323 timestamps: retransmitted data can be timed (with `txlog`).
     timestamps: bool,
     /// RTT samples from `txlog` (Linux) rather than `rtt_probe` (BSD).
     linux_sampling: bool,
-    /// RACK loss detection (needs SACK and `txlog`); `None` when off.
-    rack: Option<Rack>,
-    /// Proportional rate reduction in SACK recovery (`cfg.prr`).
-    use_prr: bool,
-    /// Its state while in SACK fast recovery.
-    prr: Option<Prr>,
-    dupacks: u64,
-    in_recovery: bool,
-    /// RFC 6582 `recover`, as an exclusive bound (snd_max at the event).
-    recover: Option<u64>,
-    /// Segment start to retransmit next, outside the cwnd (fast recovery).
-    rtx_pending: Option<u64>,
     /// A timeout happened and no new data was acked since (RFC 5681 §3.1).
     timed_out_unrepaired: bool,
-    /// A timeout happened and snd_una has not reached `recover` yet.
-    rto_recovery: bool,
     /// Start of the highest segment of new data sent (what a probe resends).
     last_seg_start: u64,
-    /// SACK scoreboard; `None` when SACK is off.
-    sack: Option<Scoreboard>,
     /// Tail loss probe state; `None` when TLP is off.
     tlp: Option<Tlp>,
     /// RFC 2861 restart after idle: the window to fall back to, if enabled.
@@ -102,39 +79,52 @@ impl Sender {
         } else {
             0
         };
+        let recovery: Box<dyn Recovery> = if cfg.sack {
+            Box::new(SackRecovery::new(mss, dupack_threshold, cfg.rack, cfg.prr))
+        } else {
+            Box::new(NewRenoRecovery::new(dupack_threshold))
+        };
         Sender {
-            mss,
+            seq: SeqSpace {
+                mss,
+                written: 0,
+                snd_una: 0,
+                snd_nxt: 0,
+                snd_max: 0,
+                peer_wnd: cfg.rcvbuf, // both ends share the config
+            },
             sndbuf: if cfg.sndbuf_initial > 0 { cfg.sndbuf_initial.min(cfg.sndbuf) } else { cfg.sndbuf },
             sndbuf_max: cfg.sndbuf,
             dupack_threshold,
-            written: 0,
-            snd_una: 0,
-            snd_nxt: 0,
-            snd_max: 0,
-            peer_wnd: cfg.rcvbuf, // both ends share the config
             cc,
+            recovery,
             rto,
             rto_deadline: None,
             rtt_probe: None,
             txlog: (cfg.linux_rto || (cfg.rack && cfg.sack)).then(TxLog::new),
             timestamps: cfg.timestamps,
             linux_sampling: cfg.linux_rto,
-            rack: (cfg.rack && cfg.sack).then(Rack::new),
-            use_prr: cfg.prr && cfg.sack,
-            prr: None,
-            dupacks: 0,
-            in_recovery: false,
-            recover: None,
-            rtx_pending: None,
             timed_out_unrepaired: false,
-            rto_recovery: false,
             last_seg_start: 0,
-            sack: cfg.sack.then(|| Scoreboard::new(mss, dupack_threshold)),
             tlp: cfg.tail_loss_probe.then(|| if cfg.rack { Tlp::linux(cfg.rto_min) } else { Tlp::new(max_ack_delay) }),
             restart_window: cfg.cwnd_restart_after_idle.then(|| mss.saturating_mul(cfg.initial_cwnd_segments.max(1))),
             last_data_sent: None,
             stats: SenderStats::default(),
         }
+    }
+
+    /// The recovery strategy and what it may see and change, for one event at `now`.
+    fn split(&mut self, now: Time) -> (&mut dyn Recovery, Ctx<'_>) {
+        let cx = Ctx {
+            now,
+            seq: &mut self.seq,
+            cc: self.cc.as_mut(),
+            stats: &mut self.stats,
+            log: self.txlog.as_mut(),
+            srtt: self.rto.srtt(),
+            rto_deadline: self.rto_deadline,
+        };
+        (self.recovery.as_mut(), cx)
     }
 
     /// The round trip of the connection's handshake (SYN, SYN-ACK): the
@@ -145,9 +135,7 @@ impl Sender {
         if self.rto.srtt().is_none() {
             self.rto.on_rtt_sample(rtt);
         }
-        if let Some(r) = self.rack.as_mut() {
-            r.seed_min_rtt(rtt); // Linux's min_rtt filter starts from the SYN-ACK's sample too
-        }
+        self.recovery.seed_min_rtt(rtt);
     }
 
     /// The send buffer's size now (bytes of payload).
@@ -168,70 +156,64 @@ impl Sender {
             return;
         }
         let cwnd = self.cc.cwnd();
-        if self.snd_max - self.snd_una >= cwnd {
+        if self.seq.outstanding() >= cwnd {
             return; // packets_out >= snd_cwnd: the window, not the buffer, limits
         }
-        let demanded = (cwnd / self.mss).max(self.dupack_threshold + 1);
-        let want = (2 * demanded * self.mss).min(self.sndbuf_max);
+        let mss = self.seq.mss;
+        let demanded = (cwnd / mss).max(self.dupack_threshold + 1);
+        let want = (2 * demanded * mss).min(self.sndbuf_max);
         self.sndbuf = self.sndbuf.max(want);
     }
 
     pub fn buffer_space(&self) -> u64 {
-        self.sndbuf.saturating_sub(self.written - self.snd_una)
+        self.sndbuf.saturating_sub(self.seq.written - self.seq.snd_una)
     }
 
     /// Appends `bytes` from the application, clamped to `buffer_space()`.
     pub fn write(&mut self, bytes: u64) {
-        self.written += bytes.min(self.buffer_space());
+        self.seq.written += bytes.min(self.buffer_space());
     }
 
     pub fn written(&self) -> u64 {
-        self.written
+        self.seq.written
     }
 
     pub fn acked(&self) -> u64 {
-        self.snd_una
+        self.seq.snd_una
     }
 
     pub fn on_ack(&mut self, now: Time, ack: Ack) {
         // Old (reordered) ACKs and ACKs of data never sent carry nothing we
         // can trust, not even their window.
-        if ack.ack < self.snd_una || ack.ack > self.snd_max {
+        if ack.ack < self.seq.snd_una || ack.ack > self.seq.snd_max {
             return;
         }
-        self.peer_wnd = ack.window;
-        let una_before = self.snd_una;
-        let newly_sacked = match self.sack.as_mut() {
-            Some(sb) => sb.update(ack.ack, ack.sack.as_slice(), self.snd_max),
-            None => 0,
+        self.seq.peer_wnd = ack.window;
+        let una_before = self.seq.snd_una;
+        let newly_sacked = {
+            let (rec, mut cx) = self.split(now);
+            rec.on_sack_info(&mut cx, &ack)
         };
         self.tlp_on_ack(&ack);
-        self.rack_on_sack(now, &ack);
-        if ack.ack == self.snd_una {
-            self.rack_detect(now);
-            self.on_duplicate_ack(newly_sacked > 0);
-            self.prr_on_ack(newly_sacked);
+        if ack.ack == self.seq.snd_una {
+            let (rec, mut cx) = self.split(now);
+            rec.on_duplicate_ack(&mut cx, newly_sacked);
             if !self.probe_allowed() {
                 self.cancel_probe();
             }
             return;
         }
 
-        let acked = ack.ack - self.snd_una;
-        self.snd_una = ack.ack;
-        self.snd_nxt = self.snd_nxt.max(self.snd_una); // the receiver acked ahead of go-back-N
-        self.dupacks = 0;
+        let acked = ack.ack - self.seq.snd_una;
+        self.seq.snd_una = ack.ack;
+        self.seq.snd_nxt = self.seq.snd_nxt.max(ack.ack); // the receiver acked ahead of go-back-N
         self.timed_out_unrepaired = false;
 
         if let Some(log) = self.txlog.as_mut() {
-            let rack = &mut self.rack;
-            let sample = log.on_ack_with(ack.ack, now, self.timestamps, |seg| {
-                if let Some(r) = rack.as_mut() {
-                    r.on_delivered(now, seg.sent, seg.end, seg.retransmitted);
-                }
-            });
+            let rec = &mut self.recovery;
+            let sample = log.on_ack_with(ack.ack, now, self.timestamps, |seg| rec.on_delivered(now, &seg));
             if let (true, Some(rtt)) = (self.linux_sampling, sample) {
-                self.rto.on_rtt_sample_seq(rtt, self.snd_una, self.snd_max);
+                self.rto.on_rtt_sample_seq(rtt, self.seq.snd_una, self.seq.snd_max);
             }
         }
         if self.linux_sampling {
@@ -242,169 +224,31 @@ impl Sender {
                 self.rtt_probe = None;
             }
         }
-
-        if self.in_recovery {
-            if self.recover.is_none_or(|r| ack.ack >= r) {
-                self.in_recovery = false;
-                self.prr = None;
-                self.rtx_pending = None;
-                self.cc.on_exit_recovery();
-            } else if self.sack.is_none() {
-                // Partial ACK: the next hole is lost too; resend it now.
-                self.cc.on_partial_ack(acked);
-                self.rtx_pending = Some(self.snd_una);
-            }
-            // With SACK, a partial ACK changes nothing: pipe and the
-            // scoreboard decide what goes next (RFC 6675 step B).
-        } else {
-            self.cc.on_ack_at(acked, now, self.rto.srtt());
-        }
-        if self.rto_recovery && self.recover.is_none_or(|r| self.snd_una >= r) {
-            self.rto_recovery = false;
-            if let Some(sb) = self.sack.as_mut() {
-                sb.end_timeout_recovery();
-            }
+        {
+            let (rec, mut cx) = self.split(now);
+            rec.on_cumulative_ack(&mut cx, acked);
         }
 
         // RFC 6298 (5.2)/(5.3).
-        self.rto_deadline = if self.snd_una == self.snd_max {
+        self.rto_deadline = if self.seq.snd_una == self.seq.snd_max {
             None
         } else {
             Some(now.saturating_add(self.rto.rto()))
         };
-        self.rack_detect(now);
-        self.sack_maybe_enter_recovery();
-        self.prr_on_ack(ack.ack - una_before + newly_sacked);
+        {
+            let (rec, mut cx) = self.split(now);
+            rec.after_cumulative_ack(&mut cx, ack.ack - una_before + newly_sacked);
+        }
         self.arm_probe(now);
-    }
-
-    /// PRR: what this ACK lets recovery send (nothing to do outside it).
-    fn prr_on_ack(&mut self, delivered: u64) {
-        if !self.in_recovery {
-            return;
-        }
-        let (Some(prr), Some(sb)) = (self.prr.as_mut(), self.sack.as_ref()) else {
-            return;
-        };
-        prr.on_ack(delivered, sb.pipe(self.snd_una, self.snd_max), self.cc.ssthresh(), self.mss);
-    }
-
-    /// RACK: segments inside this ACK's SACK blocks were delivered.
-    fn rack_on_sack(&mut self, now: Time, ack: &Ack) {
-        let (Some(rack), Some(log)) = (self.rack.as_mut(), self.txlog.as_mut()) else {
-            return;
-        };
-        for &(s, e) in ack.sack.as_slice() {
-            log.on_sacked(s, e.min(self.snd_max), |seg| rack.on_delivered(now, seg.sent, seg.end, seg.retransmitted));
-        }
-    }
-
-    /// `tcp_rack_detect_loss()`: every hole sent before the most recently
-    /// delivered segment, and more than RACK.rtt + reo_wnd ago, is lost; a
-    /// lost retransmission may go again. Arms the reordering timer for the
-    /// holes not yet due.
-    fn rack_detect(&mut self, now: Time) {
-        let (Some(rack), Some(log), Some(sb)) = (self.rack.as_mut(), self.txlog.as_mut(), self.sack.as_mut()) else {
-            return;
-        };
-        let reo = rack.reo_wnd(self.in_recovery || self.rto_recovery, log.sacked_segments(), self.rto.srtt());
-        let high_rxt = sb.high_rxt();
-        let rack_ro = &*rack;
-        let mut lost_rtx = 0;
-        let wait = log.rack_walk(
-            |seg| match rack_ro.time_to_loss(now, seg.sent, seg.end, reo) {
-                None => Verdict::NotYet,
-                Some(0) => Verdict::Lost,
-                Some(t) => Verdict::Wait(t),
-            },
-            |seg| {
-                if seg.retransmitted && seg.start < high_rxt {
-                    sb.reopen(seg.start, seg.end); // a lost retransmission: it may go again
-                    lost_rtx += 1;
-                } else {
-                    sb.mark_lost_below(seg.end);
-                }
-            },
-        );
-        rack.lost_retransmits += lost_rtx;
-        match wait {
-            Some(w) => rack.arm(now, w, self.rto_deadline),
-            None => rack.cancel(),
-        }
-    }
-
-    /// `new_sack_info`: the ACK SACKed bytes not SACKed before (with SACK
-    /// on, only such ACKs count as duplicates, RFC 6675 §2).
-    fn on_duplicate_ack(&mut self, new_sack_info: bool) {
-        if self.snd_una == self.snd_max {
-            return; // nothing outstanding: a pure window update
-        }
-        if self.sack.is_some() {
-            if new_sack_info {
-                self.dupacks += 1;
-            }
-            self.sack_maybe_enter_recovery();
-            return;
-        }
-        self.dupacks += 1;
-        if self.in_recovery {
-            self.cc.on_recovery_dupack();
-            return;
-        }
-        // RFC 6582 §3.2 step 1: only if the ACK covers more than `recover`,
-        // so that dupacks caused by go-back-N after a timeout, or by the
-        // previous recovery, do not halve the window again.
-        let ack = self.snd_una;
-        if self.dupacks == self.dupack_threshold && self.recover.is_none_or(|r| ack > r) {
-            self.stats.fast_retransmits += 1;
-            self.in_recovery = true;
-            self.recover = Some(self.snd_max);
-            self.cc.on_enter_recovery(self.snd_nxt - self.snd_una);
-            self.rtx_pending = Some(self.snd_una);
-        }
-    }
-
-    /// RFC 6675 §5: enter loss recovery on DupThresh duplicate ACKs, or as
-    /// soon as the scoreboard declares the first unacked segment lost.
-    /// `recover` holds RecoveryPoint + 1 (exclusive), so "HighACK beyond
-    /// RecoveryPoint" is `snd_una >= recover`: a loss in data sent after the
-    /// previous episode's data is a new episode.
-    fn sack_maybe_enter_recovery(&mut self) {
-        let Some(sb) = self.sack.as_mut() else {
-            return;
-        };
-        let una = self.snd_una;
-        if self.in_recovery || self.rto_recovery || una == self.snd_max {
-            return;
-        }
-        if self.dupacks < self.dupack_threshold && !sb.is_lost(una) {
-            return;
-        }
-        if self.recover.is_some_and(|r| una < r) {
-            return;
-        }
-        self.stats.fast_retransmits += 1;
-        self.in_recovery = true;
-        self.recover = Some(self.snd_max);
-        self.cc.on_enter_sack_recovery(self.snd_max - una);
-        if self.use_prr {
-            self.prr = Some(Prr::start(self.snd_max - una));
-        }
-        // Step (4.3): resend the first hole at once, whatever pipe says.
-        sb.start_episode((una + self.mss).min(sb.hole_end(una, self.snd_max)));
-        self.rtx_pending = Some(una);
-        self.cancel_probe();
     }
 
     /// Must be called when `now >= poll_timeout()`; otherwise a no-op.
     pub fn on_timeout(&mut self, now: Time) {
-        if self.rack.as_ref().and_then(Rack::deadline).is_some_and(|d| now >= d) {
-            // tcp_rack_reo_timeout(): mark what is now due, and recover.
-            if let Some(r) = self.rack.as_mut() {
-                r.cancel();
+        if self.recovery.timer().is_some_and(|d| now >= d) {
+            let (rec, mut cx) = self.split(now);
+            if rec.on_timer(&mut cx) {
+                self.cancel_probe();
             }
-            self.rack_detect(now);
-            self.sack_maybe_enter_recovery();
             return;
         }
         if self
@@ -419,33 +263,22 @@ impl Sender {
             Some(d) if now >= d => {}
             _ => return,
         }
-        if self.snd_una == self.snd_max {
+        if self.seq.snd_una == self.seq.snd_max {
             self.rto_deadline = None;
             return;
         }
         self.stats.timeouts += 1;
         self.cc
-            .on_timeout(self.snd_nxt - self.snd_una, self.timed_out_unrepaired);
+            .on_timeout(self.seq.snd_nxt - self.seq.snd_una, self.timed_out_unrepaired);
         self.rto.on_timeout_backoff();
         self.timed_out_unrepaired = true;
-        self.rto_recovery = true;
-        // Everything outstanding is presumed lost (like Linux's loss state):
-        // restart from snd_una; the receiver acks past what it already holds.
-        self.in_recovery = false;
-        self.prr = None;
-        self.rtx_pending = None;
-        self.dupacks = 0;
-        self.recover = Some(self.snd_max);
-        match self.sack.as_mut() {
-            // With SACK the holes are resent as cwnd and pipe allow.
-            Some(sb) => sb.on_timeout(self.snd_una, self.snd_max),
-            None => self.snd_nxt = self.snd_una,
+        // Everything outstanding is presumed lost (like Linux's loss state).
+        {
+            let (rec, mut cx) = self.split(now);
+            rec.on_rto(&mut cx);
         }
         if let Some(tlp) = self.tlp.as_mut() {
             tlp.on_rto();
-        }
-        if let Some(r) = self.rack.as_mut() {
-            r.cancel();
         }
         self.rtt_probe = None; // Karn: the timed segment will be resent
         self.rto_deadline = Some(now.saturating_add(self.rto.rto())); // (5.6)
@@ -457,7 +290,7 @@ impl Sender {
         if let Some(tlp) = self.tlp.as_mut() {
             tlp.on_expiry();
         }
-        if self.snd_una < self.snd_max {
+        if self.seq.snd_una < self.seq.snd_max {
             self.rto_deadline = Some(now.saturating_add(self.rto.rto()));
         }
     }
@@ -465,131 +298,81 @@ impl Sender {
     /// The next segment to put on the wire now, if any.
     pub fn poll_transmit(&mut self, now: Time) -> Option<Segment> {
         // Fast-recovery retransmissions are not limited by cwnd (RFC 5681 §3.2).
-        if let Some(seq) = self.rtx_pending.take() {
-            if seq >= self.snd_una && seq < self.snd_max {
-                let end = match self.sack.as_ref() {
-                    Some(sb) => sb.hole_end(seq, self.snd_max), // not into SACKed data
-                    None => self.snd_max,
-                };
-                let len = self.mss.min(end - seq);
-                if len > 0 {
-                    if let Some(p) = self.prr.as_mut() {
-                        p.on_sent(len); // RFC 6937: the first retransmission counts in prr_out
-                    }
-                    return Some(self.emit(now, seq, len, true));
-                }
-            }
+        if let Some((seq, len)) = self.recovery.take_fast_retransmit(&self.seq) {
+            return Some(self.emit(now, seq, len, true));
         }
         if self.tlp.as_mut().is_some_and(Tlp::take_due) {
             if let Some(seg) = self.send_probe(now) {
                 return Some(seg);
             }
         }
-        if self.sack.is_some() && (self.in_recovery || self.rto_recovery) {
-            let seg = self.sack_next_segment(now);
-            if let (Some(sg), Some(p)) = (seg.as_ref(), self.prr.as_mut()) {
-                p.on_sent(sg.len);
-            }
-            return seg;
+        let next = {
+            let (rec, mut cx) = self.split(now);
+            rec.poll_recovery(&mut cx)
+        };
+        if let Some(next) = next {
+            return match next {
+                Next::Retransmit { seq, len } => Some(self.emit(now, seq, len, true)),
+                Next::NewData { len } => Some(self.send_new(now, len)),
+                Next::Wait => None,
+            };
         }
 
-        let seq = self.snd_nxt;
-        let resend = seq < self.snd_max; // go-back-N after a timeout
-        let mut len = self.mss.min(self.written - seq);
+        let seq = self.seq.snd_nxt;
+        let resend = seq < self.seq.snd_max; // go-back-N after a timeout
+        let mut len = self.seq.mss.min(self.seq.written - seq);
         if resend {
-            len = len.min(self.snd_max - seq); // keep resends apart from new data
+            len = len.min(self.seq.snd_max - seq); // keep resends apart from new data
         }
         if len == 0 {
             return None;
         }
-        if !resend && seq == self.snd_una {
+        if !resend && seq == self.seq.snd_una {
             self.maybe_restart_after_idle(now);
         }
         // Only whole segments fit the window (sender-side SWS avoidance), but
         // with nothing in flight one segment may always go: this also serves
         // as a probe when the window is smaller than a segment.
-        let in_flight = seq - self.snd_una;
-        let allowed = self.cc.cwnd().min(self.peer_wnd);
+        let in_flight = seq - self.seq.snd_una;
+        let allowed = self.cc.cwnd().min(self.seq.peer_wnd);
         if in_flight > 0 && in_flight + len > allowed {
             return None;
         }
-        self.snd_nxt += len;
-        self.snd_max = self.snd_max.max(self.snd_nxt);
-        let seg = self.emit(now, seq, len, resend);
         if !resend {
-            self.last_seg_start = seq;
+            let seg = self.send_new(now, len);
             self.arm_probe(now);
+            return Some(seg);
         }
-        Some(seg)
+        self.seq.snd_nxt += len;
+        Some(self.emit(now, seq, len, true))
     }
 
-    /// RFC 6675 NextSeg() while recovering with SACK (fast recovery, or
-    /// after a timeout), sending only while `cwnd - pipe >= 1 SMSS`.
-    fn sack_next_segment(&mut self, now: Time) -> Option<Segment> {
-        let (una, max) = (self.snd_una, self.snd_max);
-        let sb = self.sack.as_mut()?;
-        match self.prr.as_ref() {
-            // In fast recovery with PRR, the ACKs' deliveries decide (RFC 6937).
-            Some(p) if self.in_recovery => {
-                if !p.may_send(self.mss) {
-                    return None;
-                }
-            }
-            _ => {
-                if self.cc.cwnd().saturating_sub(sb.pipe(una, max)) < self.mss {
-                    return None;
-                }
-            }
-        }
-        // (1) The first lost hole not yet resent.
-        if let Some((s, e)) = sb.next_lost(una, max) {
-            let len = self.mss.min(e - s);
-            sb.on_retransmit(s + len);
-            return Some(self.emit(now, s, len, true));
-        }
-        // (2) New data, as the receiver's window allows.
-        let len = self.mss.min(self.written - max);
-        if len > 0 && max + len - una <= self.peer_wnd {
-            self.snd_nxt = max + len;
-            self.snd_max = max + len;
-            self.last_seg_start = max;
-            return Some(self.emit(now, max, len, false));
-        }
-        if !self.in_recovery {
-            return None; // rules 3 and 4 belong to fast recovery
-        }
-        // (3) A hole below the highest SACKed byte, even if not yet lost.
-        if let Some((s, e)) = sb.next_unsacked(una, max) {
-            let len = self.mss.min(e - s);
-            sb.on_retransmit(s + len);
-            return Some(self.emit(now, s, len, true));
-        }
-        // (4) One rescue retransmission of the tail per episode.
-        let (s, e) = sb.rescue(una, max)?;
-        sb.on_rescue(self.recover.unwrap_or(max));
-        Some(self.emit(now, s, e - s, true))
+    /// `len` bytes of new data at snd_max.
+    fn send_new(&mut self, now: Time, len: u64) -> Segment {
+        let start = self.seq.snd_max;
+        self.seq.snd_nxt = start + len;
+        self.seq.snd_max = start + len;
+        self.last_seg_start = start;
+        self.emit(now, start, len, false)
     }
 
     /// RFC 8985 §7.3 TLP_send(): new data if the receiver's window allows,
     /// else the last segment sent again. Not limited by cwnd.
     fn send_probe(&mut self, now: Time) -> Option<Segment> {
-        let (una, max) = (self.snd_una, self.snd_max);
+        let (una, max) = (self.seq.snd_una, self.seq.snd_max);
         if una == max {
             return None;
         }
-        let new_len = self.mss.min(self.written - max);
-        let seg = if self.snd_nxt == max && new_len > 0 && max + new_len - una <= self.peer_wnd {
-            self.snd_nxt = max + new_len;
-            self.snd_max = max + new_len;
-            self.last_seg_start = max;
-            self.emit(now, max, new_len, false)
-        } else {
-            let start = self.last_seg_start.clamp(una, max - 1);
-            self.emit(now, start, (max - start).min(self.mss), true)
+        let seg = match self.seq.new_data_in_window() {
+            Some((_, len)) if self.seq.snd_nxt == max => self.send_new(now, len),
+            _ => {
+                let start = self.last_seg_start.clamp(una, max - 1);
+                self.emit(now, start, (max - start).min(self.seq.mss), true)
+            }
         };
         self.stats.tail_loss_probes += 1;
         if let Some(tlp) = self.tlp.as_mut() {
-            tlp.on_probe_sent(self.snd_max, seg.retransmission);
+            tlp.on_probe_sent(self.seq.snd_max, seg.retransmission);
         }
         Some(seg)
     }
@@ -597,11 +380,7 @@ impl Sender {
     /// RFC 8985 §7.2: a probe may be scheduled only in the open state, with
     /// data outstanding and nothing delivered out of order.
     fn probe_allowed(&self) -> bool {
-        !self.in_recovery
-            && !self.rto_recovery
-            && self.dupacks == 0
-            && self.snd_una < self.snd_max
-            && self.sack.as_ref().is_none_or(Scoreboard::is_empty)
+        self.seq.snd_una < self.seq.snd_max && self.recovery.probe_allowed()
     }
 
     /// (Re)starts the PTO after new data or a cumulative ACK, if allowed.
@@ -610,7 +389,7 @@ impl Sender {
             return;
         }
         let allowed = self.probe_allowed();
-        let one_segment = self.snd_max - self.snd_una <= self.mss;
+        let one_segment = self.seq.outstanding() <= self.seq.mss;
         let (srtt, rto_deadline) = (self.rto.srtt(), self.rto_deadline);
         let tlp = self.tlp.as_mut().unwrap();
         if allowed {
@@ -632,11 +411,11 @@ impl Sender {
         let Some(tlp) = self.tlp.as_mut() else {
             return;
         };
-        let advanced = ack.ack > self.snd_una;
+        let advanced = ack.ack > self.seq.snd_una;
         let pure_dupack = !advanced && ack.sack.is_empty();
-        if tlp.on_ack(ack.ack, advanced, pure_dupack) && !self.in_recovery {
+        if tlp.on_ack(ack.ack, advanced, pure_dupack) && !self.recovery.in_fast_recovery() {
             // As Linux does (CWR): the reduction of an entered-and-finished recovery.
-            self.cc.on_enter_sack_recovery(self.snd_max - self.snd_una);
+            self.cc.on_enter_sack_recovery(self.seq.outstanding());
             self.cc.on_exit_recovery();
         }
     }
@@ -684,17 +463,13 @@ impl Sender {
         }
     }
 
-    /// The next timer deadline (probe or retransmission); `None` when
-    /// nothing is outstanding.
+    /// The next timer deadline (probe, retransmission, or the recovery's
+    /// own); `None` when nothing is outstanding.
     pub fn poll_timeout(&self) -> Option<Time> {
-        let probe_or_rto = match (self.tlp.as_ref().and_then(Tlp::deadline), self.rto_deadline) {
-            (Some(p), Some(r)) => Some(p.min(r)),
-            (p, r) => p.or(r),
-        };
-        match (self.rack.as_ref().and_then(Rack::deadline), probe_or_rto) {
-            (Some(a), Some(b)) => Some(a.min(b)),
-            (a, b) => a.or(b),
-        }
+        [self.tlp.as_ref().and_then(Tlp::deadline), self.rto_deadline, self.recovery.timer()]
+            .into_iter()
+            .flatten()
+            .min()
     }
 
     pub fn stats(&self) -> &SenderStats {
@@ -720,11 +495,11 @@ impl Sender {
 
     /// Bytes sent in the current round and not acked (`snd_nxt - snd_una`).
     pub fn in_flight(&self) -> u64 {
-        self.snd_nxt - self.snd_una
+        self.seq.snd_nxt - self.seq.snd_una
     }
 
     pub fn in_recovery(&self) -> bool {
-        self.in_recovery
+        self.recovery.in_fast_recovery()
     }
 }
 
@@ -798,7 +573,7 @@ mod tests {
         // Never past the ceiling (tcp_wmem[2]).
         for _ in 0..40 {
             drain(&mut s, 3 * MS);
-            acked = (acked + 1000).min(s.snd_max);
+            acked = (acked + 1000).min(s.seq.snd_max);
             s.on_ack(3 * MS, ack(acked));
             let w = 100_000 - s.written();
             s.write(w);
@@ -1163,10 +938,11 @@ mod tests {
                         }
                     }
                 }
-                assert!(s.snd_una <= s.snd_nxt && s.snd_nxt <= s.snd_max && s.snd_max <= s.written);
-                assert!(s.sack.is_none() || s.snd_nxt == s.snd_max);
+                let q = &s.seq;
+                assert!(q.snd_una <= q.snd_nxt && q.snd_nxt <= q.snd_max && q.snd_max <= q.written);
+                assert!(s.recovery.uses_go_back_n() || q.snd_nxt == q.snd_max);
                 assert!(
-                    s.snd_una == s.snd_max || s.poll_timeout().is_some(),
+                    q.snd_una == q.snd_max || s.poll_timeout().is_some(),
                     "data outstanding, no timer"
                 );
             }
