@@ -32,6 +32,10 @@ CAPTIONS = {
     "alltoall_a_vs_b": "Alltoall time of algorithms A (all receives posted, send to everyone) and B (one partner per "
                        "phase) on 64 simulated hosts, 1 GbE, no flow control, against the message size. A wins while "
                        "its bursts fit the switch queue and loses once RTOs strike (Nomura & Ishikawa, ineq. 10-12).",
+    "stacks": "The same sweeps under TCP stack profiles. Left: incast completion time at RTO min 200 ms with the "
+              "settings of the pinned numbers (RFC profile), seed 001's Linux 2.6.11 and today's Linux. Right: "
+              "Alltoall A and B, before (opteron_cluster with SACK, Linux RTO rules, timestamps, quick-ACK and idle "
+              "restart off) and with the full Linux 2.6.11 profile.",
 }
 
 # Incast: 256 KiB per sender into a 32 KiB port buffer, as in the emulation
@@ -39,10 +43,20 @@ CAPTIONS = {
 INCAST_BYTES = 256 * 1024
 INCAST_BUFFER = "32KiB"
 
+#: The TCP stacks the study re-runs under (platform/stacks/*.toml), beside the
+#: settings its pinned numbers were obtained with: incast on the star's
+#: default TCP (the RFC profile: NewReno, no SACK) and Alltoall on
+#: ``opteron_cluster``'s Linux 2.6.11 with SACK, Linux RTO rules, timestamps,
+#: quick-ACK and the idle restart left off. ``linux-2.6.11`` is seed 001's
+#: kernel with all of them; ``linux`` is today's kernel (RACK-TLP, PRR, CUBIC).
+INCAST_STACKS = ("linux-2.6.11", "linux")
+ALLTOALL_STACKS = ("linux-2.6.11",)
 
-def _incast_one(job: tuple[float, int, int]) -> dict:
-    rto_min, n, seed = job
-    plat = set_rto(star(n + 1, buffer=INCAST_BUFFER), rto_min_s=rto_min)
+
+def _incast_one(job: tuple) -> dict:
+    rto_min, n, seed, *stack = job
+    tcp = {"tcp": {"stack": stack[0]}} if stack else {}
+    plat = set_rto(star(n + 1, buffer=INCAST_BUFFER, **tcp), rto_min_s=rto_min)
     res = run_sim(gather_linear, plat, seed=seed, kwargs={"nbytes": INCAST_BYTES})
     tot = res.host_totals()
     return {
@@ -62,12 +76,13 @@ def _incast(ctx: StudyContext) -> list[dict]:
     return ctx.map(_incast_one, jobs, "incast: senders x RTO min")
 
 
-def _alltoall_one(job: tuple[str, int, int, int]) -> dict:
-    name, procs, m, seed = job
+def _alltoall_one(job: tuple) -> dict:
+    name, procs, m, seed, *stack = job
     prog = {"A": alltoall_a, "B": alltoall_b}[name]
     # MPICH's 128 KiB eager limit; above it a rendezvous, which B relies
     # on to keep phases apart (seed 001 §4.1, YAMPII).
-    res = run_sim(prog, opteron_cluster(procs), procs, seed=seed, kwargs={"nbytes": m})
+    plat = opteron_cluster(procs, tcp={"stack": stack[0]} if stack else None)
+    res = run_sim(prog, plat, procs, seed=seed, kwargs={"nbytes": m})
     tot = res.host_totals()
     return {
         "algo": name,
@@ -86,6 +101,32 @@ def _alltoall(ctx: StudyContext) -> list[dict]:
     procs = 64
     jobs = [(name, procs, m, ctx.seed) for m in sizes for name in ("A", "B")]
     return ctx.map(_alltoall_one, jobs, f"alltoall A and B: P={procs}")
+
+
+def _stacks(ctx: StudyContext, incast: list[dict], a2a: list[dict]) -> list[dict]:
+    """The same sweeps under each stack profile, one row per case: the
+    earlier settings' time and timeouts beside each profile's."""
+    inc = [(r["rto_min_ms"] / 1e3, r["senders"], ctx.seed, st) for st in INCAST_STACKS for r in incast]
+    a2 = [(r["algo"], r["procs"], r["size_bytes"], ctx.seed, st) for st in ALLTOALL_STACKS for r in a2a]
+    inc_new = ctx.map(_incast_one, inc, "incast under the stack profiles")
+    a2_new = ctx.map(_alltoall_one, a2, "alltoall under the stack profiles")
+    rows = []
+    for old, cases, new, stacks in ((incast, inc, inc_new, INCAST_STACKS), (a2a, a2, a2_new, ALLTOALL_STACKS)):
+        for i, r in enumerate(old):
+            is_incast = "senders" in r
+            row = {
+                "workload": "incast" if is_incast else f"alltoall {r['algo']}",
+                "case": (f"{r['senders']} senders, RTO min {r['rto_min_ms']:g} ms" if is_incast
+                         else f"P={r['procs']}, m={r['size_bytes']} B"),
+                "before_time_s": r["time_s"],
+                "before_timeouts": r["timeouts"],
+            }
+            for k, st in enumerate(stacks):
+                n = new[k * len(old) + i]
+                row[f"{st}_time_s"] = n["time_s"]
+                row[f"{st}_timeouts"] = n["timeouts"]
+            rows.append(row)
+    return rows
 
 
 def _plot(ctx: StudyContext, incast: list[dict], a2a: list[dict]) -> list[str]:
@@ -118,8 +159,9 @@ def _plot(ctx: StudyContext, incast: list[dict], a2a: list[dict]) -> list[str]:
 def run(ctx: StudyContext) -> StudyReport:
     incast = _incast(ctx)
     a2a = _alltoall(ctx)
-    rep = StudyReport(NAME, TITLE, SOURCE, tables={"incast": incast, "alltoall": a2a})
-    rep.figures = _plot(ctx, incast, a2a)
+    stacks = _stacks(ctx, incast, a2a)
+    rep = StudyReport(NAME, TITLE, SOURCE, tables={"incast": incast, "alltoall": a2a, "stacks": stacks})
+    rep.figures = _plot(ctx, incast, a2a) + [_plot_stacks(ctx, stacks)]
 
     largest = max(r["senders"] for r in incast)
     g = {(r["rto_min_ms"], r["senders"]): r["goodput_mbps"] for r in incast}
@@ -158,4 +200,68 @@ def run(ctx: StudyContext) -> StudyReport:
         "with jitter_s=0 the hosts stay in lockstep and A never loses. Messages above MPICH's 128 KiB eager limit use a "
         "rendezvous, which B relies on (seed 001 §4.1); sent eagerly, B's phases overlap too and B pays RTOs as well."
     )
+    _stack_verdicts(rep, stacks)
     return rep
+
+
+def _plot_stacks(ctx: StudyContext, rows: list[dict]) -> str:
+    plt = ctx.pyplot()
+    fig, (left, right) = plt.subplots(1, 2, figsize=(11, 4))
+    inc = [r for r in rows if r["workload"] == "incast" and r["case"].endswith("RTO min 200 ms")]
+    senders = [int(r["case"].split()[0]) for r in inc]
+    for key, label in (("before", "before (RFC profile)"), *((st, st) for st in INCAST_STACKS)):
+        left.plot(senders, [r[f"{key}_time_s"] for r in inc], "o-", label=label)
+    left.set_xscale("log", base=2)
+    left.set_yscale("log")
+    left.set_xlabel("senders")
+    left.set_ylabel("completion time (s)")
+    left.set_title("Incast, RTO min 200 ms")
+    left.legend()
+    for algo in ("A", "B"):
+        pts = [r for r in rows if r["workload"] == f"alltoall {algo}"]
+        sizes = [int(r["case"].split("m=")[1].split()[0]) for r in pts]
+        for key, style in (("before", "o--"), *((st, "s-") for st in ALLTOALL_STACKS)):
+            right.plot(sizes, [r[f"{key}_time_s"] for r in pts], style, label=f"{algo}, {key}")
+    right.set_xscale("log", base=2)
+    right.set_yscale("log")
+    right.set_xlabel("message size m (bytes)")
+    right.set_ylabel("Alltoall time (s)")
+    right.set_title("Alltoall A vs B, 64 hosts")
+    right.legend()
+    return ctx.save_figure(fig, "stacks")
+
+
+def _stack_verdicts(rep: StudyReport, rows: list[dict]) -> None:
+    """The paper's two claims again under the period kernel (linux-2.6.11), as measured."""
+    st = "linux-2.6.11"
+    inc = [r for r in rows if r["workload"] == "incast"]
+    by = {r["case"]: r for r in inc}
+    largest = max(int(c.split()[0]) for c in by)
+    good = {ms: by[f"1 senders, RTO min {ms:g} ms"][f"{st}_time_s"] / by[f"{largest} senders, RTO min {ms:g} ms"][f"{st}_time_s"] * largest
+            for ms in (200.0, 1.0)}
+    rep.comparisons.append(Comparison(
+        f"incast goodput at {largest} senders / 1 sender, Linux 2.6.11 stack",
+        "collapses with RTO min 200 ms; shorter RTO min relieves it (seed 000 Fig. 2)",
+        f"{good[200.0]:.3f} (RTO min 200 ms) vs {good[1.0]:.3f} (1 ms)",
+        good[200.0] < 0.2 and good[1.0] > 2 * good[200.0],
+    ))
+    a2 = {(r["workload"][-1], r["case"]): r for r in rows if r["workload"].startswith("alltoall")}
+    big = max(a2, key=lambda k: int(k[1].split("m=")[1].split()[0]))[1]
+    a, b = a2[("A", big)], a2[("B", big)]
+    rep.comparisons.append(Comparison(
+        f"Alltoall, {big} (E_q = 1), Linux 2.6.11 stack",
+        "B faster than A, A pays RTOs (ineq. 12)",
+        f"A {a[f'{st}_time_s'] * 1e3:.1f} ms ({a[f'{st}_timeouts']} timeouts), "
+        f"B {b[f'{st}_time_s'] * 1e3:.1f} ms ({b[f'{st}_timeouts']} timeouts)",
+        b[f"{st}_time_s"] < a[f"{st}_time_s"] and a[f"{st}_timeouts"] > 0,
+    ))
+    worst = max(rows, key=lambda r: abs(r[f"{st}_time_s"] / r["before_time_s"] - 1))
+    rep.notes.append(
+        "Stack profiles (table stacks): every case again under seed 001's kernel, linux-2.6.11 (SACK, Linux RTO "
+        "rules with timestamps, quick-ACK, restart after idle, IW3, 3 s initial RTO), and incast also under today's "
+        "linux (RACK-TLP, PRR, CUBIC, IW10). The verdicts above the last two were obtained with the earlier settings "
+        "(incast: the RFC profile; Alltoall: opteron_cluster with those five features off) and are kept for "
+        f"comparison. Largest change under linux-2.6.11: {worst['workload']}, {worst['case']}: "
+        f"{worst['before_time_s'] * 1e3:.1f} ms -> {worst[f'{st}_time_s'] * 1e3:.1f} ms "
+        f"({worst['before_timeouts']} -> {worst[f'{st}_timeouts']} timeouts)."
+    )
