@@ -145,7 +145,7 @@ def known_platform():
 
 
 def test_measurement_recovers_parameters_known_by_construction():
-    from parcomm.models.measure import measure, sim_runner
+    from parcomm.measure import measure, sim_runner
 
     p = measure(sim_runner(known_platform(), 3), 3, [0, 64, 512, 1024], patterns="none", probe_queue=False)
     # By construction (one segment per message, two store-and-forward hops):
@@ -163,7 +163,7 @@ def test_measurement_recovers_parameters_known_by_construction():
 
 
 def test_queue_length_estimate_is_near_the_port_buffer():
-    from parcomm.models.measure import measure, sim_runner
+    from parcomm.measure import measure, sim_runner
     from parcomm.platform import opteron_cluster
 
     p = measure(sim_runner(opteron_cluster(4, jitter_s=0), 4), 4, [0, 65536, 262144], patterns="none")
@@ -173,7 +173,7 @@ def test_queue_length_estimate_is_near_the_port_buffer():
 
 
 def test_pattern_gaps_on_a_symmetric_switch_match_the_pair_gap():
-    from parcomm.models.measure import measure, sim_runner
+    from parcomm.measure import measure, sim_runner
     from parcomm.platform import opteron_cluster
 
     p = measure(sim_runner(opteron_cluster(4, jitter_s=0), 4), 4, [0, 4096], probe_queue=False)

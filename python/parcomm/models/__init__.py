@@ -2,8 +2,9 @@
 
 Point-to-point and collective models (one module each, one interface:
 ``model.predict(collective, procs, nbytes) -> seconds``): Hockney, LogP,
-LogGP, PlogP and PlogP-BR (seed 001), all built from one measured parameter
-set (:mod:`.params`, produced by :mod:`.measure`). Algorithm selection is in
+LogGP, PlogP, PlogP-BR (seed 001) and PlogP-BR+ (PlogP-BR with a measured RTO
+term), all built from one measured parameter set (:mod:`.params`, produced
+by :mod:`parcomm.measure`). Algorithm selection is in
 :mod:`.selection`. Other models (multicast, stencil, broadcast bounds) live
 beside them.
 """
@@ -14,6 +15,7 @@ from .multicast import MulticastResult, analyze as analyze_multicast
 from .params import PlogPParams
 from .plogp import PlogP
 from .plogp_br import PlogPBR, rto_penalty_count
+from .plogp_br_plus import PlogPBRPlus
 from .selection import MODELS, make_model, predict_all, select
 from .stencil import StencilModel, implied_parameters as stencil_implied_parameters
 
@@ -25,6 +27,7 @@ __all__ = [
     "MulticastResult",
     "PlogP",
     "PlogPBR",
+    "PlogPBRPlus",
     "PlogPParams",
     "analyze_multicast",
     "make_model",

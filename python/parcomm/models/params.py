@@ -4,7 +4,9 @@ PlogP (Kielmann, Bal & Verstoep 2000) measures, per message size m: the gap
 g(m), the send and receive overheads o_s(m) and o_r(m), and one latency L.
 PlogP-BR (seed 001 §3) adds g(m, C) per communication pattern C (eq. 3), the
 switch queue length q (§3.1), whether the switch has flow control, and the
-retransmission timeout T_RTO. Between measured sizes, values are
+retransmission timeout T_RTO. PlogP-BR+ (:mod:`.plogp_br_plus`) adds the
+expected RTO waits per call of each phased pattern at the probe's sizes
+(``rto_sizes``, ``rto_waits``). Between measured sizes, values are
 interpolated linearly in m (piecewise); beyond the largest size, the last
 segment's slope is extended, since g grows linearly with m for large m.
 
@@ -70,6 +72,9 @@ class PlogPParams:
     queue_bytes: float | None = None
     flow_control: bool = False
     rto_s: float = 0.2
+    # PlogP-BR+: pattern (an Alltoall algorithm) -> expected RTO waits per call, per probe size.
+    rto_sizes: list[int] = field(default_factory=list)
+    rto_waits: dict[str, list[float]] = field(default_factory=dict)
     meta: dict[str, Any] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
@@ -98,6 +103,7 @@ class PlogPParams:
         if not isinstance(self.flow_control, bool):
             raise ValueError(f"params: 'flow_control' must be true or false, got {_shown(self.flow_control)}")
         _check_number("rto_s", self.rto_s, 1e9)
+        self._check_rto_probe()
         if not isinstance(self.meta, dict):
             raise ValueError(f"params: 'meta' must be an object, got {type(self.meta).__name__}")
         n = len(self.sizes)
@@ -113,6 +119,35 @@ class PlogPParams:
                 raise ValueError(f"params: g_pattern['{pat}'] has {len(vals)} values for {n} sizes")
         if self.procs < 1:
             raise ValueError(f"params: 'procs' must be >= 1, got {self.procs}")
+
+    def _check_rto_probe(self) -> None:
+        if not isinstance(self.rto_sizes, list) or not isinstance(self.rto_waits, dict):
+            raise ValueError("params: 'rto_sizes' must be a list and 'rto_waits' an object")
+        for m in self.rto_sizes:
+            _check_int("rto_sizes", m, 0, 2**53)
+        if sorted(set(self.rto_sizes)) != list(self.rto_sizes):
+            raise ValueError("params: 'rto_sizes' must be strictly increasing")
+        if self.rto_waits and not self.rto_sizes:
+            raise ValueError("params: 'rto_waits' needs 'rto_sizes'")
+        for pat, vals in self.rto_waits.items():
+            if not isinstance(pat, str) or len(pat) > 64 or not pat.isprintable():
+                raise ValueError(f"params: 'rto_waits' names a pattern {_shown(pat)}; names are short printable strings")
+            if not isinstance(vals, list) or len(vals) != len(self.rto_sizes):
+                raise ValueError(f"params: rto_waits['{pat}'] must be a list of {len(self.rto_sizes)} values"
+                                 f" (one per rto_sizes)")
+            for v in vals:
+                _check_number(f"rto_waits['{pat}']", v, 1e6)
+
+    def rto_waits_at(self, pattern: str, m: float) -> float:
+        """PlogP-BR+'s expected RTO waits per call of ``pattern`` at m bytes: linear
+        between probe sizes, the nearest probe's value outside them (no trend is
+        extrapolated: whether an RTO happens is not linear in m)."""
+        vals = self.rto_waits.get(pattern)
+        if not vals:
+            raise ValueError(f"PlogP-BR+ needs the RTO probe's expected waits for {pattern} (rto_waits); "
+                             f"measure with `parcomm measure --rto-probe`")
+        m = min(max(m, self.rto_sizes[0]), self.rto_sizes[-1])
+        return interpolate(self.rto_sizes, vals, m)
 
     def g_at(self, m: float) -> float:
         return interpolate(self.sizes, self.g, m)

@@ -1,7 +1,7 @@
 """PlogP-BR (seed 001 §3): PlogP with per-pattern gaps and the RTO penalty.
 
 * g(m, C) per communication pattern C (eq. 3), measured by
-  :mod:`parcomm.models.measure`; the patterns of Alltoall phase k are
+  :mod:`parcomm.measure`; the patterns of Alltoall phase k are
   ``xor{k}`` (every rank r with r XOR k).
 * E_q(m, n) (eq. 1): 0 with flow control; otherwise 1 when the switch queue
   q is shorter than the bytes (n-1)·m that n overlapping phases can pile up
@@ -48,11 +48,18 @@ class PlogPBR(PlogP):
     def e_q(self, m: float, n: int) -> int:
         return rto_penalty_count(m, n, self.params.queue_bytes, self.params.flow_control)
 
-    def alltoall_a(self, p: int, m: float) -> float:
+    def alltoall_a_no_rto(self, p: int, m: float) -> float:
+        """Eq. 4 without its RTO term: sum_k g(m, C_k) + L."""
         if p < 2:
             return 0.0
-        gaps = sum(self.params.g_pattern_at(xor_pattern(k), m) for k in range(1, p))
-        return gaps + self.params.L + self.e_q(m, p - 1) * self.params.rto_s
+        return sum(self.params.g_pattern_at(xor_pattern(k), m) for k in range(1, p)) + self.params.L
+
+    def alltoall_b_no_rto(self, p: int, m: float) -> float:
+        """Eq. 8 without its RTO term (E_q(m, 1) = 0 anyway): sum_k (g(m, C_k) + L)."""
+        return sum(self.params.g_pattern_at(xor_pattern(k), m) + self.params.L for k in range(1, p))
+
+    def alltoall_a(self, p: int, m: float) -> float:
+        return 0.0 if p < 2 else self.alltoall_a_no_rto(p, m) + self.e_q(m, p - 1) * self.params.rto_s
 
     def alltoall_b(self, p: int, m: float) -> float:
-        return sum(self.params.g_pattern_at(xor_pattern(k), m) + self.params.L for k in range(1, p))
+        return self.alltoall_b_no_rto(p, m)

@@ -8,8 +8,10 @@ from .logp import LogGP, LogP
 from .params import PlogPParams
 from .plogp import PlogP
 from .plogp_br import PlogPBR
+from .plogp_br_plus import PlogPBRPlus
 
-MODELS = {"hockney": Hockney, "logp": LogP, "loggp": LogGP, "plogp": PlogP, "plogp-br": PlogPBR}
+MODELS = {"hockney": Hockney, "logp": LogP, "loggp": LogGP, "plogp": PlogP, "plogp-br": PlogPBR,
+          "plogp-br+": PlogPBRPlus}
 ALGORITHMS = {
     "alltoall": ["alltoall_a", "alltoall_b"],
     "bcast": ["bcast_binomial", "bcast_scatter_allgather"],

@@ -16,7 +16,7 @@ import statistics
 from ..collectives import alltoall_a, alltoall_b
 from ..comm import run_sim
 from ..models import make_model
-from ..models.measure import measure, sim_runner
+from ..measure import measure, sim_runner
 from ..platform import opteron_cluster
 from .framework import Comparison, StudyContext, StudyReport
 

@@ -25,6 +25,7 @@ Procedures (Kielmann, Bal & Verstoep 2000, as summarized in seed 001 §2.3):
   (:func:`stream_rate`), not the slope of g(m): that slope also holds the
   per-byte copies at both hosts, which do not drain a switch queue (with
   it, q came out ~15 % short of the simulated 128 KiB port).
+* PlogP-BR+'s expected RTO waits per call (optional): :mod:`.rto_probe`.
 
 Every mean is repeated until its 95 % confidence interval is within
 ``rel_ci`` of it (:mod:`.stats`), not a fixed count.
@@ -36,8 +37,8 @@ import statistics
 from typing import Any, Callable, Sequence
 
 from ..comm.base import RESERVED_TAG_BASE
-from .params import PlogPParams
-from .plogp_br import xor_pattern
+from ..models.params import PlogPParams
+from ..models.plogp_br import xor_pattern
 from .stats import sample_until
 
 TAG = RESERVED_TAG_BASE + 100
@@ -170,8 +171,11 @@ DEFAULT_SIZES = [0, 64, 1024, 4096, 16384, 65536, 262144, 1048576]
 def measure(runner: Runner, procs: int, sizes: Sequence[int] = DEFAULT_SIZES, *, patterns: str = "alltoall",
             pattern_ks: Sequence[int] | None = None, rel_ci: float = 0.05, max_reps: int = 20,
             rto_s: float = 0.2, flow_control: bool = False, probe_queue: bool = True,
+            rto_probe: bool = False, rto_calls: int | None = None, rto_sizes: Sequence[int] | None = None,
             progress: Callable[[str], None] = lambda m: None, meta: dict | None = None) -> PlogPParams:
-    """Measure PlogP(-BR) parameters of the platform behind ``runner``."""
+    """Measure PlogP(-BR) parameters of the platform behind ``runner``; with
+    ``rto_probe``, also PlogP-BR+'s expected RTO waits (:mod:`.rto_probe`)
+    at ``rto_sizes`` (default: ``sizes``), ``rto_calls`` timed calls each."""
     sizes = sorted(set(int(s) for s in sizes) | {0})
     if any(s < 0 for s in sizes):
         raise ValueError("sizes must be >= 0")
@@ -232,10 +236,29 @@ def measure(runner: Runner, procs: int, sizes: Sequence[int] = DEFAULT_SIZES, *,
         if not overflowed:
             progress("the flood never overflowed the port: q is a lower bound (more ranks would fill it)")
 
-    return PlogPParams(procs=procs, L=L, sizes=list(sizes), g=g, o_s=o_s, o_r=o_r, g_pattern=g_pattern,
-                       queue_bytes=queue_bytes, flow_control=flow_control, rto_s=rto_s,
-                       meta={**(meta or {}), **extra_meta,
-                             **({"link_rate_bytes_per_s": link_rate} if link_rate else {})})
+    params = PlogPParams(procs=procs, L=L, sizes=list(sizes), g=g, o_s=o_s, o_r=o_r, g_pattern=g_pattern,
+                         queue_bytes=queue_bytes, flow_control=flow_control, rto_s=rto_s,
+                         meta={**(meta or {}), **extra_meta,
+                               **({"link_rate_bytes_per_s": link_rate} if link_rate else {})})
+    if rto_probe:
+        _add_rto_probe(runner, params, rto_sizes or sizes, rto_calls, progress)
+    return params
+
+
+def _add_rto_probe(runner: Runner, params: PlogPParams, sizes: Sequence[int], calls: int | None,
+                   progress: Callable[[str], None]) -> None:
+    from ..models.plogp_br import PlogPBR
+    from .rto_probe import DEFAULT_CALLS, probe_rto
+
+    p = params.procs
+    if p < 2 or p & (p - 1):
+        raise ValueError(f"the RTO probe runs Alltoall A and B, which need a power-of-two number of ranks, got {p}")
+    br = PlogPBR(params)
+    no_rto = {"alltoall_a": br.alltoall_a_no_rto, "alltoall_b": br.alltoall_b_no_rto}
+    calls = calls or DEFAULT_CALLS
+    params.rto_sizes, params.rto_waits = probe_rto(runner, sizes, lambda pat, m: no_rto[pat](p, m),
+                                                   params.rto_s, calls, progress=progress)
+    params.meta["rto_probe_calls"] = calls
 
 
 def _interp_at(sizes: list[int], values: list[float], m: int) -> float:
