@@ -335,7 +335,7 @@ def run_local(program: str | Callable[..., Awaitable[Any]], size: int, *, args: 
 
 
 def local_runner(procs: int, **run_kw: Any) -> Callable[[Any, dict], list]:
-    """A runner for :mod:`parcomm.models.measure`: ``runner(program, kwargs)``
+    """A runner for :mod:`parcomm.measure`: ``runner(program, kwargs)``
     runs the program on ``procs`` local SocketComm ranks and returns the
     per-rank results (one :func:`run_local` per call)."""
 

@@ -431,7 +431,7 @@ def run_mpi(program: str | Callable[..., Awaitable[Any]], size: int, *, args: Se
 
 
 def mpi_runner(procs: int, **run_kw: Any) -> Callable[[Any, dict], list]:
-    """A runner for :mod:`parcomm.models.measure`: ``runner(program, kwargs)``
+    """A runner for :mod:`parcomm.measure`: ``runner(program, kwargs)``
     runs the program on ``procs`` MPI ranks (one mpiexec per call) and
     returns the per-rank results."""
 
