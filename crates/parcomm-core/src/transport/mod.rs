@@ -74,7 +74,9 @@ pub struct TcpConfig {
     pub cwnd_restart_after_idle: bool,
     /// Linux's RTO rules (`linux_rto.rs`) and RTT sampling (`txlog.rs`):
     /// SRTT + rttvar with rttvar >= rto_min, a sample per advancing ACK,
-    /// each sample clearing the backoff. Off: RFC 6298 with BSD timing.
+    /// each sample clearing the backoff; the timer restarts when the head
+    /// segment is resent, and (with RACK) on SACKs of data older than the
+    /// head's last send. Off: RFC 6298 with BSD timing.
     pub linux_rto: bool,
     /// RFC 7323 timestamps: with `linux_rto`, ACKs of retransmitted data
     /// give RTT samples too (header bytes are not modelled).

@@ -9,7 +9,7 @@ use super::linux_rto::LinuxRto;
 use super::newreno::{CongestionControl, NewReno};
 use super::recovery::newreno::NewRenoRecovery;
 use super::recovery::sack::SackRecovery;
-use super::recovery::{Ctx, Next, Recovery};
+use super::recovery::{Ctx, Next, Recovery, SackNews};
 use super::rto::{Rfc6298Rto, RtoEstimator};
 use super::seqspace::SeqSpace;
 use super::tlp::Tlp;
@@ -35,7 +35,8 @@ pub struct Sender {
     txlog: Option<TxLog>,
     /// RFC 7323 timestamps: retransmitted data can be timed (with `txlog`).
     timestamps: bool,
-    /// RTT samples from `txlog` (Linux) rather than `rtt_probe` (BSD).
+    /// RTT samples from `txlog` (Linux) rather than `rtt_probe` (BSD), and
+    /// Linux's timer rules (`linux_rto`).
     linux_sampling: bool,
     /// A timeout happened and no new data was acked since (RFC 5681 §3.1).
     timed_out_unrepaired: bool,
@@ -190,12 +191,14 @@ impl Sender {
         }
         self.seq.peer_wnd = ack.window;
         let una_before = self.seq.snd_una;
-        let newly_sacked = {
+        let news = {
             let (rec, mut cx) = self.split(now);
             rec.on_sack_info(&mut cx, &ack)
         };
+        let newly_sacked = news.bytes;
         self.tlp_on_ack(&ack);
         if ack.ack == self.seq.snd_una {
+            self.rearm_on_old_sack(now, news);
             let (rec, mut cx) = self.split(now);
             rec.on_duplicate_ack(&mut cx, newly_sacked);
             if !self.probe_allowed() {
@@ -240,6 +243,24 @@ impl Sender {
             rec.after_cumulative_ack(&mut cx, ack.ack - una_before + newly_sacked);
         }
         self.arm_probe(now);
+    }
+
+    /// Linux's tcp_clean_rtx_queue(): an ACK that acks nothing new but SACKs
+    /// never-retransmitted data sent before the head was last (re)sent
+    /// (an RTT sample older than the head's) re-arms the RTO from now
+    /// (FLAG_SET_XMIT_TIMER). So while a repair is under way and SACKs of
+    /// older data keep arriving, the timer keeps out of the way; SACKs of
+    /// data sent after the head do not extend it.
+    fn rearm_on_old_sack(&mut self, now: Time, news: SackNews) {
+        if !self.linux_sampling || self.rto_deadline.is_none() {
+            return;
+        }
+        let head_sent = self.txlog.as_ref().and_then(TxLog::head_sent);
+        if let (Some(sacked), Some(head)) = (news.oldest_sent, head_sent) {
+            if sacked < head {
+                self.rto_deadline = Some(now.saturating_add(self.rto.rto()));
+            }
+        }
     }
 
     /// Must be called when `now >= poll_timeout()`; otherwise a no-op.
@@ -455,6 +476,15 @@ impl Sender {
         }
         if self.rto_deadline.is_none() {
             self.rto_deadline = Some(now.saturating_add(self.rto.rto())); // (5.1)
+        } else if retransmission && self.linux_sampling && seq == self.seq.snd_una {
+            // Linux restarts the RTO when it resends the head of the
+            // retransmission queue (tcp_xmit_retransmit_queue(): rearm_timer;
+            // if the RACK reordering timer holds the slot instead, its expiry
+            // re-arms the RTO from the head's send time, tcp_rearm_rto() with
+            // tcp_rto_delta_us(): the same deadline). So a repair in progress
+            // waits a full RTO from its own send, not from the last advancing
+            // ACK (RFC 6298 (5.3) restarts only on ACKs).
+            self.rto_deadline = Some(now.saturating_add(self.rto.rto()));
         }
         Segment {
             seq,
@@ -780,6 +810,61 @@ mod tests {
         let gaps: Vec<Time> = sends.windows(2).skip(1).map(|w| w[1] - w[0]).collect();
         let want: Vec<Time> = (1..7).map(|i| (c.rto_min << i).min(c.rto_max)).collect();
         assert_eq!(gaps, want); // 400, 800, 1600, then capped at 2000 ms
+    }
+
+    /// An ACK of `una` SACKing `[start, end)`.
+    fn sack(una: u64, start: u64, end: u64) -> Ack {
+        let mut a = ack(una);
+        a.sack.push(start, end);
+        a
+    }
+
+    /// Ten segments out at t = 0, then segments 1..=3 SACKed at `t`: the third
+    /// duplicate starts recovery and the head goes again at `t`.
+    fn head_resent(c: &TcpConfig, t: Time) -> Sender {
+        let mut s = Sender::new(c);
+        s.seed_handshake_rtt(MS);
+        s.write(10_000);
+        assert_eq!(drain(&mut s, 0).len(), 10);
+        for k in 2..=4 {
+            s.on_ack(t, sack(0, 1000, k * 1000));
+        }
+        assert_eq!(drain(&mut s, t).first(), Some(&(0, 1000, true)));
+        s
+    }
+
+    #[test]
+    fn linux_restarts_the_rto_when_the_head_is_resent() {
+        let rfc = TcpConfig { sack: true, ..cfg() };
+        let linux = TcpConfig { linux_rto: true, ..rfc.clone() };
+        let t = 30 * MS;
+        // RFC 6298: the timer runs from the first transmission (5.1); dupACKs do not move it.
+        let s = head_resent(&rfc, t);
+        assert_eq!(s.rto_deadline, Some(s.rto()));
+        // Linux (tcp_xmit_retransmit_queue()): the head's retransmission restarts it.
+        let s = head_resent(&linux, t);
+        assert_eq!(s.rto_deadline, Some(t + s.rto()));
+    }
+
+    #[test]
+    fn linux_sacks_of_data_older_than_the_resent_head_restart_the_rto() {
+        let c = TcpConfig { sack: true, linux_rto: true, rack: true, ..cfg() };
+        let t = 30 * MS;
+        let mut s = head_resent(&c, t);
+        let armed = s.rto_deadline.unwrap();
+        assert_eq!(armed, t + s.rto());
+        // Segment 5, sent at 0 (before the head's resend at t), is SACKed at 2t: re-armed from 2t.
+        s.on_ack(2 * t, sack(0, 1000, 5000));
+        s.on_ack(2 * t, sack(0, 1000, 6000));
+        assert_eq!(s.rto_deadline, Some(2 * t + s.rto()));
+        // Data sent with the head, not before it, SACKed later does not extend it.
+        let mut s = Sender::new(&c);
+        s.seed_handshake_rtt(MS);
+        s.write(10_000);
+        drain(&mut s, 0);
+        let armed = s.rto_deadline;
+        s.on_ack(t, sack(0, 1000, 2000));
+        assert_eq!(s.rto_deadline, armed);
     }
 
     #[test]

@@ -130,6 +130,11 @@ impl TxLog {
         sent.map(|t| now.saturating_sub(t))
     }
 
+    /// When the first outstanding segment (the head, at snd_una) was last sent.
+    pub fn head_sent(&self) -> Option<Time> {
+        self.segs.front().map(|s| s.at)
+    }
+
     /// Marks as SACKed every segment inside `[start, end)` that was not,
     /// telling `delivered` of each.
     pub fn on_sacked(&mut self, start: u64, end: u64, mut delivered: impl FnMut(Outstanding)) {

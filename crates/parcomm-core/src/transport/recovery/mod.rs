@@ -36,6 +36,17 @@ pub struct Ctx<'a> {
     pub rto_deadline: Option<Time>,
 }
 
+/// What an ACK's SACK blocks brought.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct SackNews {
+    /// Bytes SACKed for the first time.
+    pub bytes: u64,
+    /// The earliest send time among the newly SACKed segments that were
+    /// never retransmitted (Linux's `first_sackt`, an RTT sample), when the
+    /// strategy tracks send times (RACK).
+    pub oldest_sent: Option<Time>,
+}
+
 /// What recovery wants sent next, when it is in charge of sending.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Next {
@@ -52,8 +63,8 @@ pub enum Next {
 /// advanced) `on_delivered` per newly acked segment, `on_cumulative_ack`,
 /// and after the retransmission timer is re-armed, `after_cumulative_ack`.
 pub trait Recovery: Debug + Send + Sync {
-    /// The ACK's SACK blocks; returns the bytes newly SACKed (0 without SACK).
-    fn on_sack_info(&mut self, cx: &mut Ctx, ack: &Ack) -> u64;
+    /// The ACK's SACK blocks: what they newly SACKed (nothing without SACK).
+    fn on_sack_info(&mut self, cx: &mut Ctx, ack: &Ack) -> SackNews;
     /// An ACK that did not advance snd_una.
     fn on_duplicate_ack(&mut self, cx: &mut Ctx, newly_sacked: u64);
     /// A segment the cumulative ACK delivered (for time-based detection).

@@ -3,7 +3,7 @@
 //! partial ACK resends the next hole; a timeout goes back to snd_una and
 //! resends everything (go-back-N).
 
-use super::{Ctx, Episode, Next, Recovery};
+use super::{Ctx, Episode, Next, Recovery, SackNews};
 use crate::transport::seqspace::SeqSpace;
 use crate::transport::Ack;
 
@@ -23,8 +23,8 @@ impl NewRenoRecovery {
 }
 
 impl Recovery for NewRenoRecovery {
-    fn on_sack_info(&mut self, _cx: &mut Ctx, _ack: &Ack) -> u64 {
-        0
+    fn on_sack_info(&mut self, _cx: &mut Ctx, _ack: &Ack) -> SackNews {
+        SackNews::default()
     }
 
     fn on_duplicate_ack(&mut self, cx: &mut Ctx, _newly_sacked: u64) {

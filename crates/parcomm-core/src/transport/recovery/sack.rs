@@ -5,7 +5,7 @@
 //! also finds lost retransmissions; PRR (RFC 6937) paces sending in recovery
 //! by what the ACKs deliver.
 
-use super::{Ctx, Episode, Next, Recovery};
+use super::{Ctx, Episode, Next, Recovery, SackNews};
 use crate::time::Time;
 use crate::transport::prr::Prr;
 use crate::transport::rack::Rack;
@@ -163,17 +163,23 @@ impl SackRecovery {
 }
 
 impl Recovery for SackRecovery {
-    fn on_sack_info(&mut self, cx: &mut Ctx, ack: &Ack) -> u64 {
+    fn on_sack_info(&mut self, cx: &mut Ctx, ack: &Ack) -> SackNews {
         let max = cx.seq.snd_max;
-        let newly = self.sb.update(ack.ack, ack.sack.as_slice(), max);
+        let bytes = self.sb.update(ack.ack, ack.sack.as_slice(), max);
+        let mut oldest_sent: Option<Time> = None;
         // RACK: segments inside this ACK's SACK blocks were delivered.
         if let (Some(rack), Some(log)) = (self.rack.as_mut(), cx.log.as_deref_mut()) {
             let now = cx.now;
             for &(s, e) in ack.sack.as_slice() {
-                log.on_sacked(s, e.min(max), |seg| rack.on_delivered(now, seg.sent, seg.end, seg.retransmitted));
+                log.on_sacked(s, e.min(max), |seg| {
+                    rack.on_delivered(now, seg.sent, seg.end, seg.retransmitted);
+                    if !seg.retransmitted {
+                        oldest_sent = Some(oldest_sent.map_or(seg.sent, |t| t.min(seg.sent)));
+                    }
+                });
             }
         }
-        newly
+        SackNews { bytes, oldest_sent }
     }
 
     fn on_duplicate_ack(&mut self, cx: &mut Ctx, newly_sacked: u64) {
