@@ -82,13 +82,20 @@ def test_quick_study_reports_both_errors_and_selection_for_both_p(tmp_path):
     for procs in (8, 64):
         assert any(q.startswith(f"P={procs}: mean absolute relative error") for q in quantities)
         assert any(q.startswith(f"P={procs}: faster of A and B") for q in quantities)
-    summary = {s["procs"]: s for s in rep.tables["summary"]}
-    for procs in (8, 64):
-        s = summary[procs]
-        assert {"mare_plogp", "mare_plogp_br", "select_plogp_br", "select_plogp"} <= set(s)
+    summary = {(s["profile"], s["procs"]): s for s in rep.tables["summary"]}
+    assert set(summary) == {(prof, p) for prof in nomura.PROFILES for p in (8, 64)}
+    for (profile, procs), s in summary.items():
+        if profile == nomura.PAPER_PROFILE:
+            assert {"select_plogp_br", "select_plogp"} <= set(s)
+        # every model scored by error and by selection penalty, against every profile
+        assert {"mare_plogp", "mare_plogp_br", "mare_plogp_br_plus", "penalty_plogp", "penalty_plogp_br",
+                "penalty_plogp_br_plus"} <= set(s)
+        assert any(q.startswith(f"P={procs}, TCP {profile}: mean selection penalty") for q in quantities)
         # The measured q is the platform's port within a few per cent.
         assert s["q_bytes"] == pytest.approx(payload_capacity(128 * 1024), rel=0.05)
-    assert (tmp_path / "nomura" / "params_p64.json").exists()
+    for name in ("params_p64.json", "params_linux_p64.json"):
+        saved = (tmp_path / "nomura" / name).read_text()
+        assert '"rto_waits"' in saved
 
 
 @pytest.mark.parametrize("algo", ["A", "B"])
