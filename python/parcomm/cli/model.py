@@ -137,8 +137,16 @@ def _load(params_path: Path):
 
 #: ``model select``'s model when none is given, and why, as the command says it.
 DEFAULT_SELECT_MODEL = "plogp-br"
-DEFAULT_SELECT_WHY = ("the default: it models RTO penalties, so it ranks algorithms best in the nomura study; "
-                      "its absolute times are less accurate than PlogP's")
+DEFAULT_SELECT_WHY = ("the default without an RTO probe in the parameter file: it models RTO penalties, so it "
+                      "ranks algorithms better than PlogP in the nomura study; its absolute times are less accurate")
+#: ... and when the parameter file holds the RTO probe (`parcomm measure --rto-probe`).
+PROBED_SELECT_MODEL = "plogp-br+"
+PROBED_SELECT_WHY = ("the default with an RTO probe in the parameter file: the lowest selection penalty and error "
+                     "in the nomura study")
+EMIT_SIZES = "1KiB,4KiB,16KiB,64KiB,256KiB,1MiB"
+#: Ceiling of a selection file --mpich-base names (MPICH's own is ~60 KiB) and of a library searched for its default.
+MAX_BASE_BYTES = 4 << 20
+MAX_LIBRARY_BYTES = 256 << 20
 
 _params_opt = click.option("--params", "params_path", type=click.Path(dir_okay=False, path_type=Path), required=True,
                            help="parameter file written by `parcomm measure`")
@@ -146,27 +154,60 @@ _params_opt = click.option("--params", "params_path", type=click.Path(dir_okay=F
 
 @model.command()
 @click.argument("collective", type=click.Choice(["alltoall", "bcast", "barrier"]))
-@_params_opt
-@click.option("--procs", "-n", type=IntIn(1, MAX_MODEL_PROCS), required=True, help="ranks P")
+@click.option("--params", "params_paths", type=click.Path(dir_okay=False, path_type=Path), required=True,
+              multiple=True, help="parameter file written by `parcomm measure`; with --emit, one per "
+                                  "communicator size of the grid (each file's P), repeat the option")
+@click.option("--procs", "-n", type=IntIn(1, MAX_MODEL_PROCS), default=None,
+              help="ranks P (required without --emit)")
 @click.option("--size", default="64KiB", show_default=True, help="message size m per rank pair (64KiB, 1MB, ...)")
 @click.option("--model", "model_name", default=None,
-              help="hockney, logp, loggp, plogp or plogp-br [default: plogp-br, see below]")
+              help="hockney, logp, loggp, plogp, plogp-br or plogp-br+ [default: plogp-br+ if the parameter "
+                   "file holds an RTO probe, else plogp-br; see below]")
 @click.option("--json", "as_json", is_flag=True, help="print the choice and every predicted time as JSON")
-def select(collective, params_path, procs, size, model_name, as_json) -> None:
+@click.option("--emit", type=click.Choice(["mpich-json", "openmpi-rules"]), default=None,
+              help="write a selection file an MPI library reads, from the model's choice at every (P, m) of the "
+                   "grid (alltoall only): MPICH's MPIR_CVAR_COLL_SELECTION_TUNING_JSON_FILE or Open MPI's "
+                   "coll_tuned_dynamic_rules_filename")
+@click.option("--sizes", default=EMIT_SIZES, show_default=True, help="with --emit: the grid's message sizes m")
+@click.option("--out", type=click.Path(dir_okay=False, path_type=Path), default=None,
+              help="with --emit: the file to write")
+@click.option("--mpich-base", type=click.Path(dir_okay=False, path_type=Path), default=None,
+              help="with --emit mpich-json: the selection file whose other collectives the emitted file keeps "
+                   "(MPICH reads the file as its whole selection tree) [default: the installed MPICH's own, "
+                   "read from its libmpi]")
+def select(collective, params_paths, procs, size, model_name, as_json, emit, sizes, out, mpich_base) -> None:
     """The fastest algorithm for COLLECTIVE under a model, with every algorithm's predicted time.
 
-    The default model is PlogP-BR because it is the one that sees retransmission timeouts: in
-    the nomura study (`parcomm repro nomura`) it picks the faster of Alltoall A and B more
-    often than PlogP, where an incast makes A pay RTOs. Its absolute times are far less
-    accurate (PlogP is closer there), so use `parcomm model predict` to compare times.
+    The default model is PlogP-BR+ when the parameter file holds the RTO probe (`parcomm
+    measure --rto-probe`): in the nomura study (`parcomm repro nomura`) its selection penalty
+    against the measured best is the lowest. Without the probe it is PlogP-BR, the model that
+    sees retransmission timeouts at all (its absolute times are far less accurate; use
+    `parcomm model predict` to compare times).
+
+    With --emit, the choices over a grid (P of each --params file x --sizes) are written as a
+    selection file: Alltoall A as MPICH's scattered / Open MPI's linear, B as pairwise.
+
+    \b
+    Example:
+      parcomm model select alltoall --params p8.json --params p64.json \\
+          --emit mpich-json --out alltoall.json
+      MPIR_CVAR_COLL_SELECTION_TUNING_JSON_FILE=$PWD/alltoall.json mpiexec -n 64 ./app
     """
     from ..models import select as do_select
 
-    params = _load(params_path)
-    nbytes = parse_with(lambda v: parse_size(v, "--size"), size, "--size")
+    all_params = [_load(p) for p in params_paths]
     why = "chosen with --model"
     if model_name is None:
-        model_name, why = DEFAULT_SELECT_MODEL, DEFAULT_SELECT_WHY
+        model_name, why = _default_model(all_params)
+    if emit:
+        _emit(collective, all_params, model_name, emit, sizes, out, mpich_base)
+        return
+    if procs is None:
+        raise click.UsageError("--procs is required (without --emit)")
+    if len(all_params) > 1:
+        raise click.UsageError("--params may be repeated only with --emit")
+    params = all_params[0]
+    nbytes = parse_with(lambda v: parse_size(v, "--size"), size, "--size")
     try:
         best, times = do_select(collective, params, procs, nbytes, model_name)
     except ValueError as e:
@@ -178,6 +219,82 @@ def select(collective, params_path, procs, size, model_name, as_json) -> None:
     click.echo(f"{collective}, {procs} procs, {nbytes} B, model {model_name} ({why}):")
     for algo, t in sorted(times.items(), key=lambda kv: kv[1]):
         click.echo(f"  {algo:26} {t * 1e3:12.4f} ms{'   <- fastest' if algo == best else ''}")
+
+
+def _default_model(all_params) -> tuple[str, str]:
+    if all(p.rto_waits for p in all_params):
+        return PROBED_SELECT_MODEL, PROBED_SELECT_WHY
+    return DEFAULT_SELECT_MODEL, DEFAULT_SELECT_WHY
+
+
+def _emit(collective, all_params, model_name, emit, sizes, out, mpich_base) -> None:
+    from ..models import emit as E
+
+    if collective != "alltoall":
+        raise click.UsageError(f"--emit writes Alltoall rules only (seed 001's A and B), not {collective}")
+    if out is None:
+        raise click.UsageError("--emit needs --out FILE")
+    if mpich_base is not None and emit != "mpich-json":
+        raise click.UsageError("--mpich-base goes with --emit mpich-json only")
+    grid = parse_with(_sizes, sizes, "--sizes")
+    by_procs = {}
+    for p in all_params:
+        if p.procs in by_procs:
+            raise UserError(f"--params: two parameter files for P = {p.procs}; give one per communicator size")
+        by_procs[p.procs] = p
+    try:
+        choices = E.grid_choices(by_procs, grid, model_name)
+        text = E.mpich_json(choices, _mpich_base(mpich_base)) if emit == "mpich-json" else E.openmpi_rules(choices)
+        out.write_text(text)
+    except (ValueError, OSError) as e:
+        raise UserError(str(e)) from None
+    for p, row in choices.items():
+        click.echo(f"P={p}: " + ", ".join(f"{m} B {algo.removeprefix('alltoall_').upper()}" for m, algo in row),
+                   err=True)
+    click.echo(f"model {model_name}; wrote {out} ({emit})", err=True)
+
+
+def _mpich_base(path: Path | None) -> dict:
+    """The selection tree whose other collectives the emitted MPICH file keeps."""
+    import json as _json
+
+    from ..models.emit import mpich_builtin_selection
+    from ..platform.loader import read_bounded
+
+    if path is not None:
+        try:
+            doc = _json.loads(read_bounded(path, "selection file", MAX_BASE_BYTES, ValueError))
+        except RecursionError:
+            raise ValueError(f"--mpich-base {path}: nested too deeply") from None
+        except _json.JSONDecodeError as e:
+            raise ValueError(f"--mpich-base {path}: malformed JSON at line {e.lineno}: {e.msg}") from None
+        if not isinstance(doc, dict) or not all(isinstance(k, str) and k.startswith("collective=") for k in doc):
+            raise ValueError(f"--mpich-base {path}: not an MPICH selection file (its keys are collective=NAME)")
+        return doc
+    lib = _mpich_library()
+    with open(lib, "rb") as f:
+        tree = mpich_builtin_selection(f.read(MAX_LIBRARY_BYTES))
+    if tree is None:
+        raise ValueError(f"{lib} holds no MPICH selection tree (another MPI?); give --mpich-base FILE "
+                         f"(MPICH's maint/tuning/coll/mpir/generic.json)")
+    return tree
+
+
+def _mpich_library() -> str:
+    """The libmpi that mpi4py loads (without initializing MPI)."""
+    try:
+        import mpi4py
+
+        mpi4py.rc.initialize = mpi4py.rc.finalize = False
+        from mpi4py import MPI  # noqa: F401 - loads libmpi into this process
+    except ImportError as e:
+        raise ValueError(f"no MPI library to read MPICH's default selection from ({e}); "
+                         f"give --mpich-base FILE") from None
+    with open("/proc/self/maps") as f:
+        libs = {line.split()[-1] for line in f if "/libmpi" in line}
+    if not libs:
+        raise ValueError("mpi4py loaded no libmpi; give --mpich-base FILE")
+    return sorted(libs)[0]
 
 
 @model.command()
