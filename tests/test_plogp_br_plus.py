@@ -94,3 +94,16 @@ def test_selection_penalty_is_the_mean_slowdown_of_the_pick_against_the_oracle()
     rows = [row(1, "A", 1.0, x=1.0), row(1, "B", 2.0, x=2.0),  # right pick: 0
             row(2, "A", 3.0, x=1.0), row(2, "B", 1.0, x=2.0)]  # picks A, 3x the best: 2.0
     assert nomura._penalty(rows, "x") == pytest.approx(1.0)
+
+
+def test_measure_cli_writes_the_probe_and_refuses_it_where_alltoall_cannot_run(tmp_path, capsys):
+    from parcomm.cli import main
+
+    out = tmp_path / "p.json"
+    assert main(["measure", "--platform", "opteron:4", "--sizes", "0,1KiB", "--patterns", "none",
+                 "--rto-probe", "--rto-calls", "1", "--out", str(out)]) == 0
+    p = PlogPParams.load(out)
+    assert p.rto_sizes == [0, 1024] and set(p.rto_waits) == {"alltoall_a", "alltoall_b"}
+    assert p.meta["rto_probe_calls"] == 1
+    assert main(["measure", "--platform", "opteron:6", "--rto-probe", "--out", str(out)]) == 2
+    assert "power-of-two" in capsys.readouterr().err

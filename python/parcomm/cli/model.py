@@ -57,11 +57,18 @@ def _pattern_ks(text: str | None) -> list[int] | None:
 @click.option("--rel-ci", type=float, default=0.05, show_default=True, callback=_rel_ci,
               help="repeat until the 95%% confidence interval is within this fraction of the mean")
 @click.option("--rto", default="200ms", show_default=True, help="T_RTO of the platform's TCP (RTO minimum)")
+@click.option("--rto-probe", is_flag=True,
+              help="also run PlogP-BR+'s RTO probe: Alltoall A and B at each size, counting the calls' RTO waits "
+                   "(needs a power-of-two --procs)")
+@click.option("--rto-calls", type=IntIn(1, 1000), default=4, show_default=True,
+              help="with --rto-probe: timed calls per size (after one untimed call)")
 @click.option("--seed", type=SEED, default=1, show_default=True, help="seed of the simulated platform's random streams")
 @click.option("--out", type=click.Path(dir_okay=False, path_type=Path), required=True, help="parameter file to write (JSON)")
-def measure(backend, platform_spec, procs, sizes, patterns, pattern_ks, rel_ci, rto, seed, out) -> None:
+def measure(backend, platform_spec, procs, sizes, patterns, pattern_ks, rel_ci, rto, rto_probe, rto_calls, seed,
+            out) -> None:
     """Measure PlogP and PlogP-BR parameters (Kielmann's procedure, bidirectional
-    g(m, C) of Nomura & Ishikawa §3.3, switch queue q of §3.1).
+    g(m, C) of Nomura & Ishikawa §3.3, switch queue q of §3.1) and, with
+    --rto-probe, PlogP-BR+'s expected RTO waits per Alltoall call.
 
     The procedure is a set of rank programs; the simulator, local TCP
     processes and MPI run them unchanged.
@@ -96,6 +103,7 @@ def measure(backend, platform_spec, procs, sizes, patterns, pattern_ks, rel_ci, 
         with con.status("measuring") as status:
             params = do_measure(runner, n, size_list, patterns=patterns, pattern_ks=ks,
                                 rel_ci=rel_ci, rto_s=rto_s, flow_control=fc, progress=status.update,
+                                rto_probe=rto_probe, rto_calls=rto_calls,
                                 meta={"platform": platform_spec if backend == "sim" else backend,
                                       "backend": backend, "seed": seed})
         params.save(out)

@@ -181,6 +181,9 @@ def measure(runner: Runner, procs: int, sizes: Sequence[int] = DEFAULT_SIZES, *,
         raise ValueError("sizes must be >= 0")
     if procs < 2:
         raise ValueError("measuring needs at least 2 processes")
+    if rto_probe and procs & (procs - 1):
+        raise ValueError(f"the RTO probe runs Alltoall A and B, which need a power-of-two number of ranks, "
+                         f"got {procs}")
 
     def mean_of(program, kw: dict, rank: int = 0) -> tuple[float, int]:
         def draw(k: int) -> list[float]:
@@ -251,8 +254,6 @@ def _add_rto_probe(runner: Runner, params: PlogPParams, sizes: Sequence[int], ca
     from .rto_probe import DEFAULT_CALLS, probe_rto
 
     p = params.procs
-    if p < 2 or p & (p - 1):
-        raise ValueError(f"the RTO probe runs Alltoall A and B, which need a power-of-two number of ranks, got {p}")
     br = PlogPBR(params)
     no_rto = {"alltoall_a": br.alltoall_a_no_rto, "alltoall_b": br.alltoall_b_no_rto}
     calls = calls or DEFAULT_CALLS
