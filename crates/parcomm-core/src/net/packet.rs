@@ -59,6 +59,14 @@ impl Packet {
         Packet::ack_in_slot(src, dst, stream, &ack, NO_SACK)
     }
 
+    /// The same packet with `bytes` more TCP options in its header (0: unchanged).
+    pub fn with_options(self, bytes: u64) -> Packet {
+        if bytes == 0 {
+            return self;
+        }
+        Packet::new(self.src, self.dst, self.stream, self.payload, self.ip_bytes + bytes)
+    }
+
     fn new(src: u32, dst: u32, stream: u32, payload: Payload, ip_bytes: u64) -> Packet {
         Packet { src, dst, stream, payload, ip_bytes, cells: crate::spec::atm_cells(ip_bytes), corrupt: false }
     }

@@ -68,6 +68,14 @@ impl Simulation {
         let sack = cfg.sack && rcfg.sack;
         cfg.sack = sack;
         rcfg.sack = sack;
+        // Timestamps likewise; with them every segment's header is 12 bytes
+        // longer and its payload 12 bytes shorter (Linux's mss_cache).
+        let timestamps = cfg.timestamps && rcfg.timestamps;
+        cfg.timestamps = timestamps;
+        rcfg.timestamps = timestamps;
+        let tcp_options = if timestamps { crate::transport::TIMESTAMP_OPTION_BYTES } else { 0 };
+        cfg.mss = cfg.mss.saturating_sub(tcp_options).max(1);
+        rcfg.mss = rcfg.mss.saturating_sub(tcp_options).max(1);
         let id = self.streams.len() as u32;
         let mut sender = Sender::new(&cfg);
         // Ranks connect their sockets before communicating (MPI and socket
@@ -84,6 +92,7 @@ impl Simulation {
             in_ready: false,
             sender_timer: None,
             receiver_timer: None,
+            tcp_options,
         });
         self.stream_of.insert((src, dst), id);
         id
@@ -191,7 +200,7 @@ impl Simulation {
                 let st = &mut self.streams[s as usize];
                 match st.sender.poll_transmit(now) {
                     Some(seg) => {
-                        let pkt = Packet::data(st.src, st.dst, s, seg);
+                        let pkt = Packet::data(st.src, st.dst, s, seg).with_options(st.tcp_options);
                         let iface = self.routes.next(host, pkt.dst);
                         self.enqueue(iface, pkt, super::NO_PORT);
                     }
@@ -271,7 +280,7 @@ impl Simulation {
         while let Some(ack) = self.streams[s as usize].receiver.poll_ack(now) {
             let slot = self.store_sack(&ack);
             let st = &self.streams[s as usize];
-            let pkt = Packet::ack_in_slot(st.dst, st.src, s, &ack, slot);
+            let pkt = Packet::ack_in_slot(st.dst, st.src, s, &ack, slot).with_options(st.tcp_options);
             let iface = self.routes.next(st.dst, st.src);
             self.enqueue(iface, pkt, super::NO_PORT);
         }

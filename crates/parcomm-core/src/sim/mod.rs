@@ -122,6 +122,8 @@ pub(crate) struct Stream {
     pub in_ready: bool,
     pub sender_timer: Option<Time>,
     pub receiver_timer: Option<Time>,
+    /// TCP option bytes on every packet besides SACK blocks (timestamps).
+    pub tcp_options: u64,
 }
 
 pub struct Simulation {

@@ -34,6 +34,8 @@ pub struct Receiver {
     /// Refill `quick` when data arrives after this long without any (Linux: the RTO).
     quick_idle: Option<Time>,
     last_arrival: Option<Time>,
+    /// SACK blocks per ACK: fewer when timestamps share the option space.
+    max_sack_blocks: usize,
 }
 
 /// TCP_MAX_QUICKACKS (include/net/tcp.h): quick ACKs at start and after idle.
@@ -58,6 +60,7 @@ impl Receiver {
             quick: if cfg.quickack { MAX_QUICKACKS } else { 0 },
             quick_idle: cfg.quickack.then_some(cfg.rto_min),
             last_arrival: None,
+            max_sack_blocks: if cfg.timestamps { super::MAX_SACK_BLOCKS_WITH_TIMESTAMPS } else { MAX_SACK_BLOCKS },
         }
     }
 
@@ -176,7 +179,7 @@ impl Receiver {
                 .filter(|&(_, &e)| e > seq)
         });
         for (&s, &e) in recent.chain(self.ooo.iter()) {
-            if out.is_full() {
+            if out.len() >= self.max_sack_blocks {
                 break;
             }
             if !out.as_slice().iter().any(|b| b.0 == s) {
@@ -344,6 +347,21 @@ mod tests {
         std::iter::from_fn(|| r.poll_ack(0))
             .map(|a| a.sack.as_slice().to_vec())
             .collect()
+    }
+
+    #[test]
+    fn with_timestamps_three_sack_blocks_fit() {
+        let mut r = Receiver::new(&TcpConfig {
+            sack: true,
+            timestamps: true,
+            rcvbuf: 10_000,
+            ..cfg(false)
+        });
+        for start in [200, 400, 600, 800] {
+            r.on_segment(0, seg(start, 100));
+        }
+        let last = sack_of(&mut r).pop().unwrap();
+        assert_eq!(last, vec![(800, 900), (600, 700), (400, 500)]);
     }
 
     #[test]
