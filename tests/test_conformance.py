@@ -254,3 +254,19 @@ def test_trace_shows_both_sides_flows(tmp_path):
     assert sum(len(f["retransmits"]) for f in data["emu"]["flows"]) > 0
     assert fig.stat().st_size > 10_000
     assert not [d for d in os.listdir("/sys/kernel/tracing/instances") if d.startswith("parcomm-")]
+
+
+def test_recorded_kernel_runs_are_reused_only_from_the_same_harness():
+    from parcomm.conformance.matrix import load_matrix
+    from parcomm.conformance.runner import EMU_HARNESS, ScenarioResult, reusable
+
+    sc = load_matrix()[0][0]
+    res = ScenarioResult(sc)
+    res.emu = {"times_s": [0.1] * sc.repeat, "runs": [{}] * sc.repeat, "median_s": 0.1, "spread": 0.0}
+    row = res.as_dict(0.25)
+    assert row["emu_harness"] == EMU_HARNESS
+    assert reusable(sc, row, None) is row
+    # Kernel runs measured by an earlier harness (or none recorded) are run again.
+    assert reusable(sc, {**row, "emu_harness": EMU_HARNESS - 1}, None) is None
+    assert reusable(sc, {k: v for k, v in row.items() if k != "emu_harness"}, None) is None
+    assert reusable(sc, row, sc.repeat + 1) is None

@@ -144,7 +144,7 @@ def test_port_tree_lines():
 
     lines = port_tree("p3", 1e8, 1500, "bfifo", 32768)
     assert lines[0].startswith("qdisc replace dev p3 root handle 1: htb")
-    assert "rate 100000000bit ceil 100000000bit" in lines[1]
+    assert "rate 100000000bit ceil 100000000bit overhead 24" in lines[1]
     assert lines[2].endswith("bfifo limit 32768")
 
 

@@ -104,10 +104,16 @@ def emu_key(sc: Scenario) -> tuple:
             tuple(sorted(sc.tcp.items())))
 
 
+#: Version of the emulated side's measurement: rows recorded by another
+#: version are never reused (``--reuse-emu``). 2: links shaped with the
+#: Ethernet wire overhead (``emu/shaping.py``).
+EMU_HARNESS = 2
+
+
 def _identity(d: dict) -> dict:
     """The parameters that make two runs of a scenario the same experiment."""
     keys = ("workload", "hosts", "rate_bps", "buffer", "rates_bps", "tcp", "senders", "size_bytes", "program",
-            "kwargs", "ranks")
+            "kwargs", "ranks", "emu_harness")
     return {k: d.get(k) for k in keys}
 
 
@@ -167,7 +173,7 @@ class ScenarioResult:
         out: dict[str, Any] = {
             "name": sc.name, "workload": sc.workload, "describe": sc.describe(), "about": sc.about,
             "hosts": sc.hosts, "rate_bps": sc.rate_bps, "buffer": sc.buffer, "rates_bps": sc.rates_bps,
-            "tcp": sc.tcp, "repeat": sc.repeat,
+            "tcp": sc.tcp, "repeat": sc.repeat, "emu_harness": EMU_HARNESS,
         }
         if sc.workload == "incast":
             out.update(senders=sc.senders, size_bytes=sc.size)

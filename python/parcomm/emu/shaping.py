@@ -17,7 +17,11 @@ The kernels of these machines have no ``netem``, ``fq``, ``fq_codel``,
 
 ``bfifo`` counts the bytes of each queued frame as the kernel sees it (the
 Ethernet header and IP packet, 1514 bytes for a full frame at MTU 1500; no
-preamble, FCS or inter-frame gap). htb's ``burst`` is how many bytes may leave
+preamble, FCS or inter-frame gap). htb's rate counts the same bytes unless
+told otherwise, so each class adds ``overhead 24`` (8 preamble + 4 FCS + 12
+inter-frame gap): a full frame then costs 1538 bytes of link time, as on a
+real Ethernet and in the simulator (``wire_bytes`` in spec.rs), not 1514,
+which would make every emulated link 1.6 % faster than its rate. htb's ``burst`` is how many bytes may leave
 back to back after an idle period; a real link has none, so we keep it at
 two full frames (the smallest that still lets htb reach its rate with
 hrtimer-driven dequeues).
@@ -37,6 +41,11 @@ LEAF_HANDLE = "10:"
 LEAF_HANDLE_ID = 0x10 << 16
 
 
+#: Ethernet bytes on the wire that the kernel's frame length leaves out: preamble
+#: and start delimiter (8), FCS (4), inter-frame gap (12) -- IEEE 802.3 clause 4.
+ETHERNET_WIRE_OVERHEAD = 24
+
+
 def port_tree(dev: str, rate_bps: float, mtu: int, leaf: str, limit: int) -> list[str]:
     """``tc -batch`` lines for one shaped port (see the module docstring)."""
     frame = mtu + 14
@@ -44,7 +53,8 @@ def port_tree(dev: str, rate_bps: float, mtu: int, leaf: str, limit: int) -> lis
     rate = f"{int(round(rate_bps))}bit"
     return [
         f"qdisc replace dev {dev} root handle 1: htb default 1",
-        f"class add dev {dev} parent 1: classid 1:1 htb rate {rate} ceil {rate} burst {burst} cburst {burst} quantum {frame}",
+        f"class add dev {dev} parent 1: classid 1:1 htb rate {rate} ceil {rate} overhead {ETHERNET_WIRE_OVERHEAD} "
+        f"burst {burst} cburst {burst} quantum {frame}",
         f"qdisc add dev {dev} parent 1:1 handle {LEAF_HANDLE} {leaf} limit {int(limit)}",
     ]
 
