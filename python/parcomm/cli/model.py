@@ -152,9 +152,8 @@ PROBED_SELECT_MODEL = "plogp-br+"
 PROBED_SELECT_WHY = ("the default with an RTO probe in the parameter file: the lowest selection penalty and error "
                      "in the nomura study")
 EMIT_SIZES = "1KiB,4KiB,16KiB,64KiB,256KiB,1MiB"
-#: Ceiling of a selection file --mpich-base names (MPICH's own is ~60 KiB) and of a library searched for its default.
+#: Ceiling of a selection file --mpich-base names (MPICH's own is ~60 KiB).
 MAX_BASE_BYTES = 4 << 20
-MAX_LIBRARY_BYTES = 256 << 20
 
 _params_opt = click.option("--params", "params_path", type=click.Path(dir_okay=False, path_type=Path), required=True,
                            help="parameter file written by `parcomm measure`")
@@ -266,43 +265,20 @@ def _mpich_base(path: Path | None) -> dict:
     """The selection tree whose other collectives the emitted MPICH file keeps."""
     import json as _json
 
-    from ..models.emit import mpich_builtin_selection
+    from ..measure.emu_mpi import installed_mpich_selection
     from ..platform.loader import read_bounded
 
-    if path is not None:
-        try:
-            doc = _json.loads(read_bounded(path, "selection file", MAX_BASE_BYTES, ValueError))
-        except RecursionError:
-            raise ValueError(f"--mpich-base {path}: nested too deeply") from None
-        except _json.JSONDecodeError as e:
-            raise ValueError(f"--mpich-base {path}: malformed JSON at line {e.lineno}: {e.msg}") from None
-        if not isinstance(doc, dict) or not all(isinstance(k, str) and k.startswith("collective=") for k in doc):
-            raise ValueError(f"--mpich-base {path}: not an MPICH selection file (its keys are collective=NAME)")
-        return doc
-    lib = _mpich_library()
-    with open(lib, "rb") as f:
-        tree = mpich_builtin_selection(f.read(MAX_LIBRARY_BYTES))
-    if tree is None:
-        raise ValueError(f"{lib} holds no MPICH selection tree (another MPI?); give --mpich-base FILE "
-                         f"(MPICH's maint/tuning/coll/mpir/generic.json)")
-    return tree
-
-
-def _mpich_library() -> str:
-    """The libmpi that mpi4py loads (without initializing MPI)."""
+    if path is None:
+        return installed_mpich_selection()
     try:
-        import mpi4py
-
-        mpi4py.rc.initialize = mpi4py.rc.finalize = False
-        from mpi4py import MPI  # noqa: F401 - loads libmpi into this process
-    except ImportError as e:
-        raise ValueError(f"no MPI library to read MPICH's default selection from ({e}); "
-                         f"give --mpich-base FILE") from None
-    with open("/proc/self/maps") as f:
-        libs = {line.split()[-1] for line in f if "/libmpi" in line}
-    if not libs:
-        raise ValueError("mpi4py loaded no libmpi; give --mpich-base FILE")
-    return sorted(libs)[0]
+        doc = _json.loads(read_bounded(path, "selection file", MAX_BASE_BYTES, ValueError))
+    except RecursionError:
+        raise ValueError(f"--mpich-base {path}: nested too deeply") from None
+    except _json.JSONDecodeError as e:
+        raise ValueError(f"--mpich-base {path}: malformed JSON at line {e.lineno}: {e.msg}") from None
+    if not isinstance(doc, dict) or not all(isinstance(k, str) and k.startswith("collective=") for k in doc):
+        raise ValueError(f"--mpich-base {path}: not an MPICH selection file (its keys are collective=NAME)")
+    return doc
 
 
 @model.command()

@@ -270,7 +270,9 @@ def _max_over_ranks(runner: Runner, m: int, ks: list[int], rel_ci: float, max_re
                     pair_only: bool = False) -> dict[int, float]:
     """T_C per pattern: the largest per-rank mean exchange time."""
     def draw(reps: int) -> list[dict]:
-        return runner(exchange_program, {"m": m, "reps": reps, "ks": ks, "pair_only": pair_only})
+        out = runner(exchange_program, {"m": m, "reps": reps, "ks": ks, "pair_only": pair_only})
+        # Backends that return results as JSON (processes, the emulated cluster) turn the keys k into strings.
+        return [{int(k): v for k, v in r.items()} if r else r for r in out]
 
     results = draw(2)
     # Widen the sample until the slowest rank's mean is tight for every pattern.

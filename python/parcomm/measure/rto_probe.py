@@ -50,6 +50,11 @@ def waits_of(call_s: float, no_rto_s: float, rto_s: float) -> float:
     return excess / rto_s if excess >= rto_s / 2 else 0.0
 
 
+def mean_waits(call_s: Sequence[float], no_rto_s: float, rto_s: float) -> float:
+    """W: the mean RTO waits of calls that took ``call_s`` (each the latest rank's time)."""
+    return statistics.fmean(waits_of(t, no_rto_s, rto_s) for t in call_s)
+
+
 def probe_rto(runner: Runner, sizes: Sequence[int], no_rto_s: Callable[[str, int], float], rto_s: float,
               calls: int = DEFAULT_CALLS, patterns: Sequence[str] = tuple(PATTERNS),
               progress: Callable[[str], None] = lambda m: None) -> tuple[list[int], dict[str, list[float]]]:
@@ -69,6 +74,5 @@ def probe_rto(runner: Runner, sizes: Sequence[int], no_rto_s: Callable[[str, int
             progress(f"RTO probe: {pattern} at m = {m} B, {calls} calls")
             per_rank = runner(probe_program, {"pattern": pattern, "m": m, "calls": calls})
             latest = [max(r[i] for r in per_rank) for i in range(calls)]
-            base = no_rto_s(pattern, m)
-            waits[pattern].append(statistics.fmean(waits_of(t, base, rto_s) for t in latest))
+            waits[pattern].append(mean_waits(latest, no_rto_s(pattern, m), rto_s))
     return sizes, waits
