@@ -127,7 +127,8 @@ def model() -> None:
     """Predict collective times with closed-form models and pick the fastest algorithm.
 
     \b
-    Models: hockney, logp, loggp, plogp, plogp-br (Nomura & Ishikawa).
+    Models: hockney, logp, loggp, plogp, plogp-br (Nomura & Ishikawa), plogp-br+ (plogp-br
+    with a measured RTO term: `parcomm measure --rto-probe`).
     Example:
       parcomm measure --platform opteron:64 --out measured.json
       parcomm model select alltoall --params measured.json --procs 64 --size 64KiB

@@ -1,0 +1,39 @@
+"""The emulated half of study nomura: MPICH across an emulated cluster's
+namespaces, and the RTO waits taken from its call times."""
+
+import pytest
+
+from netns import needs_netns
+from parcomm.models import PlogPBR, PlogPParams
+from parcomm.studies import nomura_emu
+
+
+def test_port_buffer_scales_with_the_rate():
+    plan = nomura_emu.EmuPlan()
+    assert plan.buffer == round(128 * 1024 / 10)  # 100 Mbit/s: a tenth of the 1 Gbit/s port
+    sw = nomura_emu.platform(plan, 4)["switches"][0]
+    assert sw["buffer"]["size"] == plan.buffer
+
+
+def test_waits_come_from_call_times_against_the_no_rto_time():
+    p = PlogPParams(procs=4, L=1e-3, sizes=[0, 65536], g=[1e-4, 6e-3], o_s=[0, 0], o_r=[0, 0], rto_s=0.2)
+    base = PlogPBR(p).alltoall_a_no_rto(4, 65536)
+    times = {"A": {65536: [base, base + 0.2, base + 0.6, base + 0.05]}, "B": {65536: [0.01] * 4}}
+    sizes, waits = nomura_emu._waits(p, times)
+    assert sizes == [65536]
+    assert waits["alltoall_a"] == [pytest.approx((0 + 1 + 3 + 0) / 4)]
+    assert waits["alltoall_b"] == [0.0]
+
+
+@needs_netns
+@pytest.mark.skipif(nomura_emu.why_not() is not None, reason=f"{nomura_emu.why_not()}")
+def test_mpich_runs_a_and_b_across_the_namespaces(tmp_path):
+    from parcomm.emu import EmuCluster
+    from parcomm.measure.emu_mpi import mpich_alltoall
+
+    plan = nomura_emu.EmuPlan()
+    with EmuCluster(nomura_emu.platform(plan, 4)) as cl:
+        out = mpich_alltoall(cl, 4, [1024, 65536], 1, tmp_path)
+    assert set(out) == {"A", "B"} and all(set(d) == {1024, 65536} for d in out.values())
+    # 3 x 64 KiB leave each host at 100 Mbit/s: no call is faster than the wire
+    assert min(out["A"][65536] + out["B"][65536]) >= 3 * 65536 * 8 / plan.rate_bps
