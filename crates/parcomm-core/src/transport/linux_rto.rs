@@ -34,10 +34,20 @@ pub struct LinuxRto {
     rto: Time,
 }
 
+/// The RTO minimum as the kernel holds it: in whole jiffies, rounded up
+/// (`tcp_rto_min()` reads the route's `rto_min` with `dst_metric_rtt()`, i.e.
+/// `msecs_to_jiffies()`). At HZ = 250, `rto_min 5ms` is 8 ms and `1ms` is 4 ms,
+/// which the kernel shows: RTO 12 ms at SRTT 60 us with `rto_min 5ms` (the
+/// conformance suite's socket samples, `ss -ti`).
+pub fn kernel_rto_min(rto_min: Time, jiffy: Time) -> Time {
+    let jiffy = jiffy.max(1);
+    rto_min.div_ceil(jiffy).saturating_mul(jiffy)
+}
+
 impl LinuxRto {
     pub fn new(rto_min: Time, rto_max: Time, rto_initial: Time, jiffy: Time) -> Self {
         LinuxRto {
-            rto_min,
+            rto_min: kernel_rto_min(rto_min, jiffy),
             rto_max,
             jiffy: jiffy.max(1),
             srtt8: 0,
@@ -146,6 +156,20 @@ mod tests {
         let mut e = LinuxRto::new(MS, 120 * SEC, SEC, MS);
         e.on_rtt_sample_seq(100 * US, 0, 1000);
         assert_eq!(e.rto(), 2 * MS); // 1.1 ms rounded up to the next jiffy
+    }
+
+    #[test]
+    fn rto_min_is_whole_jiffies_as_the_kernel_reads_the_route() {
+        // HZ = 250 (4 ms jiffies), `ip route ... rto_min 5ms`, SRTT 60 us: the kernel's
+        // rto_min is 2 jiffies (8 ms), RTO = 8.06 ms rounded up = 12 ms, as `ss -ti` shows.
+        let jiffy = 4 * MS;
+        assert_eq!(kernel_rto_min(5 * MS, jiffy), 8 * MS);
+        assert_eq!(kernel_rto_min(MS, jiffy), 4 * MS);
+        assert_eq!(kernel_rto_min(200 * MS, jiffy), 200 * MS);
+        let mut e = LinuxRto::new(5 * MS, 120 * SEC, SEC, jiffy);
+        e.on_rtt_sample_seq(60 * US, 0, 1000);
+        assert_eq!(e.rttvar(), 8 * MS);
+        assert_eq!(e.rto(), 12 * MS);
     }
 
     #[test]

@@ -107,7 +107,13 @@ impl Sender {
             linux_sampling: cfg.linux_rto,
             timed_out_unrepaired: false,
             last_seg_start: 0,
-            tlp: cfg.tail_loss_probe.then(|| if cfg.rack { Tlp::linux(cfg.rto_min) } else { Tlp::new(max_ack_delay) }),
+            tlp: cfg.tail_loss_probe.then(|| {
+                if cfg.rack {
+                    Tlp::linux(super::linux_rto::kernel_rto_min(cfg.rto_min, cfg.clock_granularity))
+                } else {
+                    Tlp::new(max_ack_delay)
+                }
+            }),
             restart_window: cfg.cwnd_restart_after_idle.then(|| mss.saturating_mul(cfg.initial_cwnd_segments.max(1))),
             last_data_sent: None,
             stats: SenderStats::default(),

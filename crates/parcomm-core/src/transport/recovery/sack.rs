@@ -42,22 +42,23 @@ impl SackRecovery {
     }
 
     /// PRR: what this ACK lets recovery send (nothing to do outside it).
-    fn prr_on_ack(&mut self, seq: &SeqSpace, ssthresh: u64, delivered: u64) {
+    /// `grow`: the ACK advanced snd_una and nothing was newly marked lost.
+    fn prr_on_ack(&mut self, seq: &SeqSpace, ssthresh: u64, delivered: u64, grow: bool) {
         if !self.ep.in_recovery {
             return;
         }
         if let Some(prr) = self.prr.as_mut() {
-            prr.on_ack(delivered, self.sb.pipe(seq.snd_una, seq.snd_max), ssthresh, self.mss);
+            prr.on_ack(delivered, self.sb.pipe(seq.snd_una, seq.snd_max), ssthresh, self.mss, grow);
         }
     }
 
     /// `tcp_rack_detect_loss()`: every hole sent before the most recently
     /// delivered segment, and more than RACK.rtt + reo_wnd ago, is lost; a
     /// lost retransmission may go again. Arms the reordering timer for the
-    /// holes not yet due.
-    fn rack_detect(&mut self, cx: &mut Ctx) {
+    /// holes not yet due. Returns how many segments it marked lost.
+    fn rack_detect(&mut self, cx: &mut Ctx) -> u64 {
         let (Some(rack), Some(log)) = (self.rack.as_mut(), cx.log.as_deref_mut()) else {
-            return;
+            return 0;
         };
         let now = cx.now;
         let reo = rack.reo_wnd(self.ep.in_recovery || self.ep.rto_recovery, log.sacked_segments(), cx.srtt);
@@ -65,6 +66,7 @@ impl SackRecovery {
         let sb = &mut self.sb;
         let rack_ro = &*rack;
         let mut lost_rtx = 0;
+        let mut lost = 0;
         let wait = log.rack_walk(
             |seg| match rack_ro.time_to_loss(now, seg.sent, seg.end, reo) {
                 None => Verdict::NotYet,
@@ -72,6 +74,7 @@ impl SackRecovery {
                 Some(t) => Verdict::Wait(t),
             },
             |seg| {
+                lost += 1;
                 if seg.retransmitted && seg.start < high_rxt {
                     sb.reopen(seg.start, seg.end); // a lost retransmission: it may go again
                     lost_rtx += 1;
@@ -85,6 +88,7 @@ impl SackRecovery {
             Some(w) => rack.arm(now, w, cx.rto_deadline),
             None => rack.cancel(),
         }
+        lost
     }
 
     /// RFC 6675 §5: enter loss recovery on DupThresh duplicate ACKs, or as
@@ -106,9 +110,10 @@ impl SackRecovery {
         cx.stats.fast_retransmits += 1;
         self.ep.in_recovery = true;
         self.ep.recover = Some(max);
+        let prior_cwnd = cx.cc.cwnd();
         cx.cc.on_enter_sack_recovery(max - una);
         if self.use_prr {
-            self.prr = Some(Prr::start(max - una));
+            self.prr = Some(Prr::start(prior_cwnd));
         }
         // Step (4.3): resend the first hole at once, whatever pipe says.
         self.sb.start_episode((una + self.mss).min(self.sb.hole_end(una, max)));
@@ -191,7 +196,7 @@ impl Recovery for SackRecovery {
             self.maybe_enter_recovery(cx);
         }
         let ssthresh = cx.cc.ssthresh();
-        self.prr_on_ack(cx.seq, ssthresh, newly_sacked);
+        self.prr_on_ack(cx.seq, ssthresh, newly_sacked, false);
     }
 
     fn on_delivered(&mut self, now: Time, seg: &Outstanding) {
@@ -222,10 +227,10 @@ impl Recovery for SackRecovery {
     }
 
     fn after_cumulative_ack(&mut self, cx: &mut Ctx, delivered: u64) {
-        self.rack_detect(cx);
+        let newly_lost = self.rack_detect(cx);
         self.maybe_enter_recovery(cx);
         let ssthresh = cx.cc.ssthresh();
-        self.prr_on_ack(cx.seq, ssthresh, delivered);
+        self.prr_on_ack(cx.seq, ssthresh, delivered, newly_lost == 0);
     }
 
     fn on_rto(&mut self, cx: &mut Ctx) {
