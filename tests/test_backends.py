@@ -208,8 +208,8 @@ def test_compute_burns_and_sleep_waits_real_time():
 
 
 def test_measurement_programs_run_unchanged_on_sockets_and_mpi(mpi):
-    """parcomm.models.measure's rank programs over the real backends' runners."""
-    measure = pytest.importorskip("parcomm.measure")
+    """parcomm.measure's rank programs over the real backends' runners."""
+    measure = pytest.importorskip("parcomm.measure.procedure")
     from parcomm.comm.mpi import mpi_runner
     from parcomm.comm.launch import local_runner
 
