@@ -17,8 +17,11 @@ pub struct Prr {
     delivered: u64,
     /// prr_out: bytes sent since then.
     out: u64,
-    /// Bytes that may still be sent for the current ACK.
-    budget: u64,
+    /// The window the last delivering ACK set: what was in the pipe then
+    /// plus what it allowed (Linux: `cwnd = in_flight + sndcnt`). Sending
+    /// goes on while the pipe is below it, so segments marked lost later (by
+    /// the RACK timer) open room without an ACK, as in Linux.
+    window: u64,
 }
 
 impl Prr {
@@ -46,18 +49,18 @@ impl Prr {
             let limit = self.delivered.saturating_sub(self.out).max(delivered);
             (ssthresh - pipe).min(if grow { limit.saturating_add(mss) } else { limit })
         };
-        self.budget = sndcnt;
+        self.window = pipe + sndcnt;
     }
 
-    /// Whether `len` more bytes may go now.
-    pub fn may_send(&self, len: u64) -> bool {
-        self.budget >= len || (self.budget > 0 && len > 0)
+    /// Whether a segment may go now, with `pipe` bytes in flight
+    /// (`tcp_cwnd_test()`: in flight below the window).
+    pub fn may_send(&self, pipe: u64) -> bool {
+        pipe < self.window
     }
 
     /// `len` bytes went out (retransmission or new data).
     pub fn on_sent(&mut self, len: u64) {
         self.out += len;
-        self.budget = self.budget.saturating_sub(len);
     }
 }
 
@@ -67,16 +70,19 @@ mod tests {
 
     #[test]
     fn proportional_part_sends_ssthresh_over_recover_fs_of_what_was_delivered() {
-        // RFC 6937 example: RecoverFS = 20 segments, ssthresh = 10: one segment per two delivered.
+        // RFC 6937 example: prior window 20 segments, ssthresh = 10: one segment per two delivered.
         let mss = 1000;
         let mut p = Prr::start(20 * mss);
         p.on_ack(mss, 18 * mss, 10 * mss, mss, false);
-        assert_eq!(p.budget, 500); // ceil(1000 * 10 / 20) - 0
+        assert_eq!(p.window, 18 * mss + 500); // ceil(1000 * 10 / 20) - 0 beyond the pipe
+        assert!(p.may_send(18 * mss));
         p.on_sent(mss);
+        assert!(!p.may_send(19 * mss));
         p.on_ack(mss, 17 * mss, 10 * mss, mss, false);
-        assert_eq!(p.budget, 0); // ceil(2000 * 10 / 20) - 1000
+        assert_eq!(p.window, 17 * mss); // ceil(2000 * 10 / 20) - 1000 = 0
+        assert!(!p.may_send(17 * mss));
         p.on_ack(mss, 16 * mss, 10 * mss, mss, false);
-        assert_eq!(p.budget, 500);
+        assert_eq!(p.window, 16 * mss + 500);
     }
 
     #[test]
@@ -85,17 +91,28 @@ mod tests {
         let mut p = Prr::start(20 * mss);
         // Heavy loss: pipe 2 segments, ssthresh 10. A duplicate ACK SACKing one segment allows one.
         p.on_ack(mss, 2 * mss, 10 * mss, mss, false);
-        assert_eq!(p.budget, mss);
+        assert_eq!(p.window, 3 * mss);
         p.on_sent(mss);
         // An ACK that advanced snd_una and found no new loss allows one more (Linux's sndcnt++).
         p.on_ack(mss, 2 * mss, 10 * mss, mss, true);
-        assert_eq!(p.budget, 2 * mss); // max(2000 - 1000, 1000) + 1000
+        assert_eq!(p.window, 4 * mss); // max(2000 - 1000, 1000) + 1000
         p.on_sent(2 * mss);
         // An ACK delivering nothing changes nothing.
-        p.on_ack(0, 2 * mss, 10 * mss, mss, true);
-        assert_eq!(p.budget, 0);
-        // Never beyond ssthresh - pipe.
+        p.on_ack(0, 4 * mss, 10 * mss, mss, true);
+        assert_eq!(p.window, 4 * mss);
+        // Never beyond ssthresh.
         p.on_ack(5 * mss, 9 * mss, 10 * mss, mss, true);
-        assert_eq!(p.budget, mss);
+        assert_eq!(p.window, 10 * mss);
+    }
+
+    #[test]
+    fn segments_marked_lost_later_open_room_without_an_ack() {
+        let mss = 1000;
+        let mut p = Prr::start(10 * mss);
+        p.on_ack(mss, 4 * mss, 5 * mss, mss, false);
+        p.on_sent(mss);
+        assert!(!p.may_send(5 * mss));
+        // The RACK timer marks two more segments lost: the pipe shrinks by two.
+        assert!(p.may_send(3 * mss));
     }
 }

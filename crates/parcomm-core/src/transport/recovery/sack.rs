@@ -129,7 +129,7 @@ impl SackRecovery {
         let (una, max) = (seq.snd_una, seq.snd_max);
         match self.prr.as_ref() {
             Some(p) if self.ep.in_recovery => {
-                if !p.may_send(self.mss) {
+                if !p.may_send(self.sb.pipe(una, max)) {
                     return Next::Wait;
                 }
             }
@@ -253,7 +253,14 @@ impl Recovery for SackRecovery {
             r.cancel();
         }
         self.rack_detect(cx);
-        self.maybe_enter_recovery(cx)
+        let entered = self.maybe_enter_recovery(cx);
+        if entered {
+            // tcp_rack_reo_timeout(): entering recovery here reduces the window
+            // as if one segment had been delivered (tcp_cwnd_reduction(sk, 1, 0, 0)).
+            let ssthresh = cx.cc.ssthresh();
+            self.prr_on_ack(cx.seq, ssthresh, self.mss, false);
+        }
+        entered
     }
 
     fn take_fast_retransmit(&mut self, seq: &SeqSpace) -> Option<(u64, u64)> {
