@@ -37,3 +37,17 @@ def test_mpich_runs_a_and_b_across_the_namespaces(tmp_path):
     assert set(out) == {"A", "B"} and all(set(d) == {1024, 65536} for d in out.values())
     # 3 x 64 KiB leave each host at 100 Mbit/s: no call is faster than the wire
     assert min(out["A"][65536] + out["B"][65536]) >= 3 * 65536 * 8 / plan.rate_bps
+
+
+@needs_netns
+def test_measure_cli_on_the_emulated_platform(tmp_path, capsys):
+    from parcomm.cli import main
+
+    out = tmp_path / "p.json"
+    assert main(["measure", "--backend", "emu", "--platform", "star:2", "--sizes", "0,1KiB", "--patterns", "none",
+                 "--rel-ci", "0.5", "--out", str(out)]) == 0
+    p = PlogPParams.load(out)
+    assert p.meta["backend"] == "emu" and 0 < p.L < 0.05
+    # a platform the emulator cannot build is one clear line, not a traceback
+    assert main(["measure", "--backend", "emu", "--platform", "opteron:2", "--out", str(out)]) == 2
+    assert "netem" in capsys.readouterr().err

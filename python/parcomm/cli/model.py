@@ -43,10 +43,11 @@ def _pattern_ks(text: str | None) -> list[int] | None:
 
 
 @click.command()
-@click.option("--backend", type=click.Choice(["sim", "local", "mpi"]), default="sim", show_default=True,
-              help="sim: a simulated platform; local: TCP processes on this machine; mpi: ranks under mpiexec")
+@click.option("--backend", type=click.Choice(["sim", "emu", "local", "mpi"]), default="sim", show_default=True,
+              help="sim: a simulated platform; emu: the platform emulated in network namespaces (root; "
+                   "kernel TCP, socket backend); local: TCP processes on this machine; mpi: ranks under mpiexec")
 @click.option("--platform", "platform_spec", default="opteron:8", show_default=True,
-              help="simulated platform to measure (short form or TOML file; --backend sim)")
+              help="platform to measure (short form or TOML file; --backend sim or emu)")
 @click.option("--procs", "-n", type=IntIn(1, MAX_MEASURE_PROCS), default=None,
               help="ranks (default: every host)")
 @click.option("--sizes", default="0,64,1KiB,4KiB,16KiB,64KiB,256KiB,1MiB", show_default=True,
@@ -81,12 +82,20 @@ def measure(backend, platform_spec, procs, sizes, patterns, pattern_ks, rel_ci, 
     size_list = parse_with(_sizes, sizes, "--sizes")
     rto_s = parse_with(lambda v: parse_duration(v, "--rto", require_unit=True), rto, "--rto")
     ks = _pattern_ks(pattern_ks)
+    cluster = None
     try:
-        if backend == "sim":
+        if backend in ("sim", "emu"):
             plat = as_platform(platform_spec)
             n = procs or len(plat["hosts"])
             fc = any(s.get("flow_control") for s in plat.get("switches", []))
-            runner = sim_runner(plat, n, seed)
+            if backend == "sim":
+                runner = sim_runner(plat, n, seed)
+            else:
+                from ..emu import EmuCluster
+                from ..measure.emu_mpi import emu_runner
+
+                cluster = EmuCluster(plat).up()
+                runner = emu_runner(cluster, n)
         else:
             if not procs:
                 raise ValueError(f"--backend {backend} needs --procs")
@@ -104,17 +113,21 @@ def measure(backend, platform_spec, procs, sizes, patterns, pattern_ks, rel_ci, 
             params = do_measure(runner, n, size_list, patterns=patterns, pattern_ks=ks,
                                 rel_ci=rel_ci, rto_s=rto_s, flow_control=fc, progress=status.update,
                                 rto_probe=rto_probe, rto_calls=rto_calls,
-                                meta={"platform": platform_spec if backend == "sim" else backend,
+                                meta={"platform": platform_spec if backend in ("sim", "emu") else backend,
                                       "backend": backend, "seed": seed})
         params.save(out)
     except (ValueError, OSError) as e:
         raise UserError(str(e)) from None
     except Exception as e:  # a real backend failed (e.g. a rank died): say so in one line
         from ..comm import CommError
+        from ..emu import EmuError
 
-        if isinstance(e, CommError):
+        if isinstance(e, (CommError, EmuError)):
             raise UserError(f"measurement failed on backend {backend}: {e}") from None
         raise
+    finally:
+        if cluster is not None:
+            cluster.down()
     q = params.queue_bytes
     overflowed = params.meta.get("queue_overflow_seen")
     bound = " (a lower bound: the flood never overflowed the port)" if overflowed is False else ""
