@@ -58,3 +58,25 @@ def test_the_linux_stack_simulates_an_incast_with_fewer_timeouts_than_the_rfc_tr
     rfc, linux = run("rfc"), run("linux")
     assert linux.host_totals()["timeouts"] < rfc.host_totals()["timeouts"]
     assert linux.time < rfc.time
+
+
+def test_a_stacks_mechanisms_are_its_kernel_behaviour_not_the_experiments_sizes():
+    from parcomm.platform.stack import MECHANISMS, stack_fields, stack_mechanisms
+
+    linux = stack_mechanisms("linux")
+    assert set(linux) <= set(MECHANISMS) and linux["rack"] and linux["linux_rto"]
+    assert all(linux[k] == stack_fields("linux")[k] for k in linux)
+    assert "rto_min_s" not in linux and "sndbuf_bytes" not in linux and "cubic" not in linux
+
+
+def test_oguchis_simulated_twins_differ_only_in_the_stack_mechanisms():
+    from parcomm.platform.stack import stack_mechanisms
+    from parcomm.studies.oguchi import _emu_platform
+
+    kernel, old, new = (_emu_platform(("fixed", 0.2), 1, t) for t in (None, "sack-tlp", "linux"))
+    assert old["hosts"][0]["tcp"]["sack"] and old["hosts"][0]["tcp"]["tail_loss_probe"]
+    assert not old["hosts"][0]["tcp"]["rack"]
+    for h, k in zip(new["hosts"], kernel["hosts"]):
+        assert {f: v for f, v in h["tcp"].items() if k["tcp"].get(f) != v} == {
+            f: v for f, v in stack_mechanisms("linux").items() if k["tcp"].get(f) != v}
+        assert h["tcp"]["rto_min_s"] == k["tcp"]["rto_min_s"]

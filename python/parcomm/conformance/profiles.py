@@ -23,14 +23,12 @@ from __future__ import annotations
 
 from typing import Any
 
-__all__ = ["PROFILES", "profile_overrides", "LINUX_MECHANISMS"]
+# What profile ``linux`` takes from the ``linux`` stack (platform/stacks/linux.toml): the
+# kernel's mechanisms and timer granularity. The rest (RTO bounds, delayed ACKs, initial
+# window, buffers) is the scenario's, given to kernel and simulator alike.
+from ..platform.stack import MECHANISMS as LINUX_MECHANISMS
 
-#: What profile ``linux`` takes from the ``linux`` stack (platform/stacks/linux.toml): the
-#: kernel's mechanisms and timer granularity. The rest (RTO bounds, delayed ACKs, initial
-#: window, buffers) is the scenario's, given to kernel and simulator alike. Not ``cubic``: the
-#: emulated kernel runs Reno (``emu/tcpknobs.py``), so the simulator does too.
-LINUX_MECHANISMS = ("sack", "tail_loss_probe", "linux_rto", "timestamps", "rack", "prr", "quickack", "rto_initial_s",
-                    "clock_granularity_s", "timer_tick_s")
+__all__ = ["PROFILES", "profile_overrides", "LINUX_MECHANISMS"]
 
 PROFILES: dict[str, str] = {
     "default": "NewReno, no SACK, no TLP (the simulator's default transport)",
@@ -46,10 +44,9 @@ def profile_overrides(profile: str, sack_allowed: bool) -> dict[str, Any]:
     if profile == "sack-tlp":
         return {"sack": bool(sack_allowed), "tail_loss_probe": True}
     if profile == "linux":
-        from ..platform.stack import stack_fields
+        from ..platform.stack import stack_mechanisms
 
-        linux = stack_fields("linux")
-        out = {k: linux[k] for k in LINUX_MECHANISMS}
+        out = stack_mechanisms("linux")
         # SACK-based machinery only where the scenario negotiates SACK (Linux
         # schedules loss probes only on SACK connections: tcp_schedule_loss_probe()).
         for k in ("sack", "rack", "tail_loss_probe", "prr"):

@@ -23,12 +23,20 @@ import tomllib
 from pathlib import Path
 from typing import Any
 
-__all__ = ["STACKS", "stack_fields", "stack_info"]
+__all__ = ["STACKS", "MECHANISMS", "stack_fields", "stack_info", "stack_mechanisms"]
 
 _DIR = Path(__file__).with_name("stacks")
 
 #: The profiles shipped, by name.
 STACKS = tuple(sorted(p.stem for p in _DIR.glob("*.toml")))
+
+#: The fields that make a stack behave as its kernel does (loss detection and
+#: recovery, RTO rules, timer granularity), as opposed to what an experiment
+#: sets itself (RTO bounds, delayed ACKs, initial window, buffers). Not
+#: ``cubic``: the congestion control is the experiment's choice too (the
+#: emulated kernels run Reno, ``emu/tcpknobs.py``).
+MECHANISMS = ("sack", "tail_loss_probe", "linux_rto", "timestamps", "rack", "prr", "quickack", "rto_initial_s",
+              "clock_granularity_s", "timer_tick_s")
 
 
 @functools.lru_cache(maxsize=None)
@@ -52,6 +60,12 @@ def stack_fields(name: Any) -> dict[str, Any]:
 
         raise PlatformError(f"tcp.stack must be a name (one of {', '.join(STACKS)}), got {name!r}")
     return dict(_read(name)["tcp"])
+
+
+def stack_mechanisms(name: Any) -> dict[str, Any]:
+    """The :data:`MECHANISMS` fields of profile ``name`` (those it sets)."""
+    fields = stack_fields(name)
+    return {k: fields[k] for k in MECHANISMS if k in fields}
 
 
 def stack_info(name: str) -> dict[str, Any]:

@@ -338,14 +338,26 @@ LINUX_TIMER_TICK_S = 0.004
 EMU_SKELETON = {"rounds": 4, "owners": [0, 1, 2, 3], "nbytes": 65536, "compute_s": 0.1, "idle": "sleep"}
 
 
-def _emu_platform(rto: tuple, seed: int, linux_like: bool) -> dict:
+#: The simulated twins of the emulated runs: how much of the kernel each models.
+#: ``sack-tlp`` is what the study compared before the stack profiles (SACK, tail
+#: loss probes and 4 ms timer ticks); ``linux`` takes every mechanism of the
+#: ``linux`` stack profile (platform/stacks/linux.toml: Linux RTO rules,
+#: timestamps, RACK, PRR, quick-ACK), the RTO bounds staying the experiment's.
+TWINS = ("sack-tlp", "linux")
+
+
+def _emu_platform(rto: tuple, seed: int, twin: str | None) -> dict:
+    """The emulated platform (``twin=None``) or its simulated twin."""
     from ..platform import from_spec_string
+    from ..platform.stack import stack_mechanisms
 
     plat = from_spec_string(EMU_SPEC)
     plat = set_rto(plat, rto[1], rto[2]) if rto[0] == "minmax" else apply_rto(plat, rto[0], rto[1], seed=seed)
-    if linux_like:  # the kernel's SACK, tail loss probes and timer ticks, for the simulated twin
-        for h in plat["hosts"]:
+    for h in plat["hosts"]:
+        if twin == "sack-tlp":
             h["tcp"].update(sack=True, tail_loss_probe=True, timer_tick_s=LINUX_TIMER_TICK_S)
+        elif twin == "linux":
+            h["tcp"].update(stack_mechanisms("linux"))
     return plat
 
 
@@ -368,7 +380,7 @@ def _emulation(ctx: StudyContext) -> tuple[list[dict], str]:
         ems = []
         for attempt in range(2):  # a loaded machine can fail to start 32 rank processes in time: retry once
             try:
-                with EmuCluster(_emu_platform(rto, ctx.seed, True)) as cl:
+                with EmuCluster(_emu_platform(rto, ctx.seed, None)) as cl:
                     while len(ems) < EMU_REPEATS:  # the emulation is not deterministic: a few runs each
                         ems.append(cl.run("parcomm.studies.oguchi:pass_end_skeleton", kwargs=EMU_SKELETON,
                                           timeout_s=300, connect_timeout_s=120))
@@ -376,9 +388,10 @@ def _emulation(ctx: StudyContext) -> tuple[list[dict], str]:
             except EmuError as e:
                 if attempt:
                     return rows, f"emulation failed ({e}); table incomplete"
-        sr = run_sim(pass_end_skeleton, _emu_platform(rto, ctx.seed, True), EMU_HOSTS, seed=ctx.seed,
-                     kwargs=EMU_SKELETON)
-        for backend, runs in (("emulated (Linux TCP)", ems), ("simulated", [sr])):
+        twins = [(f"simulated{'' if twin == 'sack-tlp' else '-' + twin} ({twin} twin)",
+                  [run_sim(pass_end_skeleton, _emu_platform(rto, ctx.seed, twin), EMU_HOSTS, seed=ctx.seed,
+                           kwargs=EMU_SKELETON)]) for twin in TWINS]
+        for backend, runs in (("emulated (Linux TCP)", ems), *twins):
             tots = [res.host_totals() for res in runs]
             times = [res.time for res in runs]
             retx = [(t["bytes_retransmitted"] or 0) / EMU_HOSTS for t in tots]
@@ -484,11 +497,13 @@ def run(ctx: StudyContext) -> StudyReport:
         f"Emulation (issue 5 item 5): the pass-end exchange alone (pass_end_skeleton: 4 rounds, 64 KiB to each of 4 "
         f"owners, empty last blocks and a 64-byte broadcast to everyone) on {EMU_HOSTS} namespaces, {EMU_SPEC}, real "
         "Linux TCP (SACK, RACK, TLP on; RTO = srtt + max(4 rttvar, rto_min); MAX below 1 s is clamped to 1 s), beside "
-        f"the simulator on the same platform with SACK and TLP on; {EMU_REPEATS} emulated runs per setting (times "
+        "two simulated twins on the same platform: 'simulated' with SACK, TLP and 4 ms timer ticks (the comparison "
+        "before the stack profiles) and 'simulated-linux' with every mechanism of the linux stack profile (Linux RTO "
+        f"rules, timestamps, RACK, PRR, quick-ACK); {EMU_REPEATS} emulated runs per setting (times "
         "include Python rank processes competing for this machine's 2 CPUs, so they vary from run to run; the "
         "simulated times are those of an idle cluster). The kernel refuses MAX below 1 s (clamped, see tcp_notes) and "
-        "recovers most losses by SACK/RACK fast retransmission, while the simulator (no RACK) detects lost "
-        "retransmissions only by timeout and backs off to seconds with MAX = 60 s. "
+        "recovers most losses by SACK/RACK fast retransmission; the SACK+TLP twin (no RACK) detects lost "
+        "retransmissions only by timeout and backs off to seconds with MAX = 60 s, the linux twin as the kernel does. "
         + (why or "Table 'emulation'."))
     return rep
 
@@ -508,6 +523,15 @@ def _compare_emu(rep: StudyReport, emu: list[dict]) -> None:
             f"{e['port_drops']:.0f} drops, {e['timeouts']:.0f} RTOs | sim {s_['time_s']:.2f} s, "
             f"{s_['retx_bytes_per_host'] / 1e3:.0f} KB/host, {s_['port_drops']:.0f} drops, {s_['timeouts']:.0f} RTOs",
             e["port_drops"] > 0 and s_["port_drops"] > 0))
+    for lab in labs:  # the twin with the linux stack's mechanisms, beside the emulation
+        e, s_, old = by.get((lab, "emulated")), by.get((lab, "simulated-linux")), by.get((lab, "simulated"))
+        if e and s_ and old:
+            rep.comparisons.append(Comparison(
+                f"pass-end exchange, {lab}: emulated vs simulated with the linux stack", "losses at the owners' ports (§4.2)",
+                f"emu {e['time_s']:.2f} s, {e['port_drops']:.0f} drops, {e['timeouts']:.0f} RTOs | linux twin "
+                f"{s_['time_s']:.2f} s, {s_['port_drops']:.0f} drops, {s_['timeouts']:.0f} RTOs (SACK+TLP twin "
+                f"{old['time_s']:.2f} s, {old['timeouts']:.0f} RTOs)",
+                e["port_drops"] > 0 and s_["port_drops"] > 0))
     for lab in labs:
         if "random" in lab and fixed:
             e, f = by.get((lab, "emulated")), by.get((fixed, "emulated"))
