@@ -128,7 +128,7 @@ impl Sender {
             cc: self.cc.as_mut(),
             stats: &mut self.stats,
             log: self.txlog.as_mut(),
-            srtt: self.rto.srtt(),
+            rto: self.rto.as_ref(),
             rto_deadline: self.rto_deadline,
         };
         (self.recovery.as_mut(), cx)

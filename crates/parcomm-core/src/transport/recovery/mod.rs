@@ -16,6 +16,7 @@ pub mod newreno;
 pub mod sack;
 
 use super::newreno::CongestionControl;
+use super::rto::RtoEstimator;
 use super::seqspace::SeqSpace;
 use super::txlog::{Outstanding, TxLog};
 use super::{Ack, SenderStats};
@@ -31,7 +32,8 @@ pub struct Ctx<'a> {
     /// Every outstanding segment's send time, when the sender keeps it
     /// (Linux RTT sampling or RACK).
     pub log: Option<&'a mut TxLog>,
-    pub srtt: Option<Time>,
+    /// The RTO estimator, for SRTT (read only where needed: it is per ACK).
+    pub rto: &'a dyn RtoEstimator,
     /// The retransmission timer now (a RACK timer never outlives it).
     pub rto_deadline: Option<Time>,
 }
@@ -45,6 +47,12 @@ pub struct SackNews {
     /// never retransmitted (Linux's `first_sackt`, an RTT sample), when the
     /// strategy tracks send times (RACK).
     pub oldest_sent: Option<Time>,
+}
+
+impl Ctx<'_> {
+    pub fn srtt(&self) -> Option<Time> {
+        self.rto.srtt()
+    }
 }
 
 /// What recovery wants sent next, when it is in charge of sending.

@@ -64,7 +64,7 @@ impl Recovery for NewRenoRecovery {
                 self.ep.rtx_pending = Some(una);
             }
         } else {
-            cx.cc.on_ack_at(acked, cx.now, cx.srtt);
+            cx.cc.on_ack_at(acked, cx.now, cx.srtt());
         }
         if self.ep.rto_recovery && self.ep.covers_recover(una) {
             self.ep.rto_recovery = false;

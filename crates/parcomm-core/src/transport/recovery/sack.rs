@@ -61,7 +61,7 @@ impl SackRecovery {
             return 0;
         };
         let now = cx.now;
-        let reo = rack.reo_wnd(self.ep.in_recovery || self.ep.rto_recovery, log.sacked_segments(), cx.srtt);
+        let reo = rack.reo_wnd(self.ep.in_recovery || self.ep.rto_recovery, log.sacked_segments(), cx.rto.srtt());
         let high_rxt = self.sb.high_rxt();
         let sb = &mut self.sb;
         let rack_ro = &*rack;
@@ -218,7 +218,7 @@ impl Recovery for SackRecovery {
                 cx.cc.on_exit_recovery();
             }
         } else {
-            cx.cc.on_ack_at(acked, cx.now, cx.srtt);
+            cx.cc.on_ack_at(acked, cx.now, cx.srtt());
         }
         if self.ep.rto_recovery && self.ep.covers_recover(una) {
             self.ep.rto_recovery = false;
