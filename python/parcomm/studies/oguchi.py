@@ -775,7 +775,9 @@ def _why(rep: StudyReport, base: dict, ample: dict, f2: list[dict]) -> None:
 def _notes(rep, calib, cost, nodes, sample, weight, quick) -> None:
     rep.notes += [
         f"Platform: parcomm.platform.atm_cluster({nodes}) -- 149.76 Mbit/s cell rate, 2048-cell output buffers, UBR, "
-        "LLC/SNAP, MTU 9180, Solaris 2.5.1 TCP (MIN 200 ms, MAX 60 s, 64 KiB windows, 50 ms delayed ACK); see that module "
+        "LLC/SNAP, MTU 9180, Solaris 2.5.1 TCP (the stack profile platform/stacks/solaris-2.5.1.toml, every field as the "
+        "profile gives it: MIN 200 ms, MAX 60 s, 64 KiB windows, 50 ms delayed ACK, no SACK, the default (RFC 6298) RTO estimator; the Linux "
+        "transport mechanisms added since are off in it, so these numbers did not move with them); see that module "
         f"for the source of each number. Switch ports interleave the cells of frames arriving together "
         f"(cell_interleaving = {CELL_INTERLEAVING}: a fluid cell queue per output port; an overflow takes cells of "
         "every frame in progress, see docs/design.md).",
