@@ -121,8 +121,9 @@ def _print_tables(doc: dict) -> None:
 @click.option("--quick", is_flag=True, help="run the matrix's quick subset (the CI check)")
 @click.option("--repeat", type=click.IntRange(1, 20), default=None,
               help="emulated runs and simulator seeds per scenario [default: each scenario's own, 3 in the built-in matrix]")
-@click.option("--profile", "profile_list", default="default,sack-tlp", show_default=True,
-              help="comma list of simulator TCP profiles: default (NewReno), sack-tlp")
+@click.option("--profile", "profile_list", default="default,sack-tlp,linux", show_default=True,
+              help="comma list of simulator TCP profiles: default (NewReno, no SACK), sack-tlp (SACK and tail loss "
+                   "probes), linux (the linux stack's mechanisms: Linux RTO rules, timestamps, RACK-TLP, PRR)")
 @click.option("--backends", type=click.Choice(["sim,emu", "sim", "emu"]), default="sim,emu", show_default=True,
               help="sim alone runs anywhere; emu needs root and network namespaces")
 @click.option("--out", default=None, type=click.Path(dir_okay=False),
