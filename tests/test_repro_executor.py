@@ -59,7 +59,8 @@ def test_mpi_executor_gives_the_same_bytes(serial_rto, tmp_path):
     if proc.returncode != 0 and "spawn" in proc.stderr.lower():
         pytest.skip(f"this MPI cannot spawn workers: {proc.stderr.strip().splitlines()[-1]}")
     assert proc.returncode == 0, proc.stderr
-    assert json.loads(proc.stdout)["studies"][0]["agree"] == 3
+    verdicts = json.loads(proc.stdout)["studies"][0]
+    assert verdicts["agree"] == 5 and verdicts["differ"] == 0  # the rto study's claims, twice under linux-2.6.11
     assert _tables(tmp_path, "rto") == _tables(serial_rto, "rto")
 
 
