@@ -107,3 +107,11 @@ def test_measure_cli_writes_the_probe_and_refuses_it_where_alltoall_cannot_run(t
     assert p.meta["rto_probe_calls"] == 1
     assert main(["measure", "--platform", "opteron:6", "--rto-probe", "--out", str(out)]) == 2
     assert "power-of-two" in capsys.readouterr().err
+
+
+def test_costly_picks_name_the_sizes_that_dominate_the_penalty():
+    rows = [row(1, "A", 1.0, x=1.0), row(1, "B", 1.2, x=2.0),  # right
+            row(2, "A", 3.0, x=1.0), row(2, "B", 1.0, x=2.0)]  # picks A at 3x the best
+    for r in rows:
+        r["rto_waits"] = 0.0
+    assert nomura._costly_picks(rows, "x") == [(2, "A", 0.0, pytest.approx(2.0))]
