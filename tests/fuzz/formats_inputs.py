@@ -31,7 +31,7 @@ from harness import (
     write_scratch,
 )
 
-from parcomm.apps.mcast import tree as mtree
+from parcomm.platform import mcast_tree as mtree
 from parcomm.models.params import FORMAT as PARAMS_FORMAT
 from parcomm.models.params import PlogPParams
 from parcomm.platform import as_platform, loader, schema, units
