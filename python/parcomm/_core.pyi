@@ -30,6 +30,14 @@ class Simulation:
     # in_recovery, segments_retransmitted, timeouts, fast_retransmits, tail_loss_probes; "dropped".
     def take_trace(self) -> dict[str, object]: ...
 
+# Parse and validate a platform (JSON) exactly as Simulation() does, without building it.
+# Raises ValueError whose message starts with the field path (hosts.h3.tcp.rto_min_s, links[2].b).
+def check_platform(platform_json: str) -> None: ...
+
+# JSON: {"defaults": {"tcp"|"host"|"switch"|"link": element with every field}, "optional":
+# {kind: [fields with a serde default]}, "limits": {name: upper bound}} (spec_check.rs).
+def platform_schema() -> str: ...
+
 # Reliable multicast over a tree (seed 003); see parcomm.apps.mcast.sim for the
 # formats. Returns {"complete", "stopped", "packets", "delivered", "delay": {...},
 # "release": {...}, "packet": {...}, "receivers"/"buffers"/"networks": columns, "end_time_s",
