@@ -72,7 +72,7 @@ impl Simulation {
     pub(crate) fn cells_start(&mut self, out: u32, from_port: u32, cells: u64, duration: Time) {
         let now = self.q.now();
         let port = &mut self.ports[out as usize];
-        let epd = port.queue.epd_threshold;
+        let epd = port.queue.epd_threshold();
         port.cell_buffer.as_mut().expect("a cell-interleaving port").start(now, from_port, cells, duration, epd);
     }
 
