@@ -161,9 +161,9 @@ impl Routes {
             [] => Iface::None,
             [only] => *only,
             many => {
-                let flow = mix(((src as u64) << 32 | dst as u64) ^ mix(stream as u64));
+                let flow = mix((((src as u64) << 32) | dst as u64) ^ mix(stream as u64));
                 let h = mix(flow ^ mix(0x9e37_79b9_7f4a_7c15 ^ node as u64));
-                many[((h >> 32) * many.len() as u64 >> 32) as usize]
+                many[(((h >> 32) * many.len() as u64) >> 32) as usize]
             }
         }
     }
