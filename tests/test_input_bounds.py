@@ -8,7 +8,7 @@ import time
 
 import pytest
 
-from parcomm.apps.mcast import tree as mtree
+from parcomm.platform import mcast_tree as mtree
 from parcomm.cli import main
 from parcomm.models.params import FORMAT, PlogPParams
 from parcomm.platform import PlatformError, as_platform, from_mapping, load, loads, schema

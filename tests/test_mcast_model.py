@@ -1,5 +1,5 @@
 """The multicast model of seed 003 (parcomm.models.multicast), the shared tree
-format (parcomm.apps.mcast.tree), the placement optimizer and ``parcomm mcast``."""
+format (parcomm.platform.mcast_tree), the placement optimizer and ``parcomm mcast``."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ import random
 import pytest
 
 from parcomm.apps.mcast import placement as P
-from parcomm.apps.mcast import tree as T
+from parcomm.platform import mcast_tree as T
 from parcomm.cli import main
 from parcomm.models.multicast import analyze, coverage_rounds, route_delay, stretch_cost
 

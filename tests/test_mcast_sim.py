@@ -99,7 +99,7 @@ def test_params_as_dict_keywords_and_unit_strings():
 
 
 def test_accepts_tree_objects_and_files(tmp_path):
-    tree = pytest.importorskip("parcomm.apps.mcast.tree")
+    tree = pytest.importorskip("parcomm.platform.mcast_tree")
     t = tree.validate(path(STUDY4))
     f = tmp_path / "t.json"
     f.write_text(json.dumps(path(STUDY4)))

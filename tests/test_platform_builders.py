@@ -5,70 +5,51 @@ from __future__ import annotations
 import json
 import pathlib
 import re
-import sys
-import types
 
 import pytest
 
 REPO = pathlib.Path(__file__).resolve().parents[1]
 
-try:
-    import parcomm.platform as pp
-except ImportError as exc:  # pragma: no cover - only before the Rust core is built
-    # parcomm/__init__.py refuses to import without the compiled parcomm._core.
-    # parcomm.platform is pure Python: import it under a temporary stand-in for
-    # the parent package, then drop the stand-in so other test modules still
-    # see the real import error.
-    if "_core" not in str(exc):
-        raise
-    _stub = types.ModuleType("parcomm")
-    _stub.__path__ = [str(REPO / "python" / "parcomm")]
-    sys.modules["parcomm"] = _stub
-    try:
-        import parcomm.platform as pp
-    finally:
-        del sys.modules["parcomm"]
+import parcomm.platform as pp
+from parcomm.platform import units
 
-from parcomm.platform import units  # noqa: E402  (after the import fallback)
-
-SPEC_RS = REPO / "crates" / "parcomm-core" / "src" / "spec.rs"
 TOP_KEYS = {"name", "hosts", "switches", "links", "segments", "routers"}
 HOST_KEYS = {"name", "mtu", "nic_queue_packets", "send_overhead", "recv_overhead", "tcp"}
 
 
-def _rust_struct_fields(struct: str) -> list[str]:
-    text = SPEC_RS.read_text()
-    body = re.search(rf"pub struct {struct} \{{(.*?)\n\}}", text, re.S).group(1)
-    return re.findall(r"pub (\w+):", body)
+# --- the schema comes from the core ----------------------------------------------
 
 
-# --- schema mirrors spec.rs -------------------------------------------------------
+def test_tcp_defaults_are_the_cores():
+    """LINUX_TCP is TcpSpec::default() as the core serializes it: a platform built from it and
+    one with no tcp tables at all (serde's defaults) simulate identically."""
+    from parcomm import _core
+
+    schema = json.loads(_core.platform_schema())
+    assert pp.LINUX_TCP == schema["defaults"]["tcp"]
+    assert pp.LINUX_TCP["rto_min_s"] == 0.2 and pp.LINUX_TCP["initial_cwnd_segments"] == 10
+    bare = pp.star(2)
+    for h in bare["hosts"]:
+        del h["tcp"]
+    runs = []
+    for p in (pp.star(2), bare):
+        sim = _core.Simulation(pp.to_json(p), 1)
+        sim.send(0, 1, 1 << 20)
+        sim.receive(1, 1 << 20)
+        runs.append(sim.run_until_completion())
+    assert runs[0] == runs[1]
 
 
-@pytest.mark.skipif(not SPEC_RS.exists(), reason="spec.rs not present")
-def test_tcp_defaults_mirror_spec_rs():
-    fields = _rust_struct_fields("TcpSpec")
-    assert list(pp.TCP_FIELDS) == fields
-    text = SPEC_RS.read_text()
-    default = re.search(r"impl Default for TcpSpec.*?TcpSpec \{(.*?)\}", text, re.S).group(1)
-    for name, value in re.findall(r"(\w+): ([^,]+),", default):
-        expected = pp.LINUX_TCP[name]
-        if value in ("true", "false"):
-            assert expected is (value == "true"), name
-        else:
-            assert expected == pytest.approx(eval(value)), name  # e.g. "256 * 1024"
+def test_element_helpers_emit_every_field_the_core_serializes():
+    """A helper's dict, round-tripped through the core's own defaults, has the same keys."""
+    from parcomm import _core
 
-
-@pytest.mark.skipif(not SPEC_RS.exists(), reason="spec.rs not present")
-def test_element_helpers_emit_every_rust_field():
+    defaults = json.loads(_core.platform_schema())["defaults"]
     p = pp.star(2)
-    assert set(p) == set(_rust_struct_fields("PlatformSpec"))
-    assert set(p["hosts"][0]) == set(_rust_struct_fields("HostSpec"))
-    assert set(p["switches"][0]) == set(_rust_struct_fields("SwitchSpec"))
-    assert set(p["links"][0]) == set(_rust_struct_fields("LinkSpec"))
-    s = pp.segments_router(2, 1)
-    assert set(s["segments"][0]) == set(_rust_struct_fields("SegmentSpec"))
-    assert set(s["routers"][0]) == set(_rust_struct_fields("RouterSpec"))
+    assert set(p) == TOP_KEYS
+    assert set(p["hosts"][0]) == set(defaults["host"]) == HOST_KEYS
+    assert set(p["switches"][0]) == set(defaults["switch"])
+    assert set(p["links"][0]) == set(defaults["link"])
 
 
 def test_host_helper_fills_defaults_and_merges_partial_tcp():

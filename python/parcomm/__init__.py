@@ -23,3 +23,7 @@ def _check_core() -> None:
 
 
 _check_core()
+
+# The composition root: parcomm.collectives registers the algorithms behind the Communicator's
+# collective methods with parcomm.comm (a layer below it, which never imports it).
+from . import collectives  # noqa: E402,F401

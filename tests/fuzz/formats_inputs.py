@@ -31,7 +31,7 @@ from harness import (
     write_scratch,
 )
 
-from parcomm.apps.mcast import tree as mtree
+from parcomm.platform import mcast_tree as mtree
 from parcomm.models.params import FORMAT as PARAMS_FORMAT
 from parcomm.models.params import PlogPParams
 from parcomm.platform import as_platform, loader, schema, units
@@ -99,8 +99,7 @@ def _value(rng: random.Random, path: tuple):
 # ----------------------------------------------------------------------------- what messages must name
 
 _FIELD_WORDS = sorted({
-    *schema._TOP, *schema._HOST, *schema._SWITCH, *schema._LINK, *schema._SEGMENT, *schema._ROUTER,
-    *schema.TCP_FIELDS, "size", "unit", "fixed_s", "per_byte_s", "jitter_s", "builder", "rto", "scheme", "x_s",
+    *(f for fields in schema.FIELDS.values() for f in fields), "size", "unit", "fixed_s", "per_byte_s", "jitter_s", "builder", "rto", "scheme", "x_s",
     "seed", "spread_s", "platform", *_COMMON, *(k for opts in _OPTIONS.values() for k in opts), *_OPTIONS,
     "rto_min", "rto_max", "n", "n_segments", "hosts_per_segment", "n_hosts", "host count", "segment count",
     "hosts per segment", "buffer_cells", "switch_latency_s", "flow_control",

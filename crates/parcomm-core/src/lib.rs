@@ -13,6 +13,7 @@ pub mod net;
 pub mod rng;
 pub mod sim;
 pub mod spec;
+pub mod spec_check;
 pub mod time;
 pub mod transport;
 

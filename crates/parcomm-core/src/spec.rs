@@ -4,10 +4,10 @@
 //! Every quantity is in SI units (seconds, bits per second, bytes). Validation
 //! returns an error naming the offending field; nothing here panics.
 
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 use std::collections::HashSet;
 
-#[derive(Debug, Clone, Deserialize)]
+#[derive(Debug, Clone, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
 pub struct PlatformSpec {
     #[serde(default)]
@@ -26,7 +26,7 @@ pub struct PlatformSpec {
 /// Per-message software cost: fixed + per_byte * size, in seconds, plus a
 /// uniform random part in [0, jitter_s) for operating-system noise
 /// (interrupt coalescing, scheduling) that makes identical hosts drift apart.
-#[derive(Debug, Clone, Copy, Default, Deserialize)]
+#[derive(Debug, Clone, Copy, Default, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
 pub struct Overhead {
     #[serde(default)]
@@ -37,7 +37,7 @@ pub struct Overhead {
     pub jitter_s: f64,
 }
 
-#[derive(Debug, Clone, Deserialize)]
+#[derive(Debug, Clone, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
 pub struct HostSpec {
     pub name: String,
@@ -62,7 +62,7 @@ fn default_nic_queue() -> u64 {
     1000
 }
 
-#[derive(Debug, Clone, Deserialize)]
+#[derive(Debug, Clone, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
 pub struct TcpSpec {
     pub rto_min_s: f64,
@@ -164,7 +164,7 @@ impl Default for TcpSpec {
     }
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Serialize)]
 #[serde(rename_all = "lowercase")]
 pub enum BufferUnit {
     Bytes,
@@ -172,14 +172,14 @@ pub enum BufferUnit {
     Cells,
 }
 
-#[derive(Debug, Clone, Copy, Deserialize)]
+#[derive(Debug, Clone, Copy, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
 pub struct BufferSpec {
     pub size: u64,
     pub unit: BufferUnit,
 }
 
-#[derive(Debug, Clone, Deserialize)]
+#[derive(Debug, Clone, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
 pub struct SwitchSpec {
     pub name: String,
@@ -205,7 +205,7 @@ pub struct SwitchSpec {
     pub cell_interleaving: bool,
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Serialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Framing {
     /// Ethernet II: 14 header + 4 FCS + 8 preamble + 12 inter-frame gap, 64-byte minimum frame.
@@ -216,7 +216,7 @@ pub enum Framing {
     Raw,
 }
 
-#[derive(Debug, Clone, Deserialize)]
+#[derive(Debug, Clone, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
 pub struct LinkSpec {
     pub a: String,
@@ -237,7 +237,7 @@ fn default_framing() -> Framing {
     Framing::Ethernet
 }
 
-#[derive(Debug, Clone, Deserialize)]
+#[derive(Debug, Clone, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
 pub struct SegmentSpec {
     pub name: String,
@@ -256,7 +256,7 @@ fn yes() -> bool {
     true
 }
 
-#[derive(Debug, Clone, Deserialize)]
+#[derive(Debug, Clone, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
 pub struct RouterSpec {
     pub name: String,
@@ -299,14 +299,13 @@ pub fn atm_cells(ip_bytes: u64) -> u64 {
 }
 
 impl PlatformSpec {
+    /// Parse and validate; every error names the field (`spec_check::parse`).
     pub fn from_json(text: &str) -> Result<PlatformSpec, SpecError> {
-        let spec: PlatformSpec =
-            serde_json::from_str(text).map_err(|e| format!("platform: {e}"))?;
-        spec.validate()?;
-        Ok(spec)
+        crate::spec_check::parse(text)
     }
 
     pub fn validate(&self) -> Result<(), SpecError> {
+        crate::spec_check::check_limits(self)?;
         if self.hosts.is_empty() {
             return Err("hosts: a platform needs at least one host".into());
         }
@@ -466,6 +465,6 @@ impl PlatformSpec {
                 }
             }
         }
-        Ok(())
+        crate::spec_check::check_wiring(self)
     }
 }

@@ -210,11 +210,27 @@ fn mcast_simulate<'py>(py: Python<'py>, tree_json: &str, params_json: &str) -> P
     Ok(out)
 }
 
+/// Parse and validate a platform (JSON) as the simulator would, without building it;
+/// ValueError names the field.
+#[pyfunction]
+fn check_platform(platform_json: &str) -> PyResult<()> {
+    parcomm_core::PlatformSpec::from_json(platform_json).map(|_| ()).map_err(err)
+}
+
+/// The platform schema as JSON: per element kind every field at its default, which fields are
+/// optional, and the upper bounds (parcomm_core::spec_check).
+#[pyfunction]
+fn platform_schema() -> String {
+    parcomm_core::spec_check::schema_json()
+}
+
 #[pymodule]
 fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     m.add_class::<Simulation>()?;
     m.add_function(wrap_pyfunction!(mcast_simulate, m)?)?;
+    m.add_function(wrap_pyfunction!(check_platform, m)?)?;
+    m.add_function(wrap_pyfunction!(platform_schema, m)?)?;
     m.add_function(wrap_pyfunction!(heat::heat_update, m)?)?;
     Ok(())
 }

@@ -1,7 +1,7 @@
 """``parcomm mcast``: reliable multicast with repair routers (Shimokuni et al.).
 
 Every subcommand reads a tree file (JSON or TOML, the format of
-:mod:`parcomm.apps.mcast.tree`).
+:mod:`parcomm.platform.mcast_tree`).
 """
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ CONVENTION_HELP = (
 
 
 def _tree(path: str, repair: str | None = None):
-    from ..apps.mcast.tree import TreeError, load, with_repair
+    from ..platform.mcast_tree import TreeError, load, with_repair
 
     try:
         t = load(path)

@@ -85,3 +85,9 @@ __all__ = [
     "scatter_binomial",
     "scatter_linear",
 ]
+
+# The Communicator's collective methods (comm.bcast(), comm.barrier(), ...) and the named programs
+# of ``--program`` run these functions; the comm layer below learns them here, never by import.
+from ..comm.communicator import register_collectives  # noqa: E402
+
+register_collectives({name: globals()[name] for name in __all__ if callable(globals()[name])})

@@ -32,7 +32,7 @@ from pathlib import Path
 from typing import Any, Awaitable, Callable, Sequence
 
 from .base import SYNC_TAG, CommError, CompletionTime, Status
-from .communicator import Communicator, not_async_error, rank_error
+from .communicator import Communicator, collective, not_async_error, rank_error
 from .communicator import Request as BaseRequest
 
 __all__ = [
@@ -187,9 +187,7 @@ class AioCommBase(Communicator):
 
     async def _sync(self) -> None:
         """Start barrier (dissemination, on a tag of its own), so all programs start together."""
-        from ..collectives.barrier import barrier
-
-        await barrier(self, tag=SYNC_TAG)
+        await collective("barrier")(self, tag=SYNC_TAG)
 
     # transport hooks ------------------------------------------------------------------
     def _send_pickled(self, dest: int, tag: int, data: bytes, size: int, req: Request,
@@ -328,9 +326,7 @@ def resolve_program(ref: str | Callable[..., Awaitable[Any]]) -> Callable[..., A
     ref = ref.strip()
     if ":" not in ref:
         if ref in NAMED_PROGRAMS:
-            from .. import collectives
-
-            return getattr(collectives, ref)
+            return collective(ref)
         raise ProgramError(
             f"program {ref!r} is neither MODULE:FUNCTION nor a collective ({', '.join(NAMED_PROGRAMS)})"
         )

@@ -32,10 +32,28 @@ from __future__ import annotations
 
 import os
 import sys
-from typing import Any, Awaitable, Generator, Sequence
+from typing import Any, Awaitable, Callable, Generator, Mapping, Sequence
 
 from .base import ANY_SOURCE, ANY_TAG, CommError, Status, payload_nbytes
 from .ops import SUM
+
+# The collective methods below are implemented a layer up, by parcomm.collectives, over this
+# class's point-to-point methods. That package registers its functions here when it is imported
+# (``import parcomm`` imports it), so this layer never imports the one above it.
+_COLLECTIVES: dict[str, Callable[..., Any]] = {}
+
+
+def register_collectives(functions: Mapping[str, Callable[..., Any]]) -> None:
+    """Called by :mod:`parcomm.collectives`: the functions behind ``comm.bcast()`` and the rest."""
+    _COLLECTIVES.update(functions)
+
+
+def collective(name: str) -> Callable[..., Any]:
+    """The registered implementation of collective ``name``."""
+    try:
+        return _COLLECTIVES[name]
+    except KeyError:
+        raise CommError(f"comm.{name}(): no implementation registered (import parcomm.collectives)") from None
 
 __all__ = ["Communicator", "Request", "Pending", "SubComm", "UNDEFINED", "user_frames", "rank_error"]
 
@@ -451,8 +469,7 @@ class Communicator:
     # --- collectives (objects) ----------------------------------------------------------
     def barrier(self) -> Awaitable[None]:
         """``await comm.barrier()``: dissemination barrier."""
-        from ..collectives.barrier import barrier
-
+        barrier = collective("barrier")
         if self._unawaited is not None:
             self._check_awaited()
         return self._pending(self._traced("barrier", barrier(self)), "comm.barrier()")
@@ -463,72 +480,58 @@ class Communicator:
               nbytes: int | None = None) -> Awaitable[Any]:
         """``obj = await comm.bcast(obj, root=0)``; algorithm ``binomial`` or
         ``scatter_allgather`` (default: MPICH's rule on ``nbytes`` when given, else binomial)."""
-        from .. import collectives
-
         if self._unawaited is not None:
             self._check_awaited()
-        return self._pending(self._traced("bcast", collectives.bcast(self, obj, root, algorithm=algorithm, nbytes=nbytes)), "comm.bcast()")
+        return self._pending(self._traced("bcast", collective("bcast")(self, obj, root, algorithm=algorithm, nbytes=nbytes)), "comm.bcast()")
 
     def reduce(self, sendobj: Any, op: Any = SUM, root: int = 0, *, algorithm: str | None = None,
                nbytes: int | None = None) -> Awaitable[Any]:
         """``result = await comm.reduce(x, op=MPI.SUM, root=0)``: the result at the root, None elsewhere."""
-        from .. import collectives
-
         if self._unawaited is not None:
             self._check_awaited()
-        return self._pending(self._traced("reduce", collectives.reduce(self, sendobj, op, root, algorithm=algorithm, nbytes=nbytes)),
+        return self._pending(self._traced("reduce", collective("reduce")(self, sendobj, op, root, algorithm=algorithm, nbytes=nbytes)),
                              "comm.reduce()")
 
     def allreduce(self, sendobj: Any, op: Any = SUM, *, algorithm: str | None = None,
                   nbytes: int | None = None) -> Awaitable[Any]:
         """``result = await comm.allreduce(x, op=MPI.SUM)``; algorithm
         ``recursive_doubling``, ``ring`` (numpy arrays, commutative ops) or ``reduce_bcast``."""
-        from .. import collectives
-
         if self._unawaited is not None:
             self._check_awaited()
-        return self._pending(self._traced("allreduce", collectives.allreduce(self, sendobj, op, algorithm=algorithm, nbytes=nbytes)),
+        return self._pending(self._traced("allreduce", collective("allreduce")(self, sendobj, op, algorithm=algorithm, nbytes=nbytes)),
                              "comm.allreduce()")
 
     def scatter(self, sendobj: Sequence[Any] | None = None, root: int = 0, *, algorithm: str | None = None,
                 nbytes: int | None = None) -> Awaitable[Any]:
         """``mine = await comm.scatter(items, root=0)``: ``items[r]`` to rank r (``items`` only at the root)."""
-        from .. import collectives
-
         if self._unawaited is not None:
             self._check_awaited()
-        return self._pending(self._traced("scatter", collectives.scatter(self, sendobj, root, algorithm=algorithm, nbytes=nbytes)),
+        return self._pending(self._traced("scatter", collective("scatter")(self, sendobj, root, algorithm=algorithm, nbytes=nbytes)),
                              "comm.scatter()")
 
     def gather(self, sendobj: Any, root: int = 0, *, algorithm: str | None = None,
                nbytes: int | None = None) -> Awaitable[list[Any] | None]:
         """``items = await comm.gather(x, root=0)``: the list at the root, None elsewhere."""
-        from .. import collectives
-
         if self._unawaited is not None:
             self._check_awaited()
-        return self._pending(self._traced("gather", collectives.gather(self, sendobj, root, algorithm=algorithm, nbytes=nbytes)),
+        return self._pending(self._traced("gather", collective("gather")(self, sendobj, root, algorithm=algorithm, nbytes=nbytes)),
                              "comm.gather()")
 
     def allgather(self, sendobj: Any, *, algorithm: str | None = None,
                   nbytes: int | None = None) -> Awaitable[list[Any]]:
         """``items = await comm.allgather(x)``: every rank's x, by rank."""
-        from .. import collectives
-
         if self._unawaited is not None:
             self._check_awaited()
-        return self._pending(self._traced("allgather", collectives.allgather(self, sendobj, algorithm=algorithm, nbytes=nbytes)),
+        return self._pending(self._traced("allgather", collective("allgather")(self, sendobj, algorithm=algorithm, nbytes=nbytes)),
                              "comm.allgather()")
 
     def alltoall(self, sendobj: Sequence[Any], *, algorithm: str | None = None,
                  nbytes: int | None = None) -> Awaitable[list[Any]]:
         """``got = await comm.alltoall(items)``: ``items[d]`` goes to rank d; ``got[s]`` came from s.
         Algorithms ``scattered``, ``pairwise``, ``A``, ``B`` (seed 001; power-of-two sizes)."""
-        from .. import collectives
-
         if self._unawaited is not None:
             self._check_awaited()
-        return self._pending(self._traced("alltoall", collectives.alltoall(self, sendobj, algorithm=algorithm, nbytes=nbytes)),
+        return self._pending(self._traced("alltoall", collective("alltoall")(self, sendobj, algorithm=algorithm, nbytes=nbytes)),
                              "comm.alltoall()")
 
     # --- buffers (numpy arrays) ----------------------------------------------------------
@@ -563,58 +566,44 @@ class Communicator:
 
     def Bcast(self, buf: Any, root: int = 0, *, algorithm: str | None = None) -> Awaitable[None]:  # noqa: N802
         """``await comm.Bcast(array, root=0)``: every rank's array becomes the root's."""
-        from .. import collectives
-
         arr = _as_buffer(buf, f"rank {self.rank}: Bcast buffer")
-        return self._pending(self._traced("Bcast", collectives.Bcast(self, arr, root, algorithm=algorithm)), "comm.Bcast()")
+        return self._pending(self._traced("Bcast", collective("Bcast")(self, arr, root, algorithm=algorithm)), "comm.Bcast()")
 
     def Reduce(self, sendbuf: Any, recvbuf: Any, op: Any = SUM, root: int = 0, *,  # noqa: N802
                algorithm: str | None = None) -> Awaitable[None]:
         """``await comm.Reduce(send, recv, op=MPI.SUM, root=0)`` (``recv`` used at the root only)."""
-        from .. import collectives
-
         send = _as_buffer(sendbuf, f"rank {self.rank}: Reduce sendbuf")
         recv = None if recvbuf is None else _as_buffer(recvbuf, f"rank {self.rank}: Reduce recvbuf")
-        return self._pending(self._traced("Reduce", collectives.Reduce(self, send, recv, op, root, algorithm=algorithm)), "comm.Reduce()")
+        return self._pending(self._traced("Reduce", collective("Reduce")(self, send, recv, op, root, algorithm=algorithm)), "comm.Reduce()")
 
     def Allreduce(self, sendbuf: Any, recvbuf: Any, op: Any = SUM, *,  # noqa: N802
                   algorithm: str | None = None) -> Awaitable[None]:
         """``await comm.Allreduce(send, recv, op=MPI.SUM)``."""
-        from .. import collectives
-
         send = _as_buffer(sendbuf, f"rank {self.rank}: Allreduce sendbuf")
         recv = _as_buffer(recvbuf, f"rank {self.rank}: Allreduce recvbuf")
-        return self._pending(self._traced("Allreduce", collectives.Allreduce(self, send, recv, op, algorithm=algorithm)), "comm.Allreduce()")
+        return self._pending(self._traced("Allreduce", collective("Allreduce")(self, send, recv, op, algorithm=algorithm)), "comm.Allreduce()")
 
     def Allgather(self, sendbuf: Any, recvbuf: Any, *, algorithm: str | None = None) -> Awaitable[None]:  # noqa: N802
         """``await comm.Allgather(send, recv)``: ``recv`` holds every rank's ``send``, by rank."""
-        from .. import collectives
-
         send = _as_buffer(sendbuf, f"rank {self.rank}: Allgather sendbuf")
         recv = _as_buffer(recvbuf, f"rank {self.rank}: Allgather recvbuf")
-        return self._pending(self._traced("Allgather", collectives.Allgather(self, send, recv, algorithm=algorithm)), "comm.Allgather()")
+        return self._pending(self._traced("Allgather", collective("Allgather")(self, send, recv, algorithm=algorithm)), "comm.Allgather()")
 
     def Alltoall(self, sendbuf: Any, recvbuf: Any, *, algorithm: str | None = None) -> Awaitable[None]:  # noqa: N802
         """``await comm.Alltoall(send, recv)``: block d of ``send`` goes to rank d, block s of ``recv`` came from s."""
-        from .. import collectives
-
         send = _as_buffer(sendbuf, f"rank {self.rank}: Alltoall sendbuf")
         recv = _as_buffer(recvbuf, f"rank {self.rank}: Alltoall recvbuf")
-        return self._pending(self._traced("Alltoall", collectives.Alltoall(self, send, recv, algorithm=algorithm)), "comm.Alltoall()")
+        return self._pending(self._traced("Alltoall", collective("Alltoall")(self, send, recv, algorithm=algorithm)), "comm.Alltoall()")
 
     def Scatter(self, sendbuf: Any, recvbuf: Any, root: int = 0) -> Awaitable[None]:  # noqa: N802
-        from .. import collectives
-
         send = None if sendbuf is None else _as_buffer(sendbuf, f"rank {self.rank}: Scatter sendbuf")
         recv = _as_buffer(recvbuf, f"rank {self.rank}: Scatter recvbuf")
-        return self._pending(self._traced("Scatter", collectives.Scatter(self, send, recv, root)), "comm.Scatter()")
+        return self._pending(self._traced("Scatter", collective("Scatter")(self, send, recv, root)), "comm.Scatter()")
 
     def Gather(self, sendbuf: Any, recvbuf: Any, root: int = 0) -> Awaitable[None]:  # noqa: N802
-        from .. import collectives
-
         send = _as_buffer(sendbuf, f"rank {self.rank}: Gather sendbuf")
         recv = None if recvbuf is None else _as_buffer(recvbuf, f"rank {self.rank}: Gather recvbuf")
-        return self._pending(self._traced("Gather", collectives.Gather(self, send, recv, root)), "comm.Gather()")
+        return self._pending(self._traced("Gather", collective("Gather")(self, send, recv, root)), "comm.Gather()")
 
 
 # --- sub-communicators -------------------------------------------------------------------

@@ -39,10 +39,10 @@ from typing import Any, Callable, Sequence
 from ..comm.base import RESERVED_TAG_BASE
 from ..models.params import PlogPParams
 from ..models.plogp_br import xor_pattern
+from .runner import Runner
 from .stats import sample_until
 
 TAG = RESERVED_TAG_BASE + 100
-Runner = Callable[[Callable[..., Any], dict], list]
 
 
 # ---------------------------------------------------------------- rank programs

@@ -24,7 +24,7 @@ import statistics
 from typing import Callable, Sequence
 
 from ..collectives import alltoall_a, alltoall_b
-from .procedure import Runner
+from .runner import Runner
 
 PATTERNS = {"alltoall_a": alltoall_a, "alltoall_b": alltoall_b}
 #: Timed calls per probe size: W is a mean of this many 0/1/2... draws.

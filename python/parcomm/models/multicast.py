@@ -4,7 +4,7 @@
 What it computes
 ================
 
-For a multicast tree (:mod:`parcomm.apps.mcast.tree`) in which the source and
+For a multicast tree (:mod:`parcomm.platform.mcast_tree`) in which the source and
 some routers are **repair points** (they buffer packets and retransmit on a
 timeout, §3), :func:`analyze` gives
 
@@ -116,7 +116,7 @@ route for the loss and the convention's timeout (the stretch's round trip for
 Use
 ===
 
->>> from parcomm.apps.mcast.tree import binary_tree
+>>> from parcomm.platform.mcast_tree import binary_tree
 >>> r = analyze(binary_tree(128, repair_at=[1, 7]))
 >>> round(r.mean_delay_s * 1e3), round(r.buffer_total_bytes / 1e6, 1)
 (377, 58.3)
@@ -128,7 +128,7 @@ import math
 from dataclasses import asdict, dataclass, field
 from typing import Any, Iterable, Mapping, Sequence
 
-from ..apps.mcast.tree import Tree, path_tree, validate, with_repair
+from ..platform.mcast_tree import Tree, path_tree, validate, with_repair
 
 __all__ = [
     "CONVENTIONS",

@@ -10,6 +10,7 @@ Builders:
 * ``star(n, ...)`` -- n hosts on one switch;
 * ``atm_cluster(n=100)`` -- seed 000, 155 Mbit/s ATM, 2048-cell port buffers, UBR;
 * ``opteron_cluster(n=64)`` -- seed 001, 1 GbE switch without flow control;
+* ``fat_tree(k)``, ``leaf_spine(L, S, H)`` -- multi-path fabrics (ECMP in the core);
 * ``segments_router(16)`` -- seed 002, 130 hosts on 16 shared 10BASE-T segments
   joined by a Cisco 7000 router;
 * ``from_spec_string("star:64,rate=1G")`` -- the CLI's short form;
@@ -20,6 +21,7 @@ schemes). Unit parsers live in ``parcomm.platform.units``.
 """
 
 from .atm import ATM_OC3_LINE_BPS, ATM_OC3_PAYLOAD_BPS, SOLARIS_2_5_1_TCP, atm_cluster
+from .fabric import fat_tree, leaf_spine
 from .loader import from_mapping, load, loads
 from .opteron import LINUX_2_6_11_TCP, opteron_cluster
 from .rto import RTO_SCHEMES, apply_rto, host_rng, set_rto
@@ -78,6 +80,8 @@ __all__ = [
     "atm_cluster",
     "opteron_cluster",
     "segments_router",
+    "fat_tree",
+    "leaf_spine",
     "distribute_hosts",
     "BUILDERS",
     "from_spec_string",

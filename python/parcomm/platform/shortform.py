@@ -10,6 +10,8 @@ KIND         SIZE                        builder
 ``opteron``  host count (default 64)     ``opteron_cluster(n, ...)``
 ``segments`` ``S`` or ``SxH``            ``segments_router(S, H, ...)``;
              (default 16, 130 hosts)     ``S`` alone spreads the paper's 130 hosts
+``fattree``  ``k`` (default 4)           ``fat_tree(k, ...)``: k^3/4 hosts
+``leafspine`` ``LxSxH`` (default 4x2x4)  ``leaf_spine(L, S, H, ...)``
 ===========  ==========================  =========================================
 
 Options (``KEY=VALUE``; values take the unit strings of ``units``):
@@ -22,6 +24,8 @@ Options (``KEY=VALUE``; values take the unit strings of ``units``):
   (on/off), ``epd_threshold`` (cells), ``cells`` (on/off: cell
   interleaving), ``latency``, ``prop``;
 * ``opteron``: ``rate``, ``buffer``, ``fc``, ``latency``, ``prop``;
+* ``fattree``: ``rate``, ``buffer``, ``fc``, ``prop``, ``latency``;
+* ``leafspine``: the same and ``uplink`` (leaf-spine link rate);
 * ``segments``: ``rate``, ``hosts`` (total), ``collisions`` (on/off),
   ``prop``, ``pps``, ``backplane``, ``router_buffer``.
 
@@ -34,6 +38,7 @@ from __future__ import annotations
 from typing import Any, Callable
 
 from .atm import atm_cluster
+from .fabric import fat_tree, leaf_spine
 from .opteron import opteron_cluster
 from .rto import set_rto
 from .segments import segments_router
@@ -51,6 +56,10 @@ BUILDERS: dict[str, Callable[..., dict]] = {
     "opteron_cluster": opteron_cluster,
     "segments": segments_router,
     "segments_router": segments_router,
+    "fattree": fat_tree,
+    "fat_tree": fat_tree,
+    "leafspine": leaf_spine,
+    "leaf_spine": leaf_spine,
 }
 
 
@@ -118,6 +127,23 @@ _OPTIONS: dict[str, dict[str, _Option]] = {
         "latency": ("switch_latency_s", parse_duration),
         "prop": ("propagation_s", parse_duration),
     },
+    "fattree": {
+        "rate": ("rate_bps", parse_rate),
+        "buffer": ("buffer", _buffer_bytes),
+        "fc": ("flow_control", parse_bool),
+        "flow_control": ("flow_control", parse_bool),
+        "prop": ("propagation_s", parse_duration),
+        "latency": ("switch_latency_s", parse_duration),
+    },
+    "leafspine": {
+        "rate": ("rate_bps", parse_rate),
+        "uplink": ("uplink_bps", parse_rate),
+        "buffer": ("buffer", _buffer_bytes),
+        "fc": ("flow_control", parse_bool),
+        "flow_control": ("flow_control", parse_bool),
+        "prop": ("propagation_s", parse_duration),
+        "latency": ("switch_latency_s", parse_duration),
+    },
     "segments": {
         "rate": ("rate_bps", parse_rate),
         "hosts": ("n_hosts", parse_count),
@@ -182,6 +208,10 @@ def from_spec_string(text: str) -> dict:
         p = atm_cluster(_host_count(size, "atm") if size else 100, **kwargs)
     elif kind == "opteron":
         p = opteron_cluster(_host_count(size, "opteron") if size else 64, **kwargs)
+    elif kind == "fattree":
+        p = fat_tree(_host_count(size, "fattree", "k") if size else 4, **kwargs)
+    elif kind == "leafspine":
+        p = leaf_spine(*_leaf_spine_size(size), **kwargs)
     else:
         p = segments_router(*_segments_size(size), **kwargs)
     if rto:
@@ -199,3 +229,14 @@ def _segments_size(size: str) -> tuple[int, int | None]:
     if not h.strip():
         raise ValueError(f"segments: hosts per segment missing after 'x' in {shown(size)}")
     return n_segments, _host_count(h.strip(), "segments", "hosts per segment")
+
+
+def _leaf_spine_size(size: str) -> tuple[int, int, int]:
+    """``LxSxH``: leaves, spines, hosts per leaf (default 4x2x4)."""
+    if not size:
+        return 4, 2, 4
+    parts = [x.strip() for x in size.lower().split("x")]
+    if len(parts) != 3:
+        raise ValueError(f"leafspine: size {shown(size)} is not LEAVESxSPINESxHOSTS, e.g. 8x4x16")
+    what = ("leaf count", "spine count", "hosts per leaf")
+    return tuple(_host_count(x, "leafspine", w) for x, w in zip(parts, what))  # type: ignore[return-value]

@@ -41,7 +41,7 @@ MECHANISMS = ("sack", "tail_loss_probe", "linux_rto", "timestamps", "rack", "prr
 
 @functools.lru_cache(maxsize=None)
 def _read(name: str) -> dict[str, Any]:
-    from .schema import TCP_FIELDS, PlatformError
+    from .fields import TCP_FIELDS, PlatformError
 
     if name not in STACKS:
         raise PlatformError(f"tcp.stack: unknown stack {name!r} (known: {', '.join(STACKS)})")
@@ -56,7 +56,7 @@ def _read(name: str) -> dict[str, Any]:
 def stack_fields(name: Any) -> dict[str, Any]:
     """The ``tcp`` fields profile ``name`` sets (a partial TcpSpec)."""
     if not isinstance(name, str):
-        from .schema import PlatformError
+        from .fields import PlatformError
 
         raise PlatformError(f"tcp.stack must be a name (one of {', '.join(STACKS)}), got {name!r}")
     return dict(_read(name)["tcp"])

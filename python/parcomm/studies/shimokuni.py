@@ -24,7 +24,7 @@ import math
 from typing import Any, Callable
 
 from ..apps.mcast import placement as P
-from ..apps.mcast.tree import (
+from ..platform.mcast_tree import (
     STUDY4_SEGMENTS,
     STUDY5_SEGMENTS,
     Tree,
@@ -503,7 +503,7 @@ def run(ctx: StudyContext) -> StudyReport:
         "digit; all are within the printed precision."
     )
     rep.notes.append(
-        f"The larger tree is parcomm.apps.mcast.tree.wan_tree: the source's LAN, {6} backbone networks per route "
+        f"The larger tree is parcomm.platform.mcast_tree.wan_tree: the source's LAN, {6} backbone networks per route "
         "(30 ms, 0.2 %, 622 Mbit/s) branching at every backbone router, and at each site a LAN of two levels "
         "(1.5 ms and 2.6 % each, 1 Gbit/s, so 3 ms and 5 % per route as in study 4) with fan-out 4; every "
         "network's delay and loss scaled by a seeded factor in [0.5, 1.5]. Boundary routers are those joining a "

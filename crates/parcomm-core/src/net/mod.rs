@@ -6,6 +6,7 @@
 pub mod bus;
 pub mod cell_queue;
 pub mod packet;
+pub mod policy;
 pub mod port;
 pub mod queue;
 pub mod router;

@@ -1,8 +1,10 @@
-//! A finite drop-tail packet buffer measured in bytes, packets or ATM cells,
-//! with time-weighted occupancy statistics. Used by switch ports, host NICs,
-//! router interfaces and bus stations.
+//! A finite packet buffer measured in bytes, packets or ATM cells, with
+//! time-weighted occupancy statistics; what it admits is its policy's
+//! decision (`net::policy`). Used by switch ports, host NICs, router
+//! interfaces and bus stations.
 
 use super::packet::Packet;
+use super::policy::{Policy, QueuePolicy, Verdict};
 use crate::spec::BufferUnit;
 use crate::time::Time;
 use std::collections::VecDeque;
@@ -21,9 +23,7 @@ pub struct QueueStats {
 
 pub struct PacketQueue {
     pub capacity: u64,
-    pub unit: BufferUnit,
-    /// ATM early packet discard threshold (cells), if enabled.
-    pub epd_threshold: Option<u64>,
+    pub policy: Policy,
     pub packets: VecDeque<Packet>,
     pub occupancy: u64,
     pub stats: QueueStats,
@@ -38,15 +38,21 @@ pub enum Admission {
 
 impl PacketQueue {
     pub fn new(capacity: u64, unit: BufferUnit, epd_threshold: Option<u64>) -> PacketQueue {
-        PacketQueue { capacity, unit, epd_threshold, packets: VecDeque::new(), occupancy: 0, stats: QueueStats::default() }
+        let policy = Policy::for_buffer(unit, epd_threshold);
+        PacketQueue { capacity, policy, packets: VecDeque::new(), occupancy: 0, stats: QueueStats::default() }
+    }
+
+    pub fn unit(&self) -> BufferUnit {
+        self.policy.unit()
+    }
+
+    /// ATM early packet discard threshold (cells), if enabled.
+    pub fn epd_threshold(&self) -> Option<u64> {
+        self.policy.epd_threshold()
     }
 
     fn size_of(&self, p: &Packet) -> u64 {
-        match self.unit {
-            BufferUnit::Bytes => p.ip_bytes,
-            BufferUnit::Packets => 1,
-            BufferUnit::Cells => p.cells,
-        }
+        self.policy.size_of(p)
     }
 
     pub fn has_room_for(&self, p: &Packet) -> bool {
@@ -65,32 +71,23 @@ impl PacketQueue {
         self.stats.max_occupancy = self.stats.max_occupancy.max(self.occupancy);
     }
 
-    /// Drop-tail admission. In cell mode cells are admitted while they fit, so
-    /// a packet can enter with some cells missing (it is then carried, wasting
-    /// bandwidth, and discarded by the receiver), unless early packet discard
-    /// refuses it whole.
+    /// Admission by the queue's policy: drop-tail, or for cells the cells that
+    /// fit (a packet may enter with cells missing) unless EPD refuses it whole.
     pub fn offer(&mut self, now: Time, p: Packet) -> Admission {
-        if self.unit == BufferUnit::Cells {
-            if let Some(th) = self.epd_threshold {
-                if self.occupancy > th {
-                    self.stats.drops += 1;
-                    self.stats.cell_drops += p.cells;
-                    return Admission::Dropped;
-                }
+        match self.policy.admit(self.occupancy, self.capacity, &p) {
+            Verdict::Accept => {
+                self.push_unchecked(now, p);
+                Admission::Accepted
             }
-            let free = self.capacity - self.occupancy;
-            let lost = p.cells - p.cells.min(free);
-            return self.admit_with_cell_loss(now, p, lost);
+            Verdict::AcceptCellsLost(lost) => self.admit_with_cell_loss(now, p, lost),
+            Verdict::Drop => {
+                self.stats.drops += 1;
+                if self.unit() == BufferUnit::Cells {
+                    self.stats.cell_drops += p.cells;
+                }
+                Admission::Dropped
+            }
         }
-        if !self.has_room_for(&p) {
-            self.stats.drops += 1;
-            return Admission::Dropped;
-        }
-        let size = self.size_of(&p);
-        self.grow(now, size);
-        self.packets.push_back(p);
-        self.stats.enqueued += 1;
-        Admission::Accepted
     }
 
     /// Append without a capacity check (used for flow-controlled admission,

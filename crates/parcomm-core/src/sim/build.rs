@@ -183,7 +183,7 @@ pub(super) fn build(spec: &PlatformSpec, seed: u64) -> Result<Simulation, SpecEr
     let routes = Routes::compute(&adjacent, n_hosts);
     for s in 0..n_hosts as u32 {
         for d in 0..n_hosts as u32 {
-            if s != d && routes.next(s, d) == Iface::None {
+            if s != d && !routes.reaches(s, d) {
                 return Err(format!("no route from host '{}' to host '{}'", names[s as usize], names[d as usize]));
             }
         }

@@ -106,7 +106,7 @@ impl Simulation {
             .iter()
             .map(|p| PortCounters {
                 name: format!("{}->{}", self.node_names[p.owner as usize], self.node_names[p.peer as usize]),
-                unit: unit_name(p.queue.unit).into(),
+                unit: unit_name(p.queue.unit()).into(),
                 capacity: p.queue.capacity,
                 tx_packets: p.tx_packets,
                 drops: p.queue.stats.drops,

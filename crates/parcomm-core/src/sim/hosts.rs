@@ -110,7 +110,7 @@ impl Simulation {
             if node == dst {
                 break;
             }
-            let (next, hop) = match self.routes.next(node, dst) {
+            let (next, hop) = match self.routes.next(node, &probe) {
                 Iface::Port(p) => {
                     let port = &self.ports[p as usize];
                     (port.peer, port.wire_time(&probe) + port.propagation)
@@ -201,7 +201,7 @@ impl Simulation {
                 match st.sender.poll_transmit(now) {
                     Some(seg) => {
                         let pkt = Packet::data(st.src, st.dst, s, seg).with_options(st.tcp_options);
-                        let iface = self.routes.next(host, pkt.dst);
+                        let iface = self.routes.next(host, &pkt);
                         self.enqueue(iface, pkt, super::NO_PORT);
                     }
                     None => {
@@ -281,7 +281,7 @@ impl Simulation {
             let slot = self.store_sack(&ack);
             let st = &self.streams[s as usize];
             let pkt = Packet::ack_in_slot(st.dst, st.src, s, &ack, slot).with_options(st.tcp_options);
-            let iface = self.routes.next(st.dst, st.src);
+            let iface = self.routes.next(st.dst, &pkt);
             self.enqueue(iface, pkt, super::NO_PORT);
         }
     }

@@ -63,7 +63,7 @@ impl Simulation {
         if !matches!(self.nodes[port.peer as usize], NodeKind::Switch { cell_interleaving: true, .. }) {
             return None;
         }
-        match self.routes.next(port.peer, port.queue.front()?.dst) {
+        match self.routes.next(port.peer, port.queue.front()?) {
             Iface::Port(out) if self.ports[out as usize].cell_buffer.is_some() => Some(out),
             _ => None,
         }
@@ -72,7 +72,7 @@ impl Simulation {
     pub(crate) fn cells_start(&mut self, out: u32, from_port: u32, cells: u64, duration: Time) {
         let now = self.q.now();
         let port = &mut self.ports[out as usize];
-        let epd = port.queue.epd_threshold;
+        let epd = port.queue.epd_threshold();
         port.cell_buffer.as_mut().expect("a cell-interleaving port").start(now, from_port, cells, duration, epd);
     }
 
@@ -145,7 +145,7 @@ impl Simulation {
         match self.nodes[node as usize] {
             NodeKind::Host(h) => self.host_receive(h, pkt),
             NodeKind::Switch { cell_interleaving, .. } => {
-                let iface = self.routes.next(node, pkt.dst);
+                let iface = self.routes.next(node, &pkt);
                 match iface {
                     Iface::Port(out) if cell_interleaving && self.ports[out as usize].cell_buffer.is_some() => {
                         self.cells_end(out, pkt, from_port)
@@ -175,7 +175,7 @@ impl Simulation {
         if let Some(t) = router.try_start() {
             self.q.schedule_in(t, Event::RouterDone(r));
         }
-        let iface = self.routes.next(node, pkt.dst);
+        let iface = self.routes.next(node, &pkt);
         self.enqueue(iface, pkt, NO_PORT);
     }
 
@@ -202,7 +202,7 @@ impl Simulation {
         let bus = &self.buses[b as usize];
         let owner = bus.stations[st as usize].owner;
         let prop = bus.propagation;
-        if let Iface::Bus { to, .. } = self.routes.next(owner, pkt.dst) {
+        if let Iface::Bus { to, .. } = self.routes.next(owner, &pkt) {
             let peer = self.buses[b as usize].stations[to as usize].owner;
             self.q.schedule_in(prop, Event::Arrive { node: peer, pkt, from_port: NO_PORT });
         }

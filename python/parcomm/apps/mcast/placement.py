@@ -60,7 +60,7 @@ import math
 from dataclasses import asdict, dataclass
 from typing import Any, Iterable, Mapping, Sequence
 
-from .tree import Tree, validate
+from ...platform.mcast_tree import Tree, validate
 
 __all__ = [
     "EXHAUSTIVE_LIMIT",

@@ -53,7 +53,8 @@ it (every child of the source acknowledged it): under Comet RM that is the
 round trip to every receiver and back, which is how the paper's study-4
 delay for Comet RM comes out (A: 417 ms = 372 ms / P(no loss on the route)).
 
-    >>> from parcomm.apps.mcast import tree, sim
+    >>> from parcomm.platform import mcast_tree as tree
+    >>> from parcomm.apps.mcast import sim
     >>> t = tree.path_tree(tree.STUDY4_SEGMENTS)
     >>> r = sim.simulate(t, packets=2000, rate_pps=1000, repair="all", seed=1)
     >>> r.delay["mean_s"], r.buffer("r1")["peak_bytes"]      # doctest: +SKIP
@@ -68,10 +69,7 @@ from typing import Any, Mapping
 
 from ... import _core
 
-try:  # the shared tree format (load / validate / to_dict), when present
-    from . import tree as _tree
-except ImportError:  # pragma: no cover - the simulator also works without it
-    _tree = None  # type: ignore[assignment]
+from ...platform import mcast_tree as _tree
 
 __all__ = ["McastSimResult", "simulate", "DEFAULTS"]
 
@@ -166,17 +164,8 @@ def _row(table: Mapping[str, list], name: str, what: str) -> dict[str, Any]:
 
 def _tree_dict(tree: Any) -> dict:
     """A validated plain-dict tree from a Tree, a dict, or a JSON/TOML file path."""
-    if _tree is not None:
-        t = _tree.load(tree) if isinstance(tree, (str, Path)) else _tree.validate(tree)
-        return _tree.to_dict(t)
-    if isinstance(tree, (str, Path)):  # pragma: no cover - fallback without tree.py
-        tree = json.loads(Path(tree).read_text(encoding="utf-8"))
-    if not isinstance(tree, Mapping):  # pragma: no cover
-        raise ValueError(f"a tree must be a mapping, got {type(tree).__name__}")
-    for key in ("source", "nodes", "networks"):  # pragma: no cover - the core checks the rest
-        if key not in tree:
-            raise ValueError(f"tree: missing field {key!r}")
-    return dict(tree)  # pragma: no cover
+    t = _tree.load(tree) if isinstance(tree, (str, Path)) else _tree.validate(tree)
+    return _tree.to_dict(t)
 
 
 def _params(params: Mapping[str, Any] | None, overrides: Mapping[str, Any]) -> dict[str, Any]:
@@ -195,7 +184,7 @@ def _params(params: Mapping[str, Any] | None, overrides: Mapping[str, Any]) -> d
 
 
 def simulate(tree: Any, params: Mapping[str, Any] | None = None, **kwargs: Any) -> McastSimResult:
-    """Simulate ``tree`` (a :class:`~parcomm.apps.mcast.tree.Tree`, a tree dict
+    """Simulate ``tree`` (a :class:`~parcomm.platform.mcast_tree.Tree`, a tree dict
     or a JSON/TOML file) with run parameters given as a dict and/or keywords
     (keywords win); see :data:`DEFAULTS`. Deterministic: same tree, parameters
     and seed give the same result (except ``wall_s``).

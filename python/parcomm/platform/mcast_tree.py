@@ -194,7 +194,7 @@ class Tree:
 
 def load(path: str | Path) -> Tree:
     """Read and validate a tree file: JSON (``.json``) or TOML (any other suffix)."""
-    from ...platform.loader import read_bounded
+    from .loader import read_bounded
 
     path = Path(path)
     if not path.exists():
@@ -219,7 +219,7 @@ def loads(text: str, fmt: str = "json", source: str = "<string>") -> Tree:
     except RecursionError:
         raise TreeError(f"{source}: invalid {fmt.upper()}: nested too deeply") from None
     except ValueError as e:  # e.g. an integer of more digits than Python converts
-        from ...platform.loader import parse_failure
+        from .loader import parse_failure
 
         raise TreeError(f"{source}: invalid {fmt.upper()}: {parse_failure(e)}") from None
     try:
@@ -248,7 +248,7 @@ _NET_KEYS = {"name", "parent", "child", "delay_s", "loss", "rate_bps"}
 
 
 def _s(value: Any, limit: int = 80) -> str:
-    from ...platform.units import shown
+    from .units import shown
 
     return shown(value, limit)
 
@@ -273,7 +273,7 @@ def _is_number(v: Any) -> bool:
 
 
 def _delay(v: Any, where: str) -> float:
-    from ...platform.units import parse_duration
+    from .units import parse_duration
 
     try:
         d = parse_duration(v)
@@ -285,7 +285,7 @@ def _delay(v: Any, where: str) -> float:
 
 
 def _rate(v: Any, where: str) -> float:
-    from ...platform.units import parse_rate
+    from .units import parse_rate
 
     try:
         return parse_rate(v)
