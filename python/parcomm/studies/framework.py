@@ -26,7 +26,7 @@ STUDIES: dict[str, str] = {
 SUMMARIES: dict[str, str] = {
     "rto": "incast and Alltoall A vs B under a 200 ms vs 1 ms RTO minimum (Oguchi et al.; Nomura & Ishikawa)",
     "shimokuni": "reliable multicast repair routers: delay and buffers, model beside simulator (Shimokuni et al.)",
-    "nomura": "PlogP and PlogP-BR against simulated Alltoall A and B, P = 8 and 64 (Nomura & Ishikawa, Fig. 8)",
+    "nomura": "PlogP, PlogP-BR and PlogP-BR+ against simulated (and, in full runs, emulated MPICH) Alltoall A and B: error and selection penalty (Nomura & Ishikawa, Fig. 8)",
     "hironaka": "PVM heat equation on 16 shared 10BASE-T segments and a router, task placement (Hironaka)",
     "oguchi": "HPA mining on a 100-PC ATM cluster: cell loss, RTO MIN/MAX and random RTOs (Oguchi et al.)",
     "chiba": "broadcast from cloud storage: flat tree, non-steal, steal, up to 1,024 nodes (Chiba et al.)",
