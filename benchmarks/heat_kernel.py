@@ -40,7 +40,6 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "python"))
 
 import numpy as np  # noqa: E402
-
 from parcomm.apps.heat.kernel import FLOPS_PER_POINT, RUST_KERNEL, HeatKernel, naive_step  # noqa: E402
 
 RESULTS = Path(__file__).resolve().parent / "results" / "heat_kernel.json"

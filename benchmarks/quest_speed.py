@@ -33,7 +33,6 @@ import time
 from pathlib import Path
 
 import numpy as np
-
 from parcomm.apps.hpa import quest
 from parcomm.apps.hpa.quest import CHUNK, Patterns, QuestParams, make_patterns, write_quest
 

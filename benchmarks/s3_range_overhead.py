@@ -12,8 +12,8 @@ import statistics
 import tempfile
 import time
 
-from parcomm.apps.bcast.versitygw import VersityGW
 from parcomm.apps.bcast.s3 import S3Client
+from parcomm.apps.bcast.versitygw import VersityGW
 
 SIZE = 64 * 1024 * 1024
 with tempfile.TemporaryDirectory() as root, VersityGW(root) as gw:

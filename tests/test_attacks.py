@@ -24,7 +24,6 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-
 from parcomm.apps.bcast import manifest as mf
 from parcomm.apps.bcast import rendezvous as rv
 from parcomm.apps.bcast.proxy import PacingProxy

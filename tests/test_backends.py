@@ -19,9 +19,7 @@ import time
 from pathlib import Path
 
 import pytest
-
 from parcomm.auth import JobKey
-from ports import free_ports
 from parcomm.cli import main
 from parcomm.collectives import (
     alltoall_a,
@@ -34,6 +32,7 @@ from parcomm.collectives import (
 from parcomm.comm import ANY_SOURCE, CommError, CommTimeout, Status, run_local, run_mpi, run_sim
 from parcomm.comm.mpi import find_mpiexec
 from parcomm.comm.sockopts import kernel_tcp_counters, read_addresses, write_addresses
+from ports import free_ports
 
 HERE = Path(__file__).resolve().parent
 ME = __name__  # how other processes import this module
@@ -210,8 +209,8 @@ def test_compute_burns_and_sleep_waits_real_time():
 def test_measurement_programs_run_unchanged_on_sockets_and_mpi(mpi):
     """parcomm.measure's rank programs over the real backends' runners."""
     measure = pytest.importorskip("parcomm.measure.procedure")
-    from parcomm.comm.mpi import mpi_runner
     from parcomm.comm.launch import local_runner
+    from parcomm.comm.mpi import mpi_runner
 
     for runner in (local_runner(2, timeout=30), mpi_runner(2, timeout=30)):
         rtts = runner(measure.rtt_program, {"m": 200_000, "back": 0, "reps": 3})[0]

@@ -1,7 +1,6 @@
 """The storage-broadcast lower bound against hand-computed cases."""
 
 import pytest
-
 from parcomm.models.storage_broadcast import broadcast_lower_bound
 
 MB = 1e6

@@ -11,18 +11,16 @@ import signal
 import subprocess
 import sys
 import time
-from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
 import pytest
-
-from parcomm.auth import JobKey
 from parcomm.apps.bcast import manifest as mf
 from parcomm.apps.bcast.launch import Job, run_local
 from parcomm.apps.bcast.node import BcastConfig
 from parcomm.apps.bcast.proxy import PacingProxy
 from parcomm.apps.bcast.s3 import S3Client
+from parcomm.auth import JobKey
 
 PIECE = 64 * 1024  # small pieces so small objects still have many pieces and works
 WORK = 3  # pieces per work: odd, so object sizes rarely align with works

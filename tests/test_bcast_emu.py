@@ -10,7 +10,6 @@ from __future__ import annotations
 import subprocess
 
 import pytest
-
 from parcomm.apps.bcast.emu import EmuBcast, EmuBcastPlatform, netns_available
 
 _WHY_NOT = netns_available()

@@ -15,16 +15,35 @@ import time
 from dataclasses import replace
 
 import pytest
-
 from parcomm.apps.bcast import manifest as mf
 from parcomm.apps.bcast import rendezvous as rv
-from parcomm.auth import GREETING_SIZE, JobKey
 from parcomm.apps.bcast.output import OutputError, OutputWriter, partial_path, remove_stale_partials
 from parcomm.apps.bcast.proxy import PacingProxy, parse_profile, parse_rate, rate_sampler
-from parcomm.apps.bcast.s3 import (AccessDenied, InvalidS3Url, ObjectChanged, ObjectNotFound, RetryPolicy, S3Client,
-                                   S3Config, S3Error, StorageUnavailable, parse_s3_url)
-from parcomm.apps.bcast.wire import (FrameTooLarge, HandshakeError, Hello, Record, WireError, connect_peer,
-                                     decode_body, encode_record, read_record, serve_peers)
+from parcomm.apps.bcast.s3 import (
+    AccessDenied,
+    InvalidS3Url,
+    ObjectChanged,
+    ObjectNotFound,
+    RetryPolicy,
+    S3Client,
+    S3Config,
+    S3Error,
+    StorageUnavailable,
+    parse_s3_url,
+)
+from parcomm.apps.bcast.wire import (
+    FrameTooLarge,
+    HandshakeError,
+    Hello,
+    Record,
+    WireError,
+    connect_peer,
+    decode_body,
+    encode_record,
+    read_record,
+    serve_peers,
+)
+from parcomm.auth import GREETING_SIZE, JobKey
 
 # Bounded-time checks count attempts; this only catches a hang (tests check
 # behaviour, not speed: the machine may be loaded).

@@ -4,7 +4,6 @@ piece exchange, driven event by event without any driver."""
 from __future__ import annotations
 
 import pytest
-
 from parcomm.apps.bcast.layout import PAPER_PIECE_SIZE, PAPER_WORK_PIECES, Layout
 from parcomm.apps.bcast.messages import (
     MESSAGE_TYPES,

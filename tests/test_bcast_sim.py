@@ -7,7 +7,6 @@ import json
 import random
 
 import pytest
-
 from parcomm.apps.bcast.node import BcastConfig
 from parcomm.apps.bcast.sim import simulate
 from parcomm.apps.bcast.storage_model import MB, ProfileError, load_profile

@@ -13,7 +13,6 @@ from __future__ import annotations
 import json
 
 import pytest
-
 from parcomm import _core
 from parcomm import platform as pp
 from parcomm.comm import run_sim

@@ -6,7 +6,6 @@ import json
 import random
 
 import pytest
-
 from parcomm.apps.bcast.layout import Layout
 from parcomm.apps.bcast.messages import FetchStorage, GrantWorks, Send
 from parcomm.apps.bcast.node import BcastConfig
@@ -138,7 +137,6 @@ def test_emulated_section_runs_real_nodes_in_namespaces(tmp_path):
     processes in namespaces; every output verified, steal fetches the object
     once, flat N times."""
     import pytest
-
     from parcomm.apps.bcast.emu import netns_available
     from parcomm.studies.chiba_emu import EmuPlan, emulated_section
     from parcomm.studies.framework import StudyContext, StudyReport

@@ -8,7 +8,6 @@ import subprocess
 import sys
 
 import pytest
-
 from parcomm.cli import main
 
 ALLTOALL_B = ["sim", "alltoall", "--platform", "star:8", "--algo", "B", "--size", "4KiB", "--json"]

@@ -8,7 +8,6 @@ import json
 
 import click
 import pytest
-
 from parcomm.cli import cli, main
 
 #: Options still without help (none left; this set may only stay empty).

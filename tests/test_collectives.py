@@ -8,7 +8,6 @@ import os
 import random
 
 import pytest
-
 from parcomm.collectives import (
     ALLTOALL_ALGORITHMS,
     BCAST_ALGORITHMS,

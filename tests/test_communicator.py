@@ -15,7 +15,6 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-
 from parcomm.collectives import ALGORITHMS
 from parcomm.comm import (
     ANY_SOURCE,
@@ -556,8 +555,8 @@ def test_large_messages_same_results_in_the_simulator_and_over_sockets(rendezvou
 
 
 def test_ranks_with_different_protocols_do_not_form_a_run():
-    from parcomm.comm.socket import SocketComm
     from parcomm.auth import JobKey
+    from parcomm.comm.socket import SocketComm
 
     key = JobKey.generate()
     a = SocketComm(0, 2, [("127.0.0.1", 1), ("127.0.0.1", 2)], key=key, rendezvous="sender")

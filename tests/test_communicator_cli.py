@@ -10,7 +10,6 @@ import sys
 from pathlib import Path
 
 import pytest
-
 from parcomm.cli import main
 
 ROOT = Path(__file__).resolve().parent.parent

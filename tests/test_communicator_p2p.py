@@ -5,7 +5,6 @@ rendezvous, matching order, protocol errors; driven here by a tiny loop."""
 from __future__ import annotations
 
 import pytest
-
 from parcomm.comm.p2p import CREDIT, CTS, DATA, EAGER, RTS, Deliver, Frame, P2PEngine, ProtocolError
 
 

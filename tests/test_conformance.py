@@ -16,14 +16,13 @@ import sys
 import threading
 
 import pytest
-
+from netns import needs_netns  # noqa: E402
 from parcomm.conformance import MatrixError, load_matrix, parse_matrix, profile_overrides, summarize
 from parcomm.conformance.runner import sim_side, spread
 from parcomm.conformance.workloads import sim_incast
 from parcomm.emu.ktrace import available as trace_unavailable
 from parcomm.emu.ktrace import parse_trace
 from parcomm.emu.sockdiag import _dump, parse_dump
-from netns import needs_netns  # noqa: E402
 
 
 def _cli(*args: str, timeout: float = 600) -> subprocess.CompletedProcess:

@@ -4,7 +4,6 @@ that follows more than one RTO of silence starts again from a small window,
 while one that follows sooner keeps the window the first transfer opened."""
 
 import pytest
-
 from parcomm import platform as pp
 from parcomm.comm import run_sim
 

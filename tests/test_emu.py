@@ -17,7 +17,6 @@ import textwrap
 import time
 
 import pytest
-
 from parcomm.platform import apply_rto, as_platform
 
 # --------------------------------------------------------------------------- helpers
@@ -194,8 +193,8 @@ def test_compare_sim_only_runs_anywhere(capsys):
 @needs_netns
 def test_cluster_comes_up_and_goes_away_without_a_trace():
     from parcomm.emu import EmuCluster
-    from parcomm.emu.netns import get_offloads
     from parcomm.emu.naming import state_dir
+    from parcomm.emu.netns import get_offloads
 
     before_links = _root_links()
     with EmuCluster("star:8,rate=100M,buffer=32KiB") as cl:

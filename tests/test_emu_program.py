@@ -6,7 +6,6 @@ import json
 import subprocess
 import sys
 
-
 from netns import needs_netns
 
 PROGRAM = "examples/user_program/user_program.py:main"

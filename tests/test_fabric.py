@@ -6,9 +6,8 @@ from __future__ import annotations
 import collections
 import random
 
-import pytest
-
 import parcomm.platform as pp
+import pytest
 from parcomm import _core
 
 

@@ -5,7 +5,6 @@ import math
 
 import numpy as np
 import pytest
-
 from parcomm.apps.heat.bench import cross_segment_pairs, pairs_program, segment_pairs
 from parcomm.apps.heat.decomposition import Decomposition, place, placement_stats, segment_groups
 from parcomm.apps.heat.kernel import HeatKernel, StabilityError, naive_step

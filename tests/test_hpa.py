@@ -12,11 +12,9 @@ import subprocess
 import sys
 from collections import Counter
 from itertools import combinations
-from pathlib import Path
 
 import numpy as np
 import pytest
-
 from parcomm.apps.hpa.apriori import Encoder, apriori, apriori_gen, min_count, rules
 from parcomm.apps.hpa.hpa import hpa, levels_to_dict, merge_result
 from parcomm.apps.hpa.quest import (

@@ -7,11 +7,10 @@ import json
 import time
 
 import pytest
-
-from parcomm.platform import mcast_tree as mtree
 from parcomm.cli import main
 from parcomm.models.params import FORMAT, PlogPParams
 from parcomm.platform import PlatformError, as_platform, from_mapping, load, loads, schema
+from parcomm.platform import mcast_tree as mtree
 from parcomm.platform.units import parse_duration, parse_rate, parse_size, shown
 
 

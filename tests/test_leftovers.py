@@ -29,7 +29,6 @@ import time
 from pathlib import Path
 
 import pytest
-
 from parcomm.apps.bcast.output import (
     OutputError,
     OutputWriter,
@@ -225,7 +224,6 @@ def test_disk_filling_up_midway_is_one_clear_error(small_fs, monkeypatch):
 def bcast_object(versitygw, s3_bucket):
     """An 8 MiB object with its hash list: (url, sha256 hex)."""
     import numpy as np
-
     from parcomm.apps.bcast import manifest as mf
     from parcomm.apps.bcast.s3 import S3Client
 

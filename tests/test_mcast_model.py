@@ -9,11 +9,10 @@ import math
 import random
 
 import pytest
-
 from parcomm.apps.mcast import placement as P
-from parcomm.platform import mcast_tree as T
 from parcomm.cli import main
 from parcomm.models.multicast import analyze, coverage_rounds, route_delay, stretch_cost
+from parcomm.platform import mcast_tree as T
 
 # ---------------------------------------------------------------- study 4
 

@@ -6,7 +6,6 @@ import json
 import math
 
 import pytest
-
 from parcomm.apps.mcast.sim import McastSimResult, simulate
 
 LAN = (0.003, 0.05, 1e9)  # study 4 (§4 1.4): local networks N1, N8

@@ -10,7 +10,6 @@ import sys
 from pathlib import Path
 
 import pytest
-
 from netns import WHY_NOT
 from parcomm.cli import main
 from parcomm.models import PlogPParams

@@ -5,7 +5,6 @@ by construction."""
 import json
 
 import pytest
-
 from parcomm.models import (
     Hockney,
     LogGP,

@@ -2,7 +2,6 @@
 port buffer, the study's scoring helpers, and the quick study end to end."""
 
 import pytest
-
 from parcomm.measure import measure, sim_runner, stream_rate
 from parcomm.platform import opteron_cluster
 from parcomm.studies import nomura

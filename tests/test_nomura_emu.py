@@ -2,7 +2,6 @@
 namespaces, and the RTO waits taken from its call times."""
 
 import pytest
-
 from netns import needs_netns
 from parcomm.models import PlogPBR, PlogPParams
 from parcomm.studies import nomura_emu

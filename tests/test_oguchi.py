@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-
 from parcomm.apps.hpa.apriori import apriori
 from parcomm.apps.hpa.hpa import CostModel, hpa, levels_to_dict, merge_result, spread_scales, work_profile
 from parcomm.apps.hpa.quest import QuestParams, load, write_quest

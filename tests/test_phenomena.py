@@ -5,7 +5,6 @@ CSMA/CD segments joined by a router (seed 002)."""
 from __future__ import annotations
 
 import pytest
-
 from parcomm.collectives import alltoall_a, alltoall_b, gather_linear
 from parcomm.comm import run_sim
 from parcomm.platform import opteron_cluster, segments_router, set_rto, star

@@ -14,9 +14,8 @@ import math
 import random
 import re
 
-import pytest
-
 import parcomm.platform as pp
+import pytest
 from parcomm import _core
 
 #: A refusal starts with the field path, as the core writes it.

@@ -4,7 +4,6 @@ by a probe on the target, kept beside the paper's PlogP-BR."""
 import json
 
 import pytest
-
 from parcomm.measure import measure, sim_runner
 from parcomm.measure.rto_probe import probe_rto, waits_of
 from parcomm.models import PlogPBR, PlogPParams, make_model

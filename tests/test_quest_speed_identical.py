@@ -22,9 +22,8 @@ import hashlib
 import struct
 
 import numpy as np
-import pytest
-
 import parcomm.apps.hpa.quest as quest
+import pytest
 from parcomm.apps.hpa.quest import (
     QuestParams,
     generate_transactions,

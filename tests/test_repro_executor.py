@@ -9,7 +9,6 @@ import sys
 from pathlib import Path
 
 import pytest
-
 from parcomm.studies import run_studies
 from parcomm.studies.executor import SerialExecutor, describe, make_executor
 

@@ -15,7 +15,6 @@ import sys
 import warnings
 
 import pytest
-
 from parcomm.comm import ANY_SOURCE, ANY_TAG, CommError, DeadlockError, SimResult, Status, run_sim
 from parcomm.comm.sim import DEFAULT_EAGER_LIMIT
 from parcomm.platform import star

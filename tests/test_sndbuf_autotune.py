@@ -4,7 +4,6 @@ destination at a time, while concurrent (non-blocking) sends are unchanged
 as long as congestion windows, not buffers, limit them."""
 
 import pytest
-
 from parcomm import platform as pp
 from parcomm.collectives import alltoall_a
 from parcomm.collectives.tags import ALLTOALL

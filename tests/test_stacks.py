@@ -3,9 +3,8 @@
 from __future__ import annotations
 
 import pytest
-
-from parcomm.comm import run_sim
 from parcomm.collectives import gather_linear
+from parcomm.comm import run_sim
 from parcomm.platform import loads, star
 from parcomm.platform.atm import SOLARIS_2_5_1_TCP
 from parcomm.platform.opteron import LINUX_2_6_11_TCP

@@ -13,7 +13,6 @@ import tempfile
 from pathlib import Path
 
 import numpy as np
-
 from parcomm.apps.bcast import manifest
 from parcomm.apps.bcast.launch import Job, run_local
 from parcomm.apps.bcast.node import BcastConfig

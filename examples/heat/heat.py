@@ -14,7 +14,6 @@ same platform: the paper's form, and the refined shared-segment variant
 import statistics
 
 import numpy as np
-
 from parcomm.apps.heat.bench import pairs_program, segment_pairs
 from parcomm.apps.heat.decomposition import Decomposition, place, placement_stats, segment_groups
 from parcomm.apps.heat.solver import heat_program, solve_serial, summarize

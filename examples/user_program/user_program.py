@@ -16,7 +16,6 @@ below: the ranks import this file.
 """
 
 import numpy as np
-
 from parcomm.comm import MPI, run_local, run_mpi, run_sim
 
 

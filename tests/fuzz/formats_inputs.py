@@ -30,11 +30,10 @@ from harness import (
     unicode_string,
     write_scratch,
 )
-
-from parcomm.platform import mcast_tree as mtree
 from parcomm.models.params import FORMAT as PARAMS_FORMAT
 from parcomm.models.params import PlogPParams
 from parcomm.platform import as_platform, loader, schema, units
+from parcomm.platform import mcast_tree as mtree
 from parcomm.platform.shortform import _COMMON, _OPTIONS
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -19,7 +19,6 @@ from collections import Counter
 
 import numpy as np
 import pytest
-
 from parcomm.apps.bcast import codec
 from parcomm.apps.bcast.layout import Layout
 from parcomm.apps.bcast.manifest import Manifest

@@ -14,7 +14,6 @@ import resource
 from collections import Counter
 
 import pytest
-
 from parcomm.apps.hpa.quest import MAX_ITEMS, QuestParams, TransactionFileError, load, write_quest
 
 SEED = 14

@@ -136,7 +136,7 @@ def get(url, out, local, mpi, rendezvous, rendezvous_dir, rank, nodes, bind, adv
     connection; a process without it cannot join, send pieces or learn the
     peer table. With --rendezvous or --rendezvous-dir give every node the
     same key (--key-file or $PARCOMM_JOB_KEY)."""
-    from ..apps.bcast.launch import Job, run_local, run_one
+    from ..apps.bcast.launch import Job, run_one
     from ..apps.bcast.output import OutputError
     from ..apps.bcast.real import BcastError
     from ..apps.bcast.s3 import S3Error, parse_s3_url
@@ -180,7 +180,6 @@ def get(url, out, local, mpi, rendezvous, rendezvous_dir, rank, nodes, bind, adv
             result = _run_local_with_bars(job, local, quiet=as_json)
             reports, errors = result.reports, result.errors
         else:
-            from ..apps.bcast.real import Progress
 
             bar = _single_bar(as_json)
             try:

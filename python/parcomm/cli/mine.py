@@ -124,8 +124,8 @@ def run(file, algo, procs, backend, platform_spec, rto_min, rto_max, min_support
                       "max_len": max_len}
             prog = "parcomm.apps.hpa.hpa:hpa"
             if backend == "sim":
-                from ..comm import run_sim
                 from ..apps.hpa.hpa import hpa
+                from ..comm import run_sim
                 from .common import load_platform
 
                 plat = load_platform(platform_spec, rto_min, rto_max, None)
@@ -186,7 +186,7 @@ def run(file, algo, procs, backend, platform_spec, rto_min, rto_max, min_support
     con = Console()
     con.print(t)
     con.print(f"{len(itemsets)} frequent itemsets, {len(rl)} rules with confidence >= {minconf:g}; "
-              f"total {summary['time_s']:.4f} s" + (f" (simulated)" if backend == "sim" else ""))
+              f"total {summary['time_s']:.4f} s" + (" (simulated)" if backend == "sim" else ""))
     if extra.get("bytes_retransmitted"):
         con.print(f"retransmitted bytes {extra['bytes_retransmitted']}, timeouts {extra['timeouts']}, "
                   f"port drops {extra['port_drops']}")

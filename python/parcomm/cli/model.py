@@ -76,7 +76,8 @@ def measure(backend, platform_spec, procs, sizes, patterns, pattern_ks, rel_ci, 
     """
     from rich.console import Console
 
-    from ..measure import measure as do_measure, sim_runner
+    from ..measure import measure as do_measure
+    from ..measure import sim_runner
     from ..platform import as_platform
 
     size_list = parse_with(_sizes, sizes, "--sizes")

@@ -310,11 +310,10 @@ def socket_cmd(program_arg, rank, addresses, program, kwargs_json, out, size, no
     Every rank must hold the same job key (--key-file or $PARCOMM_JOB_KEY):
     each connection proves it before anything is read, so a process that
     does not hold it cannot join, send a message or run code in the job."""
+    from ..auth import JobKeyError, resolve_key
     from ..comm import CommError
     from ..comm.launch import run_rank
     from ..comm.sockopts import read_addresses
-
-    from ..auth import JobKeyError, resolve_key
 
     ref = _program(pick_program(program_arg, program))
     kwargs = _kwargs(kwargs_json)

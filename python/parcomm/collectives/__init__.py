@@ -9,20 +9,8 @@ unless ``algorithm=`` names one. The named algorithms (``alltoall_a``,
 studies use them. ``nbytes`` sets the simulated size when payloads are symbolic.
 """
 
-from .alltoall import ALLTOALL_ALGORITHMS, alltoall_a, alltoall_b, alltoall_pairwise, alltoall_scattered
 from .allgather import ALLGATHER_ALGORITHMS, allgather_recursive_doubling, allgather_ring
-from .barrier import barrier
-from .gather import GATHER_ALGORITHMS, gather_binomial, gather_linear
-from .bcast import BCAST_ALGORITHMS, bcast_binomial, bcast_scatter_allgather
-from .reduce import (
-    ALLREDUCE_ALGORITHMS,
-    REDUCE_ALGORITHMS,
-    allreduce_recursive_doubling,
-    allreduce_reduce_bcast,
-    allreduce_ring,
-    reduce_binomial,
-)
-from .scatter import SCATTER_ALGORITHMS, scatter_binomial, scatter_linear
+from .alltoall import ALLTOALL_ALGORITHMS, alltoall_a, alltoall_b, alltoall_pairwise, alltoall_scattered
 
 # The collectives by their mpi4py names (these shadow the submodules of the
 # same name as attributes: `from parcomm.collectives import bcast` is the function).
@@ -43,6 +31,18 @@ from .api import (  # noqa: E402
     reduce,
     scatter,
 )
+from .barrier import barrier
+from .bcast import BCAST_ALGORITHMS, bcast_binomial, bcast_scatter_allgather
+from .gather import GATHER_ALGORITHMS, gather_binomial, gather_linear
+from .reduce import (
+    ALLREDUCE_ALGORITHMS,
+    REDUCE_ALGORITHMS,
+    allreduce_recursive_doubling,
+    allreduce_reduce_bcast,
+    allreduce_ring,
+    reduce_binomial,
+)
+from .scatter import SCATTER_ALGORITHMS, scatter_binomial, scatter_linear
 
 __all__ = [
     "ALGORITHMS",

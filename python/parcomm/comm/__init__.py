@@ -14,13 +14,13 @@ written once (:mod:`parcomm.comm.communicator`, :mod:`parcomm.collectives`).
 does not initialize MPI.
 """
 
+from .aio import CommTimeout, ProgramError, RankResult, RunResult, resolve_program
 from .base import ANY_SOURCE, ANY_TAG, CommError, DeadlockError, Status
 from .communicator import Communicator, Request
-from .ops import MAX, MAXLOC, MIN, MINLOC, MPI, PROD, SUM, Op
-from .aio import CommTimeout, ProgramError, RankResult, RunResult, resolve_program
-from .mpi import MPIComm, run_mpi
-from .sim import SimComm, SimResult, run_sim
 from .launch import run_local, run_rank
+from .mpi import MPIComm, run_mpi
+from .ops import MAX, MAXLOC, MIN, MINLOC, MPI, PROD, SUM, Op
+from .sim import SimComm, SimResult, run_sim
 from .socket import SocketComm
 
 __all__ = [

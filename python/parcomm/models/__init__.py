@@ -11,13 +11,15 @@ beside them.
 
 from .hockney import Hockney
 from .logp import LogGP, LogP
-from .multicast import MulticastResult, analyze as analyze_multicast
+from .multicast import MulticastResult
+from .multicast import analyze as analyze_multicast
 from .params import PlogPParams
 from .plogp import PlogP
 from .plogp_br import PlogPBR, rto_penalty_count
 from .plogp_br_plus import PlogPBRPlus
 from .selection import MODELS, make_model, predict_all, select
-from .stencil import StencilModel, implied_parameters as stencil_implied_parameters
+from .stencil import StencilModel
+from .stencil import implied_parameters as stencil_implied_parameters
 
 __all__ = [
     "MODELS",
@@ -29,9 +31,11 @@ __all__ = [
     "PlogPBR",
     "PlogPBRPlus",
     "PlogPParams",
+    "StencilModel",
     "analyze_multicast",
     "make_model",
     "predict_all",
     "rto_penalty_count",
     "select",
+    "stencil_implied_parameters",
 ]

@@ -35,7 +35,6 @@ from __future__ import annotations
 import math
 import random
 import statistics
-from dataclasses import replace
 
 from ..apps.bcast.layout import PAPER_PIECE_SIZE, PAPER_WORK_PIECES
 from ..apps.bcast.node import BcastConfig

@@ -5,8 +5,8 @@ from __future__ import annotations
 import csv
 import importlib
 import time
-from dataclasses import asdict, dataclass, field
 from concurrent.futures import Executor
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Iterable
 

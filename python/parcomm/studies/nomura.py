@@ -19,8 +19,8 @@ import statistics
 
 from ..collectives import alltoall_a, alltoall_b
 from ..comm import run_sim
-from ..models import make_model
 from ..measure import measure, sim_runner
+from ..models import make_model
 from ..platform import opteron_cluster
 from . import nomura_emu
 from .framework import Comparison, StudyContext, StudyReport

@@ -88,9 +88,8 @@ def _waits(params, times: dict[str, dict[int, list[float]]]) -> tuple[list[int],
 def run_procs(ctx: StudyContext, plan: EmuPlan, procs: int, models: tuple[str, ...]) -> tuple[list[dict], dict]:
     from ..emu import EmuCluster
     from ..measure import measure
-    from ..measure.emu_mpi import emu_runner, mpich_alltoall
+    from ..measure.emu_mpi import emu_runner, installed_mpich_selection, mpich_alltoall
     from ..models import make_model
-    from ..measure.emu_mpi import installed_mpich_selection
     from ..models.emit import grid_choices, mpich_json
 
     work = Path(ctx.out_dir) / f"emu_p{procs}"

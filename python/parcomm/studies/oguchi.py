@@ -275,9 +275,8 @@ def job_key(job: dict) -> str:
     """A digest of everything a run depends on: the job's parameters, the
     data file, the source of HPA, the compiled core and ``RUN_VERSION``."""
     import hashlib
-    import json
-
     import importlib
+    import json
 
     from .. import _core
 

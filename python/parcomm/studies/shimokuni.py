@@ -24,6 +24,7 @@ import math
 from typing import Any, Callable
 
 from ..apps.mcast import placement as P
+from ..models.multicast import analyze
 from ..platform.mcast_tree import (
     STUDY4_SEGMENTS,
     STUDY5_SEGMENTS,
@@ -34,7 +35,6 @@ from ..platform.mcast_tree import (
     wan_tree,
     with_repair,
 )
-from ..models.multicast import analyze
 from .framework import Comparison, StudyContext, StudyReport
 
 NAME = "shimokuni"

@@ -223,7 +223,7 @@ impl Simulation {
         let st = &mut self.streams[s as usize];
         if let Some(d) = st.sender.poll_timeout() {
             let d = self.hosts[st.src as usize].on_tick(d);
-            if st.sender_timer.map_or(true, |armed| d < armed) {
+            if st.sender_timer.is_none_or(|armed| d < armed) {
                 st.sender_timer = Some(d);
                 self.q.schedule_timer(d, Event::SenderTimer(s));
             }
@@ -234,7 +234,7 @@ impl Simulation {
         let st = &mut self.streams[s as usize];
         if let Some(d) = st.receiver.poll_timeout() {
             let d = self.hosts[st.dst as usize].on_tick(d);
-            if st.receiver_timer.map_or(true, |armed| d < armed) {
+            if st.receiver_timer.is_none_or(|armed| d < armed) {
                 st.receiver_timer = Some(d);
                 self.q.schedule_timer(d, Event::ReceiverTimer(s));
             }

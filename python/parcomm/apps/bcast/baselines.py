@@ -345,9 +345,7 @@ def run_mpi(eb: EmuBcast, k: int = BOTO3_CONCURRENCY, part: int = BOTO3_PART, ti
                 sys.executable, "-m", "parcomm.apps.bcast.emu", "node", "mpi", "--out",
                 str(run_dir / "out" / "object.{rank}"), "--rdv", str(run_dir / "rdv"), "--k", str(k),
                 "--part", str(part), "--timeout", str(timeout)]
-    from .emu import spawn_in, stop_pid
-
-    from .emu import cpu_times
+    from .emu import cpu_times, spawn_in, stop_pid
 
     before = eb.proxy_stats()
     t_launch = time.time()

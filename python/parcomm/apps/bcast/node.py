@@ -68,7 +68,6 @@ from .messages import (
 from .works import ALGOS, WorkPlanner
 
 
-
 @dataclass(frozen=True)
 class BcastConfig:
     """Protocol knobs (defaults: our product choices; :meth:`paper` for seed 004's)."""

@@ -33,6 +33,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Callable
 
+from ...auth import JobKey
 from . import codec
 from .layout import Layout
 from .manifest import Manifest, verify_piece
@@ -55,7 +56,6 @@ from .messages import (
     Start,
     Tick,
 )
-from ...auth import JobKey
 from .node import BcastConfig, BcastNode
 from .output import OutputError, OutputWriter
 from .s3 import AccessDenied, ObjectChanged, ObjectNotFound, S3Client, S3Error

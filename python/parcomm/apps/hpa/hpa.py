@@ -33,7 +33,18 @@ from typing import Any
 
 import numpy as np
 
-from .apriori import MAX_ROWS, TRIM_LIMIT, Encoder, apriori_gen, candidate_subsets, min_count, hit_elems, n_subsets, trim, use_table
+from .apriori import (
+    MAX_ROWS,
+    TRIM_LIMIT,
+    Encoder,
+    apriori_gen,
+    candidate_subsets,
+    hit_elems,
+    min_count,
+    n_subsets,
+    trim,
+    use_table,
+)
 from .quest import Transactions, load
 
 TAG_PASS1 = 4801

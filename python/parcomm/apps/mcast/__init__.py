@@ -10,7 +10,18 @@
   built; imported lazily by ``parcomm mcast sim`` and the study.
 """
 
-from ...platform.mcast_tree import Tree, TreeError, binary_tree, branching, load, path_tree, to_dict, validate, wan_tree, with_repair
+from ...platform.mcast_tree import (
+    Tree,
+    TreeError,
+    binary_tree,
+    branching,
+    load,
+    path_tree,
+    to_dict,
+    validate,
+    wan_tree,
+    with_repair,
+)
 
 __all__ = [
     "Tree",

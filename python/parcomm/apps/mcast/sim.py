@@ -68,7 +68,6 @@ from pathlib import Path
 from typing import Any, Mapping
 
 from ... import _core
-
 from ...platform import mcast_tree as _tree
 
 __all__ = ["McastSimResult", "simulate", "DEFAULTS"]
