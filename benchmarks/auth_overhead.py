@@ -104,8 +104,13 @@ def _order(pair: int, old: Path) -> tuple:
 
 def _summary(new: list[float], old: list[float]) -> dict:
     ratios = [n / o for n, o in zip(new, old)]
-    return {"new_median": statistics.median(new), "old_median": statistics.median(old),
-            "ratio_median": statistics.median(ratios), "ratio_min": min(ratios), "ratio_max": max(ratios)}
+    return {
+        "new_median": statistics.median(new),
+        "old_median": statistics.median(old),
+        "ratio_median": statistics.median(ratios),
+        "ratio_min": min(ratios),
+        "ratio_max": max(ratios),
+    }
 
 
 def bench_pingpong(old: Path, pairs: int) -> dict:
@@ -145,9 +150,24 @@ def bench_bcast(old: Path, pairs: int, size: int) -> dict:
                 out.mkdir(exist_ok=True)
                 env = {**_env(tree), **gw.environ()}
                 t0 = time.perf_counter()
-                run = subprocess.run([sys.executable, "-m", "parcomm", "bcast", url, "--out", str(out / "o.{rank}"),
-                                      "--local", "4", "--json"], env=env, capture_output=True, text=True,
-                                     timeout=900)
+                run = subprocess.run(
+                    [
+                        sys.executable,
+                        "-m",
+                        "parcomm",
+                        "bcast",
+                        url,
+                        "--out",
+                        str(out / "o.{rank}"),
+                        "--local",
+                        "4",
+                        "--json",
+                    ],
+                    env=env,
+                    capture_output=True,
+                    text=True,
+                    timeout=900,
+                )
                 wall = time.perf_counter() - t0
                 if run.returncode != 0:
                     raise RuntimeError(run.stderr[-2000:])
@@ -158,8 +178,11 @@ def bench_bcast(old: Path, pairs: int, size: int) -> dict:
                     if h != want:
                         raise RuntimeError(f"node {r}: wrong sha256")
                     (out / f"o.{r}").unlink()
-                return {"command_s": wall, "slowest_node_s": max(n["seconds"] for n in nodes),
-                        "node_MBps_median": statistics.median(size / n["seconds"] / 1e6 for n in nodes)}
+                return {
+                    "command_s": wall,
+                    "slowest_node_s": max(n["seconds"] for n in nodes),
+                    "node_MBps_median": statistics.median(size / n["seconds"] / 1e6 for n in nodes),
+                }
 
             one(NEW), one(old)  # warm-up pair
             samples: dict[str, dict[str, list[float]]] = {}
@@ -188,8 +211,10 @@ def main() -> None:
     print(f"{'metric':<34}{'new (median)':>14}{'old (median)':>14}{'new/old':>9}  (min..max over pairs)")
     for group in ("pingpong", "bcast"):
         for k, s in result.get(group, {}).items():
-            print(f"{group + ' ' + k:<34}{s['new_median']:>14.6g}{s['old_median']:>14.6g}{s['ratio_median']:>9.3f}"
-                  f"  ({s['ratio_min']:.3f}..{s['ratio_max']:.3f})")
+            print(
+                f"{group + ' ' + k:<34}{s['new_median']:>14.6g}{s['old_median']:>14.6g}{s['ratio_median']:>9.3f}"
+                f"  ({s['ratio_min']:.3f}..{s['ratio_max']:.3f})"
+            )
     out = HERE / "results" / "auth_overhead.json"
     out.parent.mkdir(exist_ok=True)
     out.write_text(json.dumps(result, indent=1))

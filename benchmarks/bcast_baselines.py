@@ -89,10 +89,18 @@ def markdown(doc: dict) -> str:
     ]
     for row in doc["summary"]:
         every = ", ".join(f"{t:.1f}" for t in row["all_times_s"])
-        lines.append(f"| {row['method']} | {row['completion_s']:.2f} | {row['trials']} ({every}) | {row['fraction_of_bound']:.2f} "
-                     f"| {row['egress_ratio']:.2f} | {'yes' if row['all_match'] else 'NO'} | {row['cpu_busy']:.0%} |")
-    lines += ["", "bound/time: the lower bound over the median completion time (1.0 = at the bound). CPU busy: the "
-              "whole machine (2 cores, shared with other work) during the run.", "", SCALE_NOTE, ""]
+        lines.append(
+            f"| {row['method']} | {row['completion_s']:.2f} | {row['trials']} ({every}) | {row['fraction_of_bound']:.2f} "
+            f"| {row['egress_ratio']:.2f} | {'yes' if row['all_match'] else 'NO'} | {row['cpu_busy']:.0%} |"
+        )
+    lines += [
+        "",
+        "bound/time: the lower bound over the median completion time (1.0 = at the bound). CPU busy: the "
+        "whole machine (2 cores, shared with other work) during the run.",
+        "",
+        SCALE_NOTE,
+        "",
+    ]
     return "\n".join(lines)
 
 
@@ -103,12 +111,21 @@ def summarize(results: list[dict]) -> list[dict]:
     rows = []
     for name, rs in by.items():
         times = sorted(r["completion_s"] for r in rs)
-        med = times[len(times) // 2] if len(times) % 2 else sum(times[len(times) // 2 - 1:len(times) // 2 + 1]) / 2
+        med = times[len(times) // 2] if len(times) % 2 else sum(times[len(times) // 2 - 1 : len(times) // 2 + 1]) / 2
         bound = rs[0]["bound_s"]
-        rows.append({"name": name, "method": rs[0]["method"], "completion_s": med, "trials": len(rs),
-                     "all_times_s": times, "fraction_of_bound": bound / med if med else 0.0,
-                     "egress_ratio": max(r["egress_ratio"] for r in rs), "all_match": all(r["all_match"] for r in rs),
-                     "cpu_busy": max((r["extra"].get("cpu_busy") or 0.0) for r in rs)})
+        rows.append(
+            {
+                "name": name,
+                "method": rs[0]["method"],
+                "completion_s": med,
+                "trials": len(rs),
+                "all_times_s": times,
+                "fraction_of_bound": bound / med if med else 0.0,
+                "egress_ratio": max(r["egress_ratio"] for r in rs),
+                "all_match": all(r["all_match"] for r in rs),
+                "cpu_busy": max((r["extra"].get("cpu_busy") or 0.0) for r in rs),
+            }
+        )
     rows.sort(key=lambda r: r["completion_s"])
     return rows
 
@@ -128,15 +145,20 @@ def main(argv=None) -> int:
     p.add_argument("--piece-size", default="256KiB")
     p.add_argument("--work-pieces", type=int, default=2)
     p.add_argument("--node-rate", type=float, default=20e6, help="node NIC, bit/s")
-    p.add_argument("--storage-rate", type=float, default=None, help="storage NIC = aggregate S, bit/s (default: scaled)")
+    p.add_argument(
+        "--storage-rate", type=float, default=None, help="storage NIC = aggregate S, bit/s (default: scaled)"
+    )
     p.add_argument("--methods", default=None, help="comma-separated subset of: " + ",".join(METHODS))
     p.add_argument("--quick", action="store_true", help="only " + ",".join(QUICK))
     p.add_argument("--trials", type=int, default=1)
     p.add_argument("--timeout", type=float, default=600.0)
     p.add_argument("--out", default=str(HERE / "results" / "bcast_baselines.json"))
     p.add_argument("--keep", action="store_true", help="keep the work directory (logs)")
-    p.add_argument("--merge", action="store_true",
-                   help="add these results to --out's (same size and platform) as further trials; failed runs of the same methods are dropped")
+    p.add_argument(
+        "--merge",
+        action="store_true",
+        help="add these results to --out's (same size and platform) as further trials; failed runs of the same methods are dropped",
+    )
     p.add_argument("--render", action="store_true", help="only re-write --out's markdown table from its JSON")
     args = p.parse_args(argv)
     if args.render:
@@ -181,9 +203,13 @@ def main(argv=None) -> int:
         "command": " && ".join(commands),
         "when": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(t0)),
         "machine": {"cpus": os.cpu_count(), "kernel": _platform.release(), "python": _platform.python_version()},
-        "size": size, "piece_size": piece, "work_pieces": args.work_pieces,
-        "platform": pf.describe(), "bound": dataclasses.asdict(bound),
-        "summary": summarize(results), "results": results,
+        "size": size,
+        "piece_size": piece,
+        "work_pieces": args.work_pieces,
+        "platform": pf.describe(),
+        "bound": dataclasses.asdict(bound),
+        "summary": summarize(results),
+        "results": results,
     }
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(json.dumps(doc, indent=1, default=float))

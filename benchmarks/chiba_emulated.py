@@ -18,8 +18,13 @@ with TemporaryDirectory() as tmp:
     ctx = StudyContext(Path(tmp), quick=False, seed=1, progress=lambda m: print(m, flush=True))
     rep = StudyReport("chiba", "emulated half", "seed 004")
     emulated_section(ctx, rep, EmuPlan())
-out = {"plan": EmuPlan().__dict__, "tables": rep.tables, "comparisons": [c.__dict__ for c in rep.comparisons],
-       "notes": rep.notes, "wall_s": time.time() - started}
+out = {
+    "plan": EmuPlan().__dict__,
+    "tables": rep.tables,
+    "comparisons": [c.__dict__ for c in rep.comparisons],
+    "notes": rep.notes,
+    "wall_s": time.time() - started,
+}
 path = Path(__file__).parent / "results" / "chiba_emulated.json"
 path.write_text(json.dumps(out, indent=1, default=str))
 print(f"wrote {path}")

@@ -42,8 +42,12 @@ def run_star(n: int = 4096) -> dict:
     t0 = time.perf_counter()
     sim = _core.Simulation(text, 0)
     build_s = time.perf_counter() - t0
-    return {"scenario": "star", "hosts": sim.host_count, "build_s": round(build_s, 3),
-            "peak_rss_mib": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1)}
+    return {
+        "scenario": "star",
+        "hosts": sim.host_count,
+        "build_s": round(build_s, 3),
+        "peak_rss_mib": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1),
+    }
 
 
 def run(scenario: str, k: int) -> dict:
@@ -79,9 +83,16 @@ def run(scenario: str, k: int) -> dict:
             cores[owner] = cores.get(owner, 0) + tx
     mean = sum(cores.values()) / len(cores)
     return {
-        "scenario": scenario, "k": k, "hosts": n, "flows": len(flows), "simulated_s": sim_s,
-        "build_s": round(build_s, 3), "events": sim.events_processed, "wall_s": round(wall, 3),
-        "events_per_s": round(sim.events_processed / wall), "rss_built_mib": round(rss_built, 1),
+        "scenario": scenario,
+        "k": k,
+        "hosts": n,
+        "flows": len(flows),
+        "simulated_s": sim_s,
+        "build_s": round(build_s, 3),
+        "events": sim.events_processed,
+        "wall_s": round(wall, 3),
+        "events_per_s": round(sim.events_processed / wall),
+        "rss_built_mib": round(rss_built, 1),
         "bytes_per_flow": round((rss_flows - rss_built) * 2**20 / len(flows)),
         "peak_rss_mib": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1),
         "core_packets_max_dev": round(max(abs(v - mean) / mean for v in cores.values()), 4) if mean else None,
@@ -99,8 +110,12 @@ def main() -> None:
         return
     rows = []
     for scenario in [args.only] if args.only else ["star", "permutation", "alltoall"]:
-        out = subprocess.run([sys.executable, __file__, "--child", "--only", scenario, "--k", str(args.k)],
-                             capture_output=True, text=True, check=True)
+        out = subprocess.run(
+            [sys.executable, __file__, "--child", "--only", scenario, "--k", str(args.k)],
+            capture_output=True,
+            text=True,
+            check=True,
+        )
         rows.append(json.loads(out.stdout))
         print(json.dumps(rows[-1]))
     dest = Path(__file__).with_name("results") / "fattree_ecmp.json"

@@ -71,14 +71,27 @@ def measure(n: int, reps: int, r: float = 0.2) -> dict:
     k_np.update(u, v_np)
     if not np.array_equal(v_rust, v_np):
         raise SystemExit(f"N = {n}: the Rust and numpy kernels disagree")
-    t_copy, t_scale, t_rust, t_np = best_of([lambda: np.copyto(dst, src), lambda: np.multiply(src, 3.0, out=dst),
-                                             lambda: k_rust.update(u, v_rust), lambda: k_np.update(u, v_np)], reps)
+    t_copy, t_scale, t_rust, t_np = best_of(
+        [
+            lambda: np.copyto(dst, src),
+            lambda: np.multiply(src, 3.0, out=dst),
+            lambda: k_rust.update(u, v_rust),
+            lambda: k_np.update(u, v_np),
+        ],
+        reps,
+    )
     t_bound = min(t_copy, t_scale)
     (t_naive,) = best_of([lambda: naive_step(u, v_np, r)], max(3, reps // 3))
     pts = n * n
     row = {"N": n, "grid_MiB": round(8 * pts / 2**20, 1)}
-    for name, t in (("copy", t_copy), ("scale", t_scale), ("bound", t_bound), ("rust", t_rust), ("numpy", t_np),
-                    ("naive", t_naive)):
+    for name, t in (
+        ("copy", t_copy),
+        ("scale", t_scale),
+        ("bound", t_bound),
+        ("rust", t_rust),
+        ("numpy", t_np),
+        ("naive", t_naive),
+    ):
         row[f"{name}_s"] = t
         row[f"{name}_ns_per_point"] = t / pts * 1e9
         row[f"{name}_GBps"] = 16 * pts / t / 1e9
@@ -105,23 +118,32 @@ def main() -> None:
         raise SystemExit("parcomm._core has no heat_update: rebuild with python3 -m pip install -e . --no-deps")
     load_before = os.getloadavg()[0]
     rows = [measure(int(s), a.reps) for s in a.sizes.split(",")]
-    out = {"machine": _platform.platform(), "cpus": os.cpu_count(), "reps": a.reps,
-           "load_average_1min": [round(load_before, 2), round(os.getloadavg()[0], 2)],  # before, after: a shared machine
-           "command": "python3 benchmarks/heat_kernel.py " + " ".join(sys.argv[1:]), "rows": rows}
+    out = {
+        "machine": _platform.platform(),
+        "cpus": os.cpu_count(),
+        "reps": a.reps,
+        "load_average_1min": [round(load_before, 2), round(os.getloadavg()[0], 2)],  # before, after: a shared machine
+        "command": "python3 benchmarks/heat_kernel.py " + " ".join(sys.argv[1:]),
+        "rows": rows,
+    }
     if a.save:
         RESULTS.parent.mkdir(parents=True, exist_ok=True)
         RESULTS.write_text(json.dumps(out, indent=1) + "\n")
     if a.json:
         print(json.dumps(out, indent=1))
         return
-    print(f"{'N':>6} {'MiB':>6} | {'copy':>6} {'scale':>6} {'bound GB/s':>10} | {'rust':>6} {'GB/s':>6} {'/bound':>6} | "
-          f"{'numpy':>6} {'GB/s':>6} {'/bound':>6} | {'rust/numpy':>10} {'naive/bd':>8}   (ns per point)")
+    print(
+        f"{'N':>6} {'MiB':>6} | {'copy':>6} {'scale':>6} {'bound GB/s':>10} | {'rust':>6} {'GB/s':>6} {'/bound':>6} | "
+        f"{'numpy':>6} {'GB/s':>6} {'/bound':>6} | {'rust/numpy':>10} {'naive/bd':>8}   (ns per point)"
+    )
     for x in rows:
-        print(f"{x['N']:>6} {x['grid_MiB']:>6} | {x['copy_ns_per_point']:>6.3f} {x['scale_ns_per_point']:>6.3f} "
-              f"{x['bound_GBps']:>10.2f} | "
-              f"{x['rust_ns_per_point']:>6.3f} {x['rust_GBps']:>6.2f} {100 * x['rust_of_bound']:>5.0f}% | "
-              f"{x['numpy_ns_per_point']:>6.3f} {x['numpy_GBps']:>6.2f} {100 * x['numpy_of_bound']:>5.0f}% | "
-              f"{x['rust_speedup_over_numpy']:>9.2f}x {100 * x['naive_of_bound']:>7.0f}%")
+        print(
+            f"{x['N']:>6} {x['grid_MiB']:>6} | {x['copy_ns_per_point']:>6.3f} {x['scale_ns_per_point']:>6.3f} "
+            f"{x['bound_GBps']:>10.2f} | "
+            f"{x['rust_ns_per_point']:>6.3f} {x['rust_GBps']:>6.2f} {100 * x['rust_of_bound']:>5.0f}% | "
+            f"{x['numpy_ns_per_point']:>6.3f} {x['numpy_GBps']:>6.2f} {100 * x['numpy_of_bound']:>5.0f}% | "
+            f"{x['rust_speedup_over_numpy']:>9.2f}x {100 * x['naive_of_bound']:>7.0f}%"
+        )
 
 
 if __name__ == "__main__":

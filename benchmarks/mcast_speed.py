@@ -47,15 +47,24 @@ def tree(fanout: int, levels: int) -> dict:
         for i in range(count):
             name = f"rcv{i}" if last else f"r{level}.{i}"
             # Under "tree", the routers at both ends of the backbone repair.
-            nodes.append({"name": name, "kind": "receiver"} if last
-                         else {"name": name, "kind": "router", "repair": level in (1, levels)})
+            nodes.append(
+                {"name": name, "kind": "receiver"}
+                if last
+                else {"name": name, "kind": "router", "repair": level in (1, levels)}
+            )
             d, loss, rate = segs[level - 1]
             parent = prev[0] if level == 1 else prev[i // fanout]
-            nets.append({"name": f"n{level}.{i}", "parent": parent, "child": name,
-                         "delay_s": d, "loss": loss, "rate_bps": rate})
+            nets.append(
+                {"name": f"n{level}.{i}", "parent": parent, "child": name, "delay_s": d, "loss": loss, "rate_bps": rate}
+            )
         prev = [n["name"] for n in nodes[-count:]]
-    return {"name": f"{fanout}-ary, {len(prev)} receivers", "source": "src", "packet_bytes": 1024,
-            "nodes": nodes, "networks": nets}
+    return {
+        "name": f"{fanout}-ary, {len(prev)} receivers",
+        "source": "src",
+        "packet_bytes": 1024,
+        "nodes": nodes,
+        "networks": nets,
+    }
 
 
 def main() -> None:
@@ -71,24 +80,43 @@ def main() -> None:
         cpu0 = time.process_time()
         r = simulate(t, packets=packets, rate_pps=1000, window=4096, repair=repair, seed=1)
         cpu = time.process_time() - cpu0  # includes building and validating the tree
-        rows.append({
-            "scenario": f"{label}: {receivers} receivers, {packets} packets",
-            "receivers": receivers, "networks": len(t["networks"]), "packets": packets, "repair": repair,
-            "complete": r.complete, "events": r.events, "wall_s": r.wall_s, "sim_s": r.end_time_s,
-            "cpu_s": cpu, "events_per_s": r.events_per_s, "events_per_cpu_s": r.events / cpu,
-            "ratio_to_goal_events_per_s": r.events_per_s / GOAL_EVENTS_PER_S,
-            "mean_delay_s": r.delay["mean_s"], "p99_delay_s": r.delay["p99_s"],
-            "peak_buffer_bytes_max": max(r.buffers["peak_bytes"]),
-        })
-    print(f"{'scenario':52} {'events':>10} {'wall s':>7} {'cpu s':>6} {'Mev/s':>6} {'x goal':>6} {'mean ms':>8} {'p99 ms':>7}")
+        rows.append(
+            {
+                "scenario": f"{label}: {receivers} receivers, {packets} packets",
+                "receivers": receivers,
+                "networks": len(t["networks"]),
+                "packets": packets,
+                "repair": repair,
+                "complete": r.complete,
+                "events": r.events,
+                "wall_s": r.wall_s,
+                "sim_s": r.end_time_s,
+                "cpu_s": cpu,
+                "events_per_s": r.events_per_s,
+                "events_per_cpu_s": r.events / cpu,
+                "ratio_to_goal_events_per_s": r.events_per_s / GOAL_EVENTS_PER_S,
+                "mean_delay_s": r.delay["mean_s"],
+                "p99_delay_s": r.delay["p99_s"],
+                "peak_buffer_bytes_max": max(r.buffers["peak_bytes"]),
+            }
+        )
+    print(
+        f"{'scenario':52} {'events':>10} {'wall s':>7} {'cpu s':>6} {'Mev/s':>6} {'x goal':>6} {'mean ms':>8} {'p99 ms':>7}"
+    )
     for r in rows:
-        print(f"{r['scenario']:52} {r['events']:>10} {r['wall_s']:>7.2f} {r['cpu_s']:>6.2f} {r['events_per_s'] / 1e6:>6.2f} "
-              f"{r['ratio_to_goal_events_per_s']:>6.2f} {r['mean_delay_s'] * 1e3:>8.1f} {r['p99_delay_s'] * 1e3:>7.1f}")
+        print(
+            f"{r['scenario']:52} {r['events']:>10} {r['wall_s']:>7.2f} {r['cpu_s']:>6.2f} {r['events_per_s'] / 1e6:>6.2f} "
+            f"{r['ratio_to_goal_events_per_s']:>6.2f} {r['mean_delay_s'] * 1e3:>8.1f} {r['p99_delay_s'] * 1e3:>7.1f}"
+        )
     print("wall s and Mev/s: the core's own wall clock; cpu s: this process's CPU time for the whole call")
     out = Path(__file__).parent / "results"
     out.mkdir(exist_ok=True)
-    meta = {"machine": _platform.machine(), "python": _platform.python_version(), "quick": args.quick,
-            "goal_events_per_s": GOAL_EVENTS_PER_S}
+    meta = {
+        "machine": _platform.machine(),
+        "python": _platform.python_version(),
+        "quick": args.quick,
+        "goal_events_per_s": GOAL_EVENTS_PER_S,
+    }
     (out / "mcast_speed.json").write_text(json.dumps({"meta": meta, "rows": rows}, indent=1))
 
 

@@ -39,8 +39,7 @@ from parcomm.comm import run_mpi
 
 # HPA's options per run: the paper's 8 KB blocks of itemsets, and large blocks
 # naming each itemset by its position in C_k (see hpa's ``wire``)
-HPA_CONFIGS = {"paper": {"block_bytes": 8192, "wire": "itemsets"},
-               "tuned": {"block_bytes": 1 << 20, "wire": "index"}}
+HPA_CONFIGS = {"paper": {"block_bytes": 8192, "wire": "itemsets"}, "tuned": {"block_bytes": 1 << 20, "wire": "index"}}
 
 
 def main() -> None:
@@ -48,19 +47,35 @@ def main() -> None:
     ap.add_argument("--quick", action="store_true", help="D = 20k")
     ap.add_argument("--transactions", type=int, default=100_000)
     ap.add_argument("--min-support", type=float, default=0.005)
-    ap.add_argument("--procs", type=lambda v: [int(x) for x in v.split(",")], default=[1, 2, 4],
-                    help="MPI rank counts for HPA, comma-separated")
-    ap.add_argument("--hpa", type=lambda v: v.split(","), default=["tuned", "paper"],
-                    help=f"HPA option sets, comma-separated, of {sorted(HPA_CONFIGS)}")
-    ap.add_argument("--paper-procs", type=lambda v: [int(x) for x in v.split(",")], default=[4],
-                    help="rank counts the 'paper' option set runs with")
+    ap.add_argument(
+        "--procs",
+        type=lambda v: [int(x) for x in v.split(",")],
+        default=[1, 2, 4],
+        help="MPI rank counts for HPA, comma-separated",
+    )
+    ap.add_argument(
+        "--hpa",
+        type=lambda v: v.split(","),
+        default=["tuned", "paper"],
+        help=f"HPA option sets, comma-separated, of {sorted(HPA_CONFIGS)}",
+    )
+    ap.add_argument(
+        "--paper-procs",
+        type=lambda v: [int(x) for x in v.split(",")],
+        default=[4],
+        help="rank counts the 'paper' option set runs with",
+    )
     ap.add_argument("--out", default=None, help="results JSON (default benchmarks/results/mining_speed.json)")
     ap.add_argument("--repeat", type=int, default=3, help="best of this many runs (serial, baselines)")
     a = ap.parse_args()
     d = 20_000 if a.quick else a.transactions
     p = QuestParams(transactions=d, avg_len=10, avg_pattern_len=4, items=1000, patterns=2000, seed=1)
-    out: dict = {"params": p.__dict__, "min_support": a.min_support, "machine": _platform.platform(),
-                 "cpus": os.cpu_count()}
+    out: dict = {
+        "params": p.__dict__,
+        "min_support": a.min_support,
+        "machine": _platform.platform(),
+        "cpus": os.cpu_count(),
+    }
     with tempfile.TemporaryDirectory() as tmp:
         path = Path(tmp) / "bench.qtx"
         t0 = time.perf_counter()
@@ -78,8 +93,11 @@ def main() -> None:
                 best = (wall, res, cpu)
         serial_s, res, serial_cpu = best
         ref = res.itemsets()
-        out["serial"] = {"total_s": serial_s, "cpu_s": serial_cpu, "passes": [
-            {**x, "tx_per_s": d / x["time_s"]} for x in res.passes]}
+        out["serial"] = {
+            "total_s": serial_s,
+            "cpu_s": serial_cpu,
+            "passes": [{**x, "tx_per_s": d / x["time_s"]} for x in res.passes],
+        }
 
         base: dict = {}
         try:
@@ -117,19 +135,31 @@ def main() -> None:
                 mr = run_mpi("parcomm.apps.hpa.hpa:hpa", procs, kwargs=kw, timeout=1200)
                 launch_wall = time.perf_counter() - t0
                 m = merge_result(mr.results)
-                runs.append({"config": cfg, "options": HPA_CONFIGS[cfg], "procs": procs, "program_s": m["time_s"],
-                             "cpu_s_all_ranks": m["process_cpu_s"],
-                             "wall_with_launch_s": launch_wall,
-                             "same_itemsets": levels_to_dict(m["levels"]) == ref,
-                             "serial_over_hpa": serial_s / m["time_s"],
-                             "passes": [{**x, "tx_per_s_per_rank": d / procs / x["time_s"]} for x in m["passes"]]})
+                runs.append(
+                    {
+                        "config": cfg,
+                        "options": HPA_CONFIGS[cfg],
+                        "procs": procs,
+                        "program_s": m["time_s"],
+                        "cpu_s_all_ranks": m["process_cpu_s"],
+                        "wall_with_launch_s": launch_wall,
+                        "same_itemsets": levels_to_dict(m["levels"]) == ref,
+                        "serial_over_hpa": serial_s / m["time_s"],
+                        "passes": [{**x, "tx_per_s_per_rank": d / procs / x["time_s"]} for x in m["passes"]],
+                    }
+                )
         out["hpa_mpi"] = runs
         out["load_average"] = os.getloadavg()
 
-    print(f"Quest D={d} T=10 I=4 N=1000 L=2000, min support {a.min_support:g}; {os.cpu_count()} CPUs, "
-          f"load average {out['load_average'][0]:.2f} at the end")
-    print(f"{'pass':>4} {'C':>8} {'L':>6} {'serial s':>9} {'serial tx/s':>12}" +
-          "".join(f" {r['config'][:5] + ' P=' + str(r['procs']):>12}" for r in runs) + "   (HPA: slowest rank's s, tx/s/rank)")
+    print(
+        f"Quest D={d} T=10 I=4 N=1000 L=2000, min support {a.min_support:g}; {os.cpu_count()} CPUs, "
+        f"load average {out['load_average'][0]:.2f} at the end"
+    )
+    print(
+        f"{'pass':>4} {'C':>8} {'L':>6} {'serial s':>9} {'serial tx/s':>12}"
+        + "".join(f" {r['config'][:5] + ' P=' + str(r['procs']):>12}" for r in runs)
+        + "   (HPA: slowest rank's s, tx/s/rank)"
+    )
     for i, s in enumerate(out["serial"]["passes"]):
         line = f"{s['pass']:>4} {s['candidates']:>8} {s['large']:>6} {s['time_s']:>9.4f} {s['tx_per_s']:>12.3g}"
         for r in runs:
@@ -138,12 +168,16 @@ def main() -> None:
         print(line)
     print(f"serial (parcomm, numpy) total {serial_s:.3f} s (CPU {serial_cpu:.3f} s)")
     for k, v in base.items():
-        print(f"{k:>20}: {v['total_s']:.3f} s  serial/baseline = {serial_s / v['total_s']:.2f}  same itemsets: {v['same_itemsets']}")
+        print(
+            f"{k:>20}: {v['total_s']:.3f} s  serial/baseline = {serial_s / v['total_s']:.2f}  same itemsets: {v['same_itemsets']}"
+        )
     for r in runs:
-        print(f"HPA {r['config']:>5} on {r['procs']} MPI ranks: {r['program_s']:.3f} s in the ranks "
-              f"({r['wall_with_launch_s']:.2f} s with mpiexec launch and loading; CPU of all ranks {r['cpu_s_all_ranks']:.2f} s "
-              f"(polling included)); serial/HPA = {r['serial_over_hpa']:.2f}; "
-              f"same itemsets: {r['same_itemsets']}")
+        print(
+            f"HPA {r['config']:>5} on {r['procs']} MPI ranks: {r['program_s']:.3f} s in the ranks "
+            f"({r['wall_with_launch_s']:.2f} s with mpiexec launch and loading; CPU of all ranks {r['cpu_s_all_ranks']:.2f} s "
+            f"(polling included)); serial/HPA = {r['serial_over_hpa']:.2f}; "
+            f"same itemsets: {r['same_itemsets']}"
+        )
     fastest = min(base, key=lambda k: base[k]["total_s"]) if base else None
     out["ratios"] = {
         "fastest_baseline": fastest,

@@ -41,7 +41,9 @@ from parcomm.apps.hpa.quest import CHUNK, Patterns, QuestParams, make_patterns, 
 # BASELINE: the original implementation, copied unchanged from
 # python/parcomm/apps/hpa/quest.py before the speed-up. Do not optimise it.
 # ---------------------------------------------------------------------------
-def _baseline_gen_chunk(p: QuestParams, pats: Patterns, cum: np.ndarray, chunk: int, n: int) -> tuple[np.ndarray, np.ndarray]:
+def _baseline_gen_chunk(
+    p: QuestParams, pats: Patterns, cum: np.ndarray, chunk: int, n: int
+) -> tuple[np.ndarray, np.ndarray]:
     """Lengths and concatenated (sorted, unique) items of ``n`` transactions."""
     rng = np.random.default_rng([p.seed, chunk])
     sizes = 1 + rng.poisson(p.avg_len - 1, size=n)
@@ -96,6 +98,8 @@ def _baseline_gen_chunk(p: QuestParams, pats: Patterns, cum: np.ndarray, chunk: 
         out_lens[t] = len(row)
     flat = np.concatenate(out) if out else np.empty(0, np.int32)
     return out_lens, flat
+
+
 # --------------------------- end of BASELINE -------------------------------
 
 
@@ -130,8 +134,14 @@ def main() -> None:
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--out", default=None, help="results JSON (default benchmarks/results/quest_speed.json)")
     a = ap.parse_args()
-    p = QuestParams(transactions=a.transactions, avg_len=a.avg_len, avg_pattern_len=a.avg_pattern_len,
-                    items=a.items, patterns=a.patterns, seed=a.seed)
+    p = QuestParams(
+        transactions=a.transactions,
+        avg_len=a.avg_len,
+        avg_pattern_len=a.avg_pattern_len,
+        items=a.items,
+        patterns=a.patterns,
+        seed=a.seed,
+    )
     p.check()
     load_before = os.getloadavg()
 
@@ -144,16 +154,19 @@ def main() -> None:
     def current(p_, pats_, cum_, chunk, n):
         return quest._gen_chunk(p_, pats_, cum_, chunk, n, prep)
 
-    print(f"Quest D={p.transactions} T={p.avg_len:g} I={p.avg_pattern_len:g} N={p.items} L={p.patterns} "
-          f"seed={p.seed}; make_patterns {patterns_cpu:.2f} s CPU; load {load_before[0]:.1f}", flush=True)
+    print(
+        f"Quest D={p.transactions} T={p.avg_len:g} I={p.avg_pattern_len:g} N={p.items} L={p.patterns} "
+        f"seed={p.seed}; make_patterns {patterns_cpu:.2f} s CPU; load {load_before[0]:.1f}",
+        flush=True,
+    )
     quest._emulation_ok()  # numpy check, once per process: not part of the timing
     res = _run_both({"current": current, "baseline": _baseline_gen_chunk}, p, pats, cum)
     new_cpu, new_wall, new_digest = res["current"]["cpu_s"], res["current"]["wall_s"], res["current"]["sha"]
     base_cpu, base_wall, base_digest = res["baseline"]["cpu_s"], res["baseline"]["wall_s"], res["baseline"]["sha"]
-    print(f"current : {new_cpu:7.2f} s CPU ({new_wall:.2f} s wall), "
-          f"{p.transactions / new_cpu:9.0f} tx/s", flush=True)
-    print(f"baseline: {base_cpu:7.2f} s CPU ({base_wall:.2f} s wall), "
-          f"{p.transactions / base_cpu:9.0f} tx/s", flush=True)
+    print(f"current : {new_cpu:7.2f} s CPU ({new_wall:.2f} s wall), {p.transactions / new_cpu:9.0f} tx/s", flush=True)
+    print(
+        f"baseline: {base_cpu:7.2f} s CPU ({base_wall:.2f} s wall), {p.transactions / base_cpu:9.0f} tx/s", flush=True
+    )
     identical = new_digest == base_digest
     ratio = base_cpu / new_cpu if new_cpu > 0 else float("inf")
     print(f"speed-up {ratio:.1f}x (CPU), identical output: {identical}", flush=True)
@@ -164,19 +177,35 @@ def main() -> None:
         info = write_quest(path, p, parts=1)
         wq_cpu, wq_wall = time.process_time() - c0, time.perf_counter() - w0
         file_sha = hashlib.sha256(path.read_bytes()).hexdigest()
-    print(f"write_quest (current, whole file incl. patterns): {wq_cpu:.2f} s CPU, "
-          f"sha256 {file_sha[:16]}...", flush=True)
+    print(
+        f"write_quest (current, whole file incl. patterns): {wq_cpu:.2f} s CPU, sha256 {file_sha[:16]}...", flush=True
+    )
 
     doc = {
-        "command": "python3 benchmarks/quest_speed.py " + " ".join(
-            f"--{k.replace('_', '-')} {v}" for k, v in vars(a).items() if k != "out"),
-        "params": {k: getattr(p, k) for k in ("transactions", "avg_len", "avg_pattern_len", "items", "patterns",
-                                              "correlation", "corruption", "seed")},
+        "command": "python3 benchmarks/quest_speed.py "
+        + " ".join(f"--{k.replace('_', '-')} {v}" for k, v in vars(a).items() if k != "out"),
+        "params": {
+            k: getattr(p, k)
+            for k in (
+                "transactions",
+                "avg_len",
+                "avg_pattern_len",
+                "items",
+                "patterns",
+                "correlation",
+                "corruption",
+                "seed",
+            )
+        },
         "chunks": (p.transactions + CHUNK - 1) // CHUNK,
         "make_patterns_cpu_s": patterns_cpu,
         "baseline": {"cpu_s": base_cpu, "wall_s": base_wall, "tx_per_cpu_s": p.transactions / base_cpu},
-        "current": {"cpu_s": new_cpu, "wall_s": new_wall, "tx_per_cpu_s": p.transactions / new_cpu,
-                    "permutations": "emulated in bulk" if quest._emulation_ok() else "numpy, one by one"},
+        "current": {
+            "cpu_s": new_cpu,
+            "wall_s": new_wall,
+            "tx_per_cpu_s": p.transactions / new_cpu,
+            "permutations": "emulated in bulk" if quest._emulation_ok() else "numpy, one by one",
+        },
         "speedup_cpu": ratio,
         "speedup_wall": base_wall / new_wall if new_wall > 0 else None,
         "identical_output": identical,

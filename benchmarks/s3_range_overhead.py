@@ -33,10 +33,10 @@ with tempfile.TemporaryDirectory() as root, VersityGW(root) as gw:
             c.get_range(url, start, start + unit, lambda o, d: None, chunk_size=unit)
         dt = (time.perf_counter() - t0) / n
         rows.append((unit, dt))
-        print(f"{kib:>6}Ki {n:>5} {dt*1e3:8.2f} {unit/dt/1e6:8.1f}")
+        print(f"{kib:>6}Ki {n:>5} {dt * 1e3:8.2f} {unit / dt / 1e6:8.1f}")
     # least squares t = overhead + size / bandwidth
     xs = [u for u, _ in rows]
     ys = [t for _, t in rows]
     mx, my = statistics.mean(xs), statistics.mean(ys)
-    slope = sum((x-mx)*(y-my) for x, y in zip(xs, ys)) / sum((x-mx)**2 for x in xs)
-    print(f"fit: overhead {1e3*(my-slope*mx):.2f} ms/GET, streaming {1/slope/1e6:.0f} MB/s")
+    slope = sum((x - mx) * (y - my) for x, y in zip(xs, ys)) / sum((x - mx) ** 2 for x in xs)
+    print(f"fit: overhead {1e3 * (my - slope * mx):.2f} ms/GET, streaming {1 / slope / 1e6:.0f} MB/s")

@@ -42,8 +42,12 @@ GOAL_B_WALL_S = 10.0
 def bench_alltoall(hosts: int, nbytes: int, stack: str | None = None) -> dict:
     plat = opteron_cluster(hosts, tcp={"stack": stack} if stack else None)
     res = run_sim(alltoall_a, plat, hosts, seed=1, kwargs={"nbytes": nbytes})
-    return {"scenario": f"(a) alltoall A, {hosts} hosts, {nbytes} B per pair", "events": res.events,
-            "wall_s": res.wall_s, "sim_s": res.time}
+    return {
+        "scenario": f"(a) alltoall A, {hosts} hosts, {nbytes} B per pair",
+        "events": res.events,
+        "wall_s": res.wall_s,
+        "sim_s": res.time,
+    }
 
 
 def bench_all_pairs(hosts: int, sim_seconds: float, stack: str | None = None) -> dict:
@@ -57,9 +61,13 @@ def bench_all_pairs(hosts: int, sim_seconds: float, stack: str | None = None) ->
     sim.run_until(sim_seconds)
     wall = time.perf_counter() - t0
     c = sim.counters()
-    return {"scenario": f"(b) all pairs, {hosts} hosts, {sim_seconds} simulated s at 1 Gbit/s",
-            "events": sim.events_processed, "wall_s": wall, "sim_s": sim_seconds,
-            "bytes_sent": int(sum(c["hosts"]["bytes_sent"]))}
+    return {
+        "scenario": f"(b) all pairs, {hosts} hosts, {sim_seconds} simulated s at 1 Gbit/s",
+        "events": sim.events_processed,
+        "wall_s": wall,
+        "sim_s": sim_seconds,
+        "bytes_sent": int(sum(c["hosts"]["bytes_sent"])),
+    }
 
 
 def main() -> None:
@@ -80,8 +88,10 @@ def main() -> None:
     rows[1]["ratio_goal_wall_to_wall"] = GOAL_B_WALL_S / rows[1]["wall_s"]
     print(f"{'scenario':62} {'events':>11} {'wall s':>8} {'Mev/s':>7} {'x goal':>7}")
     for r in rows:
-        print(f"{r['scenario']:62} {r['events']:>11} {r['wall_s']:>8.2f} {r['events_per_s'] / 1e6:>7.2f} "
-              f"{r['ratio_to_goal_events_per_s']:>7.2f}")
+        print(
+            f"{r['scenario']:62} {r['events']:>11} {r['wall_s']:>8.2f} {r['events_per_s'] / 1e6:>7.2f} "
+            f"{r['ratio_to_goal_events_per_s']:>7.2f}"
+        )
     print(f"(b) wall-time goal {GOAL_B_WALL_S} s: {rows[1]['ratio_goal_wall_to_wall']:.2f}x faster than the goal")
     out = Path(__file__).parent / "results"
     out.mkdir(exist_ok=True)
@@ -93,8 +103,10 @@ def compare_stacks(args) -> None:
     import statistics
 
     stacks = [s.strip() for s in args.stacks.split(",") if s.strip()]
-    scen = [("alltoall", lambda st: bench_alltoall(16 if args.quick else 64, (64 << 10) if args.quick else (1 << 20), st)),
-            ("all pairs", lambda st: bench_all_pairs(20 if args.quick else 100, 0.05 if args.quick else 1.0, st))]
+    scen = [
+        ("alltoall", lambda st: bench_alltoall(16 if args.quick else 64, (64 << 10) if args.quick else (1 << 20), st)),
+        ("all pairs", lambda st: bench_all_pairs(20 if args.quick else 100, 0.05 if args.quick else 1.0, st)),
+    ]
     got: dict = {(n, st): [] for n, _ in scen for st in stacks}
     for rnd in range(args.repeat):
         order = stacks if rnd % 2 == 0 else stacks[::-1]  # alternate who goes first
@@ -108,13 +120,25 @@ def compare_stacks(args) -> None:
         base = statistics.median(got[(name, stacks[0])])
         for st in stacks:
             med = statistics.median(got[(name, st)])
-            rows.append({"scenario": name, "stack": st, "events_per_s": got[(name, st)], "median": med,
-                         "ratio_to_first": med / base})
+            rows.append(
+                {
+                    "scenario": name,
+                    "stack": st,
+                    "events_per_s": got[(name, st)],
+                    "median": med,
+                    "ratio_to_first": med / base,
+                }
+            )
             print(f"{name:12} {st:14} {med / 1e6:>15.2f} {med / base:>10.2f}")
     out = Path(__file__).parent / "results"
     out.mkdir(exist_ok=True)
-    meta = {"machine": _platform.machine(), "python": _platform.python_version(), "quick": args.quick,
-            "repeat": args.repeat, "stacks": stacks}
+    meta = {
+        "machine": _platform.machine(),
+        "python": _platform.python_version(),
+        "quick": args.quick,
+        "repeat": args.repeat,
+        "stacks": stacks,
+    }
     (out / "sim_speed_stacks.json").write_text(json.dumps({"meta": meta, "rows": rows}, indent=1))
 
 

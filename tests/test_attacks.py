@@ -142,8 +142,11 @@ def test_socketcomm_rce_over_the_network_fails(tmp_path):
     addrs = tmp_path / "addresses"
     write_addresses(addrs, addresses)
     marker = tmp_path / "pwned"
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(HERE), os.environ.get("PYTHONPATH", "")]),
-           "PARCOMM_JOB_KEY": JobKey.generate().hex()}
+    env = {
+        **os.environ,
+        "PYTHONPATH": os.pathsep.join([str(HERE), os.environ.get("PYTHONPATH", "")]),
+        "PARCOMM_JOB_KEY": JobKey.generate().hex(),
+    }
 
     def payloads(port):
         r = ports.index(port)
@@ -153,10 +156,33 @@ def test_socketcomm_rce_over_the_network_fails(tmp_path):
     with Attacker(lambda: ports[1:], payloads) as attacker:  # rank 0 only connects out
         time.sleep(0.2)
         for r in reversed(range(n)):  # rank 0 last: the listeners are open longest
-            procs.append(subprocess.Popen(
-                [sys.executable, "-m", "parcomm", "run", "socket", "--rank", str(r), "--addresses", str(addrs),
-                 "--program", f"{ME}:ring", "--kwargs", '{"hold_s": 0.3}', "--out", str(tmp_path / f"r{r}.json"),
-                 "--timeout", "30s"], env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True))
+            procs.append(
+                subprocess.Popen(
+                    [
+                        sys.executable,
+                        "-m",
+                        "parcomm",
+                        "run",
+                        "socket",
+                        "--rank",
+                        str(r),
+                        "--addresses",
+                        str(addrs),
+                        "--program",
+                        f"{ME}:ring",
+                        "--kwargs",
+                        '{"hold_s": 0.3}',
+                        "--out",
+                        str(tmp_path / f"r{r}.json"),
+                        "--timeout",
+                        "30s",
+                    ],
+                    env=env,
+                    stdout=subprocess.PIPE,
+                    stderr=subprocess.PIPE,
+                    text=True,
+                )
+            )
             time.sleep(0.7)
         try:
             errs = [p.communicate(timeout=90)[1] for p in procs]
@@ -327,15 +353,44 @@ def test_spoofed_and_forged_bcast_peers_change_nothing(versitygw, s3_object, tmp
         return spoof + [hello(1) + corrupt, _forged_greeting() + hello(2) + corrupt]
 
     with PacingProxy(versitygw.endpoint_url, profile=[(1.0, 3e5)], seed=3) as proxy:  # 300 kB/s per GET: seconds
-        env = {**os.environ, **versitygw.environ(), "AWS_ENDPOINT_URL_S3": proxy.endpoint_url,
-               "PARCOMM_JOB_KEY": JobKey.generate().hex()}
+        env = {
+            **os.environ,
+            **versitygw.environ(),
+            "AWS_ENDPOINT_URL_S3": proxy.endpoint_url,
+            "PARCOMM_JOB_KEY": JobKey.generate().hex(),
+        }
         with Attacker(lambda: _rendezvous_ports(meet), payloads) as attacker:
             t0 = time.monotonic()
-            procs = [subprocess.Popen(
-                [sys.executable, "-m", "parcomm", "bcast", url, "--out", str(tmp_path / f"out.{r}"),
-                 "--rendezvous-dir", str(meet), "--rank", str(r), "--nodes", "4", "--algo", "steal",
-                 "--work-pieces", "3", "--timeout", "120s", "--json"],
-                env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE) for r in range(4)]
+            procs = [
+                subprocess.Popen(
+                    [
+                        sys.executable,
+                        "-m",
+                        "parcomm",
+                        "bcast",
+                        url,
+                        "--out",
+                        str(tmp_path / f"out.{r}"),
+                        "--rendezvous-dir",
+                        str(meet),
+                        "--rank",
+                        str(r),
+                        "--nodes",
+                        "4",
+                        "--algo",
+                        "steal",
+                        "--work-pieces",
+                        "3",
+                        "--timeout",
+                        "120s",
+                        "--json",
+                    ],
+                    env=env,
+                    stdout=subprocess.PIPE,
+                    stderr=subprocess.PIPE,
+                )
+                for r in range(4)
+            ]
             try:
                 outs = [p.communicate(timeout=150) for p in procs]
             finally:
@@ -368,15 +423,24 @@ def test_rendezvous_cannot_be_hijacked():
     port = free_ports(1)[0]
     address = ("127.0.0.1", port)
     endpoints = [("127.0.0.1", 42000 + r) for r in range(4)]
-    registration = lambda r: encode_record(Record(rv.RV_REGISTER, (r, 4), json.dumps(  # noqa: E731
-        {"host": "6.6.6.6", "port": 666, "job": "guess"}).encode()))
+    registration = lambda r: encode_record(
+        Record(
+            rv.RV_REGISTER,
+            (r, 4),
+            json.dumps(  # noqa: E731
+                {"host": "6.6.6.6", "port": 666, "job": "guess"}
+            ).encode(),
+        )
+    )
 
     with Attacker(lambda: [port], lambda _p: [registration(r) for r in (1, 2, 3)] + [_forged_greeting()]) as attacker:
+
         async def scenario():
             root = asyncio.ensure_future(rv.via_address(0, 4, address, endpoints[0], key=key, job="j", timeout=30))
             await asyncio.sleep(1.0)  # the attacker registers first, many times over
-            others = await asyncio.gather(*(rv.via_address(r, 4, address, endpoints[r], key=key, job="j", timeout=30)
-                                            for r in (1, 2, 3)))
+            others = await asyncio.gather(
+                *(rv.via_address(r, 4, address, endpoints[r], key=key, job="j", timeout=30) for r in (1, 2, 3))
+            )
             return [await root, *others]
 
         tables = asyncio.run(scenario())

@@ -45,8 +45,12 @@ def _mpiexec_works() -> str | None:
     except CommError as e:
         return str(e)
     try:
-        run = subprocess.run([exe, "-n", "2", sys.executable, "-c", "from mpi4py import MPI; MPI.COMM_WORLD.Barrier()"],
-                             capture_output=True, text=True, timeout=60)
+        run = subprocess.run(
+            [exe, "-n", "2", sys.executable, "-c", "from mpi4py import MPI; MPI.COMM_WORLD.Barrier()"],
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
     except (OSError, subprocess.TimeoutExpired) as e:
         return f"{exe} cannot start: {e}"
     return None if run.returncode == 0 else f"{exe} -n 2 failed: {run.stderr.strip()[-300:]}"
@@ -301,7 +305,10 @@ def _assert_error(rc, out, err, code, bad):
         (["run", "local", "--program", "barrier"], "--procs is required"),
         (["run", "mpi", "--procs", "0", "--program", "barrier"], "--procs must be at least 1"),
         (["run", "local", "--procs", "2", "--program", "barrier", "--timeout", "soon"], "soon"),
-        (["run", "socket", "--rank", "0", "--addresses", "/nonexistent/addrs", "--program", "barrier"], "/nonexistent/addrs"),
+        (
+            ["run", "socket", "--rank", "0", "--addresses", "/nonexistent/addrs", "--program", "barrier"],
+            "/nonexistent/addrs",
+        ),
     ],
 )
 def test_cli_user_mistakes_exit_2_in_one_line(capsys, argv, bad):
@@ -321,8 +328,22 @@ def test_cli_socket_rank_out_of_range(capsys, tmp_path):
 
 
 def test_cli_run_local_collective_by_name_json(capsys):
-    rc, out, err = _run(capsys, ["run", "local", "--procs", "4", "--program", "alltoall_b",
-                                 "--kwargs", '{"nbytes": 200000}', "--json", "--timeout", "60s"])
+    rc, out, err = _run(
+        capsys,
+        [
+            "run",
+            "local",
+            "--procs",
+            "4",
+            "--program",
+            "alltoall_b",
+            "--kwargs",
+            '{"nbytes": 200000}',
+            "--json",
+            "--timeout",
+            "60s",
+        ],
+    )
     assert rc == 0, err
     doc = json.loads(out)
     assert doc["summary"]["procs"] == 4 and doc["summary"]["backend"] == "socket"
@@ -337,8 +358,22 @@ def test_cli_run_local_failure_exits_1(capsys):
 
 def test_cli_run_mpi_spawns_mpiexec(mpi, capsys, tmp_path):
     out_file = tmp_path / "mpi.json"
-    rc, out, err = _run(capsys, ["run", "mpi", "--procs", "2", "--program", f"{ME}:plain", "--kwargs", '{"n": 5}',
-                                 "--json", "--out", str(out_file)])
+    rc, out, err = _run(
+        capsys,
+        [
+            "run",
+            "mpi",
+            "--procs",
+            "2",
+            "--program",
+            f"{ME}:plain",
+            "--kwargs",
+            '{"n": 5}',
+            "--json",
+            "--out",
+            str(out_file),
+        ],
+    )
     assert rc == 0, err
     assert json.loads(out)["results"] == [5, 0]
     doc = json.loads(out_file.read_text())
@@ -352,13 +387,37 @@ def test_cli_socket_entry_point_one_process_per_rank(tmp_path):
     addrs = tmp_path / "addresses"
     write_addresses(addrs, [("127.0.0.1", p) for p in free_ports(n)])
     assert len(read_addresses(addrs)) == n
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(HERE), os.environ.get("PYTHONPATH", "")]),
-           "PARCOMM_JOB_KEY": JobKey.generate().hex()}  # the job's shared key, from the environment
+    env = {
+        **os.environ,
+        "PYTHONPATH": os.pathsep.join([str(HERE), os.environ.get("PYTHONPATH", "")]),
+        "PARCOMM_JOB_KEY": JobKey.generate().hex(),
+    }  # the job's shared key, from the environment
     procs = []
     for r in reversed(range(n)):  # start order does not matter: connects are retried
-        cmd = [sys.executable, "-m", "parcomm", "run", "socket", "--rank", str(r), "--addresses", str(addrs),
-               "--program", f"{ME}:plain", "--kwargs", '{"n": 100000}', "--out", str(tmp_path / f"r{r}.json"),
-               "--nodelay", "--sndbuf", "262144", "--rcvbuf", "256KiB", "--timeout", "30s"]
+        cmd = [
+            sys.executable,
+            "-m",
+            "parcomm",
+            "run",
+            "socket",
+            "--rank",
+            str(r),
+            "--addresses",
+            str(addrs),
+            "--program",
+            f"{ME}:plain",
+            "--kwargs",
+            '{"n": 100000}',
+            "--out",
+            str(tmp_path / f"r{r}.json"),
+            "--nodelay",
+            "--sndbuf",
+            "262144",
+            "--rcvbuf",
+            "256KiB",
+            "--timeout",
+            "30s",
+        ]
         procs.append(subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True))
     try:
         for p in procs:
@@ -384,10 +443,31 @@ def test_cli_socket_entry_point_reports_a_failure(tmp_path):
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(HERE), os.environ.get("PYTHONPATH", "")])}
     env.pop("PARCOMM_JOB_KEY", None)
     procs = [
-        subprocess.Popen([sys.executable, "-m", "parcomm", "run", "socket", "--rank", str(r), "--addresses", str(addrs),
-                          "--program", f"{ME}:deadlock", "--out", str(tmp_path / f"r{r}.json"), "--timeout", "1s",
-                          "--key-file", str(key_file)],
-                         env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        subprocess.Popen(
+            [
+                sys.executable,
+                "-m",
+                "parcomm",
+                "run",
+                "socket",
+                "--rank",
+                str(r),
+                "--addresses",
+                str(addrs),
+                "--program",
+                f"{ME}:deadlock",
+                "--out",
+                str(tmp_path / f"r{r}.json"),
+                "--timeout",
+                "1s",
+                "--key-file",
+                str(key_file),
+            ],
+            env=env,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
         for r in range(2)
     ]
     try:

@@ -49,8 +49,15 @@ def s3(versitygw, s3_bucket):
 
 
 def _job(gw, url: str, out: Path, algo: str, endpoint: str | None = None, **kw) -> Job:
-    cfg = BcastConfig(piece_size=PIECE, work_pieces=WORK, s3_connections=2, peers=3, choke_interval=0.5,
-                      stall_timeout=5.0, orphan_timeout=2.0)
+    cfg = BcastConfig(
+        piece_size=PIECE,
+        work_pieces=WORK,
+        s3_connections=2,
+        peers=3,
+        choke_interval=0.5,
+        stall_timeout=5.0,
+        orphan_timeout=2.0,
+    )
     return Job(url, str(out / "out.{rank}"), algo, cfg, gw.s3_config(endpoint), timeout=120, linger=10, **kw)
 
 
@@ -125,13 +132,42 @@ def test_killed_node_does_not_stop_the_others(versitygw, s3, tmp_path):
     url, digest = s3(size)
     meet = tmp_path / "meet"
     with PacingProxy(versitygw.endpoint_url, profile=[(1.0, 2e5)], seed=1) as proxy:  # 200 kB/s per GET: seconds
-        env = {**os.environ, **versitygw.environ(), "AWS_ENDPOINT_URL_S3": proxy.endpoint_url,
-               "PARCOMM_JOB_KEY": JobKey.generate().hex()}  # four hand-started members share one key
-        procs = [subprocess.Popen(
-            [sys.executable, "-m", "parcomm", "bcast", url, "--out", str(tmp_path / f"out.{r}"),
-             "--rendezvous-dir", str(meet), "--rank", str(r), "--nodes", "4", "--algo", "steal",
-             "--work-pieces", str(WORK), "--timeout", "120s", "--json"],
-            env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE) for r in range(4)]
+        env = {
+            **os.environ,
+            **versitygw.environ(),
+            "AWS_ENDPOINT_URL_S3": proxy.endpoint_url,
+            "PARCOMM_JOB_KEY": JobKey.generate().hex(),
+        }  # four hand-started members share one key
+        procs = [
+            subprocess.Popen(
+                [
+                    sys.executable,
+                    "-m",
+                    "parcomm",
+                    "bcast",
+                    url,
+                    "--out",
+                    str(tmp_path / f"out.{r}"),
+                    "--rendezvous-dir",
+                    str(meet),
+                    "--rank",
+                    str(r),
+                    "--nodes",
+                    "4",
+                    "--algo",
+                    "steal",
+                    "--work-pieces",
+                    str(WORK),
+                    "--timeout",
+                    "120s",
+                    "--json",
+                ],
+                env=env,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+            )
+            for r in range(4)
+        ]
         try:
             # Kill rank 3 once it has met the others and started writing its output.
             deadline = time.monotonic() + 90
@@ -157,8 +193,9 @@ def test_killed_node_does_not_stop_the_others(versitygw, s3, tmp_path):
 
 
 def _cli(*args, env=None):
-    return subprocess.run([sys.executable, "-m", "parcomm", "bcast", *args], env=env, capture_output=True,
-                          text=True, timeout=120)
+    return subprocess.run(
+        [sys.executable, "-m", "parcomm", "bcast", *args], env=env, capture_output=True, text=True, timeout=120
+    )
 
 
 def test_missing_object_is_one_clear_error_naming_every_node(versitygw, s3_bucket, tmp_path):
@@ -194,9 +231,11 @@ def test_missing_hash_list_says_how_to_make_it(versitygw, s3_bucket, tmp_path):
 
 
 def test_cli_usage_errors():
-    for args, needle in [(["s3://b/k", "--out", "x"], "choose exactly one"),
-                         (["http://b/k", "--out", "x", "--local", "2"], "s3://BUCKET/KEY"),
-                         (["s3://b/k", "--out", "x", "--local", "2", "--mpi"], "choose exactly one")]:
+    for args, needle in [
+        (["s3://b/k", "--out", "x"], "choose exactly one"),
+        (["http://b/k", "--out", "x", "--local", "2"], "s3://BUCKET/KEY"),
+        (["s3://b/k", "--out", "x", "--local", "2", "--mpi"], "choose exactly one"),
+    ]:
         run = _cli(*args)
         assert run.returncode == 2, run.stderr
         assert needle in run.stderr and "Traceback" not in run.stderr
@@ -209,9 +248,28 @@ def test_mpi_ranks_meet_through_mpi(versitygw, s3, tmp_path):
     size = 7 * PIECE * WORK + 3
     url, digest = s3(size)
     env = {**os.environ, **versitygw.environ()}
-    run = subprocess.run(["mpiexec", "-n", "4", sys.executable, "-m", "parcomm", "bcast", url,
-                          "--out", str(tmp_path / "out.{rank}"), "--mpi", "--work-pieces", str(WORK), "--json"],
-                         env=env, capture_output=True, text=True, timeout=300)
+    run = subprocess.run(
+        [
+            "mpiexec",
+            "-n",
+            "4",
+            sys.executable,
+            "-m",
+            "parcomm",
+            "bcast",
+            url,
+            "--out",
+            str(tmp_path / "out.{rank}"),
+            "--mpi",
+            "--work-pieces",
+            str(WORK),
+            "--json",
+        ],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert run.returncode == 0, run.stderr[-2000:]
     reports = json.loads(run.stdout)["nodes"]
     assert sorted(r["rank"] for r in reports) == [0, 1, 2, 3]
@@ -220,10 +278,13 @@ def test_mpi_ranks_meet_through_mpi(versitygw, s3, tmp_path):
         assert hashlib.sha256((tmp_path / f"out.{rank}").read_bytes()).hexdigest() == digest
 
 
-@pytest.mark.parametrize("extra, expected", [
-    (["--local", "2"], "directory /nonexistent/dir does not exist"),
-    (["--rendezvous", "127.0.0.1:9", "--rank", "1", "--nodes", "2"], "directory /nonexistent/dir does not exist"),
-])
+@pytest.mark.parametrize(
+    "extra, expected",
+    [
+        (["--local", "2"], "directory /nonexistent/dir does not exist"),
+        (["--rendezvous", "127.0.0.1:9", "--rank", "1", "--nodes", "2"], "directory /nonexistent/dir does not exist"),
+    ],
+)
 def test_bad_out_path_is_one_line_exit_2(extra, expected):
     run = _cli("s3://b/k", "--out", "/nonexistent/dir/x", *extra)
     assert run.returncode == 2 and run.stdout == ""
@@ -238,12 +299,17 @@ def test_bad_out_path_under_mpi_is_one_line_per_rank():
         mpiexec = find_mpiexec()
     except CommError as exc:
         pytest.skip(str(exc))
-    run = subprocess.run([mpiexec, "-n", "3", sys.executable, "-m", "parcomm", "bcast", "s3://b/k", "--out",
-                          "/nonexistent/x", "--mpi"], capture_output=True, text=True, timeout=120)
+    run = subprocess.run(
+        [mpiexec, "-n", "3", sys.executable, "-m", "parcomm", "bcast", "s3://b/k", "--out", "/nonexistent/x", "--mpi"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     lines = run.stderr.strip().splitlines()
     assert run.returncode == 2, run.stderr
-    assert len(lines) == 3 and all(ln == "error: --out /nonexistent/x: directory /nonexistent does not exist"
-                                   for ln in lines), run.stderr
+    assert len(lines) == 3 and all(
+        ln == "error: --out /nonexistent/x: directory /nonexistent does not exist" for ln in lines
+    ), run.stderr
 
 
 def test_hand_started_nodes_need_a_key(tmp_path):

@@ -85,11 +85,22 @@ def test_parse_s3_url():
 
 
 def test_config_from_env_precedence():
-    env = {"AWS_ENDPOINT_URL": "http://a:1", "AWS_ENDPOINT_URL_S3": "http://b:2", "AWS_ACCESS_KEY_ID": "ak",
-           "AWS_SECRET_ACCESS_KEY": "sk", "AWS_DEFAULT_REGION": "eu-west-1", "AWS_SESSION_TOKEN": "tok"}
+    env = {
+        "AWS_ENDPOINT_URL": "http://a:1",
+        "AWS_ENDPOINT_URL_S3": "http://b:2",
+        "AWS_ACCESS_KEY_ID": "ak",
+        "AWS_SECRET_ACCESS_KEY": "sk",
+        "AWS_DEFAULT_REGION": "eu-west-1",
+        "AWS_SESSION_TOKEN": "tok",
+    }
     cfg = S3Config.from_env(environ=env)
-    assert (cfg.endpoint_url, cfg.access_key, cfg.secret_key, cfg.region, cfg.session_token) == \
-        ("http://b:2", "ak", "sk", "eu-west-1", "tok")
+    assert (cfg.endpoint_url, cfg.access_key, cfg.secret_key, cfg.region, cfg.session_token) == (
+        "http://b:2",
+        "ak",
+        "sk",
+        "eu-west-1",
+        "tok",
+    )
     cfg = S3Config.from_env(endpoint_url="http://c:3", access_key="x", secret_key="y", environ=env)
     assert (cfg.endpoint_url, cfg.access_key, cfg.session_token) == ("http://c:3", "x", None)
     assert S3Config.from_env(environ={}).region == "us-east-1"
@@ -135,7 +146,7 @@ def test_client_shared_by_threads(client, objects):
 
     def fetch(i: int) -> None:
         start = i * 256 * 1024
-        results[i] = client.get_bytes(url, start, start + 256 * 1024) == data[start:start + 256 * 1024]
+        results[i] = client.get_bytes(url, start, start + 256 * 1024) == data[start : start + 256 * 1024]
 
     threads = [threading.Thread(target=fetch, args=(i,)) for i in range(8)]
     for t in threads:
@@ -184,8 +195,9 @@ def test_unreachable_endpoint_gives_up_in_bounded_time(objects):
         sock.bind(("127.0.0.1", 0))
         port = sock.getsockname()[1]  # closed again below: nothing listens there
     cfg = S3Config(endpoint_url=f"http://127.0.0.1:{port}", access_key="a", secret_key="b", region="us-east-1")
-    c = S3Client(cfg, retry=RetryPolicy(max_attempts=4, base_delay=0.01, max_delay=0.05, total_timeout=5.0),
-                 connect_timeout=1.0)
+    c = S3Client(
+        cfg, retry=RetryPolicy(max_attempts=4, base_delay=0.01, max_delay=0.05, total_timeout=5.0), connect_timeout=1.0
+    )
     started = time.monotonic()
     with pytest.raises(StorageUnavailable, match=r"s3://bkt/key: HEAD failed 4 times"):
         c.head("s3://bkt/key")
@@ -199,7 +211,7 @@ def _fetch_all(c: S3Client, url: str, size: int, unit: int, chunk: int) -> tuple
 
     def keep(offset: int, data: bytes) -> None:
         offsets.append(offset)
-        out[offset:offset + len(data)] = data
+        out[offset : offset + len(data)] = data
 
     etag = c.head(url).etag
     for start in range(0, size, unit):
@@ -237,8 +249,10 @@ def test_truncated_bodies_are_retried_and_resumed(versitygw, objects, mode):
 def test_retry_budget_is_bounded(versitygw, objects):
     url, _ = objects["one"]
     with PacingProxy(versitygw.endpoint_url, error_rate=1.0, seed=1) as proxy:
-        c = S3Client(versitygw.s3_config(proxy.endpoint_url),
-                     retry=RetryPolicy(max_attempts=5, base_delay=0.01, max_delay=0.02, total_timeout=5.0))
+        c = S3Client(
+            versitygw.s3_config(proxy.endpoint_url),
+            retry=RetryPolicy(max_attempts=5, base_delay=0.01, max_delay=0.02, total_timeout=5.0),
+        )
         started = time.monotonic()
         with pytest.raises(StorageUnavailable, match=rf"{url}: GET bytes 0-0 failed 5 times.*SlowDown"):
             c.get_bytes(url, 0, 1)
@@ -249,8 +263,11 @@ def test_retry_budget_is_bounded(versitygw, objects):
 def test_stalled_server_times_out_and_is_retried(versitygw, objects):
     url, data = objects["one"]
     with PacingProxy(versitygw.endpoint_url, profile=[(1.0, 1e9)], first_byte_latency=0.6) as proxy:
-        c = S3Client(versitygw.s3_config(proxy.endpoint_url), read_timeout=0.2,
-                     retry=RetryPolicy(max_attempts=2, base_delay=0.01, max_delay=0.02, total_timeout=5.0))
+        c = S3Client(
+            versitygw.s3_config(proxy.endpoint_url),
+            read_timeout=0.2,
+            retry=RetryPolicy(max_attempts=2, base_delay=0.01, max_delay=0.02, total_timeout=5.0),
+        )
         started = time.monotonic()
         with pytest.raises(StorageUnavailable, match="ReadTimeout"):
             c.get_bytes(url, 0, 1)
@@ -300,8 +317,12 @@ def test_proxy_aggregate_rate_is_shared(versitygw, objects):
         c.get_bytes(url, 0, 1)  # warm up the client outside the timing
         results: list[bool] = []
         started = time.monotonic()
-        threads = [threading.Thread(target=lambda s=s: results.append(c.get_bytes(url, s, s + 600_000) == data[s:s + 600_000]))
-                   for s in (0, 1_000_000)]
+        threads = [
+            threading.Thread(
+                target=lambda s=s: results.append(c.get_bytes(url, s, s + 600_000) == data[s : s + 600_000])
+            )
+            for s in (0, 1_000_000)
+        ]
         for t in threads:
             t.start()
         for t in threads:
@@ -325,9 +346,23 @@ def test_proxy_command_line(versitygw, objects):
     import sys
 
     url, data = objects["one"]
-    proc = subprocess.Popen([sys.executable, "-m", "parcomm.apps.bcast.proxy", "--upstream", versitygw.endpoint_url,
-                             "--profile", "1:10MB", "--error-rate", "0.5", "--seed", "1"],
-                            stdout=subprocess.PIPE, text=True)
+    proc = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "parcomm.apps.bcast.proxy",
+            "--upstream",
+            versitygw.endpoint_url,
+            "--profile",
+            "1:10MB",
+            "--error-rate",
+            "0.5",
+            "--seed",
+            "1",
+        ],
+        stdout=subprocess.PIPE,
+        text=True,
+    )
     try:
         first = proc.stdout.readline().split()
         assert first[0] == "proxy" and first[1].startswith("http://127.0.0.1:"), first
@@ -366,8 +401,8 @@ def test_manifest_prepare_load_verify(client, objects):
     for i in (0, 5, made.num_pieces - 1):
         start, end = loaded.piece_range(i)
         assert mf.verify_piece(loaded, i, data[start:end])
-        assert not mf.verify_piece(loaded, i, b"\0" + data[start + 1:end])
-    assert not mf.verify_piece(loaded, 0, data[:piece - 1])  # wrong length
+        assert not mf.verify_piece(loaded, i, b"\0" + data[start + 1 : end])
+    assert not mf.verify_piece(loaded, 0, data[: piece - 1])  # wrong length
     assert not mf.verify_piece(loaded, made.num_pieces, b"")  # no such piece
 
 
@@ -395,7 +430,7 @@ def test_manifest_missing_and_stale(client, s3_bucket):
 
 # -- output writer ----------------------------------------------------------------------
 def _pieces(data: bytes, size: int) -> list[tuple[int, bytes]]:
-    return [(o, data[o:o + size]) for o in range(0, len(data), size)]
+    return [(o, data[o : o + size]) for o in range(0, len(data), size)]
 
 
 def test_output_commit(tmp_path):
@@ -461,13 +496,16 @@ def test_remove_stale_partials(tmp_path):
 
 
 # -- wire codec ---------------------------------------------------------------------------
-@pytest.mark.parametrize("record", [
-    Record(0),
-    Record(7, (1, 2, 3)),
-    Record(0xFFFF, (-1, 2**63 - 1, -2**63), b""),
-    Record(3, (42,), b"piece-bytes" * 100),
-    Record(4, tuple(range(64)), None),
-])
+@pytest.mark.parametrize(
+    "record",
+    [
+        Record(0),
+        Record(7, (1, 2, 3)),
+        Record(0xFFFF, (-1, 2**63 - 1, -(2**63)), b""),
+        Record(3, (42,), b"piece-bytes" * 100),
+        Record(4, tuple(range(64)), None),
+    ],
+)
 def test_wire_round_trip(record):
     frame = encode_record(record)
     assert int.from_bytes(frame[:4], "big") == len(frame) - 4
@@ -522,9 +560,11 @@ def test_peer_connection_and_handshake():
         await conn.send(Record(1, (9,), b"p" * 4096))
         assert await conn.recv(timeout=5) == Record(2, (1,), b"ok")
         await conn.close()
-        for other, why in [(replace(hello, rank=2, etag="other"), "etag"),
-                           (replace(hello, rank=2, version=2), "protocol version"),
-                           (replace(hello, rank=0), "same rank")]:
+        for other, why in [
+            (replace(hello, rank=2, etag="other"), "etag"),
+            (replace(hello, rank=2, version=2), "protocol version"),
+            (replace(hello, rank=0), "same rank"),
+        ]:
             with pytest.raises(HandshakeError, match=why):
                 await connect_peer("127.0.0.1", port, other, 4096, KEY)
         with pytest.raises(HandshakeError, match="expected 5"):
@@ -588,8 +628,10 @@ def test_rendezvous_via_address_4_nodes():
     endpoints = [("127.0.0.1", 40000 + r) for r in range(4)]
 
     async def scenario():
-        others = [asyncio.create_task(rv.via_address(r, 4, address, endpoints[r], key=KEY, job="j", timeout=10))
-                  for r in (1, 2, 3)]
+        others = [
+            asyncio.create_task(rv.via_address(r, 4, address, endpoints[r], key=KEY, job="j", timeout=10))
+            for r in (1, 2, 3)
+        ]
         await asyncio.sleep(0.2)  # the others start first and retry until rank 0 listens
         root = await rv.via_address(0, 4, address, endpoints[0], key=KEY, job="j", timeout=10)
         return [root] + [await t for t in others]

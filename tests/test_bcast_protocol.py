@@ -36,8 +36,11 @@ KB = 1024
 
 
 def sends(actions, kind=None, peer=None):
-    return [a for a in actions if isinstance(a, Send) and (kind is None or isinstance(a.msg, kind))
-            and (peer is None or a.peer == peer)]
+    return [
+        a
+        for a in actions
+        if isinstance(a, Send) and (kind is None or isinstance(a.msg, kind)) and (peer is None or a.peer == peer)
+    ]
 
 
 def fetches(actions):
@@ -66,14 +69,17 @@ def test_empty_object_has_no_pieces_and_every_algo_finishes_at_start():
         assert node.finished_at == 0.0 and node.storage_done_at == 0.0
 
 
-@pytest.mark.parametrize("size,pieces,works,last", [
-    (1, 1, 1, 1),
-    (64 * KB, 1, 1, 64 * KB),
-    (64 * KB + 1, 2, 1, 1),
-    (4 * 64 * KB, 4, 1, 64 * KB),
-    (4 * 64 * KB + 5, 5, 2, 5),
-    (10 * 64 * KB - 3, 10, 3, 64 * KB - 3),
-])
+@pytest.mark.parametrize(
+    "size,pieces,works,last",
+    [
+        (1, 1, 1, 1),
+        (64 * KB, 1, 1, 64 * KB),
+        (64 * KB + 1, 2, 1, 1),
+        (4 * 64 * KB, 4, 1, 64 * KB),
+        (4 * 64 * KB + 5, 5, 2, 5),
+        (10 * 64 * KB - 3, 10, 3, 64 * KB - 3),
+    ],
+)
 def test_layout_sizes_not_multiple_of_piece_or_work(size, pieces, works, last):
     layout = Layout(size, 64 * KB, 4)
     assert (layout.pieces, layout.works) == (pieces, works)
@@ -119,9 +125,22 @@ def test_paper_example_ranges():
 
 
 def test_message_codes_are_stable_and_plain():
-    expected = {1: "Bitfield", 2: "Have", 3: "Request", 4: "Piece", 5: "Cancel", 6: "Choke", 7: "Unchoke",
-                8: "Interested", 9: "NotInterested", 10: "GiveWork", 11: "GrantWorks", 12: "NoWork", 13: "Done",
-                14: "Complete"}
+    expected = {
+        1: "Bitfield",
+        2: "Have",
+        3: "Request",
+        4: "Piece",
+        5: "Cancel",
+        6: "Choke",
+        7: "Unchoke",
+        8: "Interested",
+        9: "NotInterested",
+        10: "GiveWork",
+        11: "GrantWorks",
+        12: "NoWork",
+        13: "Done",
+        14: "Complete",
+    }
     assert {code: cls.__name__ for code, cls in MESSAGE_TYPES.items()} == expected
     assert Have.FIELDS == ("piece",) and GrantWorks.FIELDS == ("works",) and Done.FIELDS == ()
     assert Have(3) == Have(3) and hash(GrantWorks((1, 2))) == hash(GrantWorks((1, 2)))

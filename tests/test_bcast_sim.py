@@ -98,8 +98,13 @@ def test_same_seed_same_result_other_seed_other_result():
 
 
 def test_stealing_shortens_phase1_when_storage_is_bimodal():
-    profile = {"name": "harsh", "modes": [{"weight": 0.5, "low_mb_s": 1.0, "high_mb_s": 1.0},
-                                          {"weight": 0.5, "low_mb_s": 20.0, "high_mb_s": 20.0}]}
+    profile = {
+        "name": "harsh",
+        "modes": [
+            {"weight": 0.5, "low_mb_s": 1.0, "high_mb_s": 1.0},
+            {"weight": 0.5, "low_mb_s": 20.0, "high_mb_s": 20.0},
+        ],
+    }
     cfg = BcastConfig(piece_size=256 * KB, work_pieces=4, s3_connections=1)
     size = 64 * M
     steal = simulate(8, size, "steal", profile, seed=1, config=cfg)
@@ -137,7 +142,7 @@ def test_default_profile_is_the_bimodal_distribution_of_fig1():
 
 def test_profiles_from_files_and_errors_name_the_field(tmp_path):
     toml = tmp_path / "slow.toml"
-    toml.write_text('aggregate_mb_s = 40\nnic_down_mb_s = 12.5\n[[modes]]\nweight = 1\nlow_mb_s = 2\nhigh_mb_s = 3\n')
+    toml.write_text("aggregate_mb_s = 40\nnic_down_mb_s = 12.5\n[[modes]]\nweight = 1\nlow_mb_s = 2\nhigh_mb_s = 3\n")
     p = load_profile(toml)
     assert p.name == "slow" and p.aggregate == 40 * MB and p.nic_down == 12.5 * MB and len(p.modes) == 1
     js = tmp_path / "p.json"
@@ -147,8 +152,10 @@ def test_profiles_from_files_and_errors_name_the_field(tmp_path):
     bad = [
         ({"nic_up": 3}, "nic_up"),
         ({"request_latency_s": "fast"}, "request_latency_s"),
-        ({"modes": [{"weight": 1, "low_mb_s": 2, "high_mb_s": 3}, {"weight": 1, "low_mb_s": -1, "high_mb_s": 3}]},
-         r"modes\[1\].low_mb_s"),
+        (
+            {"modes": [{"weight": 1, "low_mb_s": 2, "high_mb_s": 3}, {"weight": 1, "low_mb_s": -1, "high_mb_s": 3}]},
+            r"modes\[1\].low_mb_s",
+        ),
         ({"modes": [{"weight": 1, "low_mb_s": 5, "high_mb_s": 3}]}, r"modes\[0\].high_mb_s"),
         ({"peer_variation": [0.5, 2]}, "peer_variation"),
         ({"aggregate_mb_s": 0}, "aggregate_mb_s"),

@@ -42,7 +42,9 @@ def test_adaptive_works_keep_egress_and_every_node_completes(nodes, overlap, con
 def test_adaptive_works_with_a_dead_node_still_complete():
     cfg = BcastConfig(**SMALL, adaptive_works=True, s3_connections=2)
     base = simulate(6, SIZE, "steal", seed=3, config=cfg)
-    r = simulate(6, SIZE, "steal", seed=3, config=cfg, faults={"dead": {2: base.storage_done_s[2] / 2}, "detect_s": 0.05})
+    r = simulate(
+        6, SIZE, "steal", seed=3, config=cfg, faults={"dead": {2: base.storage_done_s[2] / 2}, "detect_s": 0.05}
+    )
     assert r.complete
     assert all(r.finished_s[i] is not None for i in range(6) if i != 2)
 
@@ -63,8 +65,9 @@ def _planner(rank=0, nranks=2, works=64, adaptive=True):
     def missing(w):
         return None if w in held else (layout.work_pieces_of(w)[0], layout.work_pieces_of(w)[-1])
 
-    p = WorkPlanner(rank, nranks, layout, "steal", 1, 5, random.Random(1), missing, adaptive=adaptive,
-                    clock=lambda: now[0])
+    p = WorkPlanner(
+        rank, nranks, layout, "steal", 1, 5, random.Random(1), missing, adaptive=adaptive, clock=lambda: now[0]
+    )
     return p, layout, now, held
 
 
@@ -114,8 +117,15 @@ def quick_report(tmp_path_factory):
 def test_quick_study_runs_end_to_end(quick_report):
     rep, out = quick_report
     assert "chiba" in STUDIES
-    for table in ("fig1_distribution", "fig2_9_10", "fig11_13", "beyond_32", "beyond_32_summary",
-                  "fig11_net10", "nodes_1024"):
+    for table in (
+        "fig1_distribution",
+        "fig2_9_10",
+        "fig11_13",
+        "beyond_32",
+        "beyond_32_summary",
+        "fig11_net10",
+        "nodes_1024",
+    ):
         assert rep.tables[table], table
         assert (out / f"{table}.csv").is_file()
     assert len(rep.figures) == 4

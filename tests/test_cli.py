@@ -47,9 +47,7 @@ def test_sim_help_lists_collectives(capsys):
 
 
 def test_python_dash_m_parcomm_help():
-    proc = subprocess.run(
-        [sys.executable, "-m", "parcomm", "--help"], capture_output=True, text=True, timeout=60
-    )
+    proc = subprocess.run([sys.executable, "-m", "parcomm", "--help"], capture_output=True, text=True, timeout=60)
     assert proc.returncode == 0, proc.stderr
     assert "sim" in proc.stdout and "repro" in proc.stdout
     assert proc.stderr == ""

@@ -36,8 +36,12 @@ def _run(capsys, argv):
 
 
 def test_every_option_has_help():
-    missing = {(name, p.opts[-1]) for name, cmd in _commands() for p in cmd.params
-               if isinstance(p, click.Option) and not p.hidden and not p.help}
+    missing = {
+        (name, p.opts[-1])
+        for name, cmd in _commands()
+        for p in cmd.params
+        if isinstance(p, click.Option) and not p.hidden and not p.help
+    }
     assert missing <= KNOWN_WITHOUT_HELP, sorted(missing - KNOWN_WITHOUT_HELP)
 
 
@@ -65,17 +69,20 @@ def test_papers_are_named_by_first_author_in_help(capsys):
         assert rc == 0 and "seed 00" not in out, argv
 
 
-@pytest.mark.parametrize("argv", [
-    ["sim", "alltoall", "--platform", "star:4", "--rto-min", "200"],
-    ["sim", "alltoall", "--platform", "star:4", "--rto-max", "60"],
-    ["heat", "run", "--backend", "local", "--timeout", "30"],
-    ["mine", "run", "nosuch.qtx", "--timeout", "30"],
-    ["heat", "model", "--latency", "2"],
-    ["measure", "--rto", "0.2", "--out", "/tmp/never-written.json"],
-    ["sim", "barrier", "--platform", "star:3", "--time-limit", "600"],
-    ["compare", "incast", "--backends", "sim", "--timeout", "120"],
-    ["run", "local", "barrier", "--procs", "2", "--timeout", "60"],
-])
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["sim", "alltoall", "--platform", "star:4", "--rto-min", "200"],
+        ["sim", "alltoall", "--platform", "star:4", "--rto-max", "60"],
+        ["heat", "run", "--backend", "local", "--timeout", "30"],
+        ["mine", "run", "nosuch.qtx", "--timeout", "30"],
+        ["heat", "model", "--latency", "2"],
+        ["measure", "--rto", "0.2", "--out", "/tmp/never-written.json"],
+        ["sim", "barrier", "--platform", "star:3", "--time-limit", "600"],
+        ["compare", "incast", "--backends", "sim", "--timeout", "120"],
+        ["run", "local", "barrier", "--procs", "2", "--timeout", "60"],
+    ],
+)
 def test_unitless_durations_are_usage_errors_naming_the_units(capsys, argv):
     rc, out, err = _run(capsys, argv)
     assert rc == 2, (argv, err)
@@ -89,14 +96,17 @@ def test_zero_needs_no_unit(capsys):
     _strict(out)
 
 
-@pytest.mark.parametrize("argv", [
-    ["sim", "barrier", "--platform", "star:3", "--json"],
-    ["heat", "model", "-N", "330,2640", "--json"],
-    ["mcast", "model", "examples/mcast_placement/three_sites.toml", "--json"],
-    ["mcast", "sim", "examples/mcast_placement/three_sites.toml", "--set", "packets=200", "--json"],
-    ["bcast", "sim", "-n", "4", "--size", "16MB", "--json"],
-    ["repro", "--list", "--json"],
-])
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["sim", "barrier", "--platform", "star:3", "--json"],
+        ["heat", "model", "-N", "330,2640", "--json"],
+        ["mcast", "model", "examples/mcast_placement/three_sites.toml", "--json"],
+        ["mcast", "sim", "examples/mcast_placement/three_sites.toml", "--set", "packets=200", "--json"],
+        ["bcast", "sim", "-n", "4", "--size", "16MB", "--json"],
+        ["repro", "--list", "--json"],
+    ],
+)
 def test_json_output_is_strict(capsys, argv):
     rc, out, err = _run(capsys, argv)
     assert rc == 0, err

@@ -114,9 +114,7 @@ def test_bcast_scatter_allgather_spreads_the_load_of_large_messages():
     async def prog(comm, algo):
         await BCAST_ALGORITHMS[algo](comm, None, root=0, nbytes=m)
 
-    per_host = {
-        a: run_sim(prog, star(8), kwargs={"algo": a}).counters["hosts"]["bytes_sent"] for a in BCAST_ALGORITHMS
-    }
+    per_host = {a: run_sim(prog, star(8), kwargs={"algo": a}).counters["hosts"]["bytes_sent"] for a in BCAST_ALGORITHMS}
     # binomial: the root sends the whole message log2(8) = 3 times
     assert max(per_host["binomial"]) == per_host["binomial"][0]
     assert 3 * m <= per_host["binomial"][0] < 3.2 * m

@@ -42,8 +42,12 @@ def _mpiexec_problem() -> str | None:
     except CommError as e:
         return str(e)
     try:
-        run = subprocess.run([exe, "-n", "2", sys.executable, "-c", "from mpi4py import MPI; MPI.COMM_WORLD.Barrier()"],
-                             capture_output=True, text=True, timeout=60)
+        run = subprocess.run(
+            [exe, "-n", "2", sys.executable, "-c", "from mpi4py import MPI; MPI.COMM_WORLD.Barrier()"],
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
     except (OSError, subprocess.TimeoutExpired) as e:
         return f"{exe} cannot start: {e}"
     return None if run.returncode == 0 else f"{exe} -n 2 failed: {run.stderr.strip()[-300:]}"
@@ -69,18 +73,19 @@ async def api_suite(comm):
     await comm.send({"from": r}, dest=(r + 1) % p, tag=7)
     out["ring"] = await req.wait()
     st = Status()
-    out["sendrecv"] = await comm.sendrecv(r * 10, dest=(r + 1) % p, sendtag=3, source=(r - 1) % p, recvtag=3,
-                                          status=st)
+    out["sendrecv"] = await comm.sendrecv(r * 10, dest=(r + 1) % p, sendtag=3, source=(r - 1) % p, recvtag=3, status=st)
     out["sendrecv_status"] = [st.Get_source(), st.Get_tag()]
     reqs = [comm.isend(r, dest=d, tag=11) for d in range(p) if d != r]
     got = await comm.waitall([comm.irecv(source=s, tag=11) for s in range(p) if s != r])
     await comm.waitall(reqs)
     out["isend_irecv"] = got
     for algo in ALGORITHMS["bcast"]:
-        out[f"bcast_{algo}"] = await comm.bcast({"root": 1, "v": list(range(5))} if r == 1 % p else None,
-                                                root=1 % p, algorithm=algo)
-    out["bcast_big"] = await comm.bcast(bytes(range(256)) * 100 if r == 0 else None, root=0,
-                                        algorithm="scatter_allgather")
+        out[f"bcast_{algo}"] = await comm.bcast(
+            {"root": 1, "v": list(range(5))} if r == 1 % p else None, root=1 % p, algorithm=algo
+        )
+    out["bcast_big"] = await comm.bcast(
+        bytes(range(256)) * 100 if r == 0 else None, root=0, algorithm="scatter_allgather"
+    )
     for name, op in (("sum", MPI.SUM), ("max", MPI.MAX), ("min", MPI.MIN), ("prod", MPI.PROD)):
         out[f"reduce_{name}"] = await comm.reduce(r + 2, op=op, root=p - 1)
     out["reduce_list"] = await comm.reduce([r], op=MPI.SUM, root=0)  # concatenation, in rank order
@@ -89,8 +94,9 @@ async def api_suite(comm):
         out[f"allreduce_list_{algo}"] = await comm.allreduce([r], algorithm=algo)
     out["allreduce_maxloc"] = await comm.allreduce((r % 3, r), op=MPI.MAXLOC)
     for algo in ALGORITHMS["scatter"]:
-        out[f"scatter_{algo}"] = await comm.scatter([f"item{i}" for i in range(p)] if r == 0 else None, root=0,
-                                                    algorithm=algo)
+        out[f"scatter_{algo}"] = await comm.scatter(
+            [f"item{i}" for i in range(p)] if r == 0 else None, root=0, algorithm=algo
+        )
     for algo in ALGORITHMS["gather"]:
         out[f"gather_{algo}"] = await comm.gather(r * r, root=p - 1, algorithm=algo)
     for algo in ALGORITHMS["allgather"]:
@@ -294,9 +300,32 @@ def test_collectives_match_mpi4py_own(mpi):
 def test_every_backend_is_one_communicator():
     for cls in (SimComm, SocketComm, MPIComm):
         assert issubclass(cls, Communicator)
-    for name in ("send", "recv", "isend", "irecv", "sendrecv", "bcast", "reduce", "allreduce", "scatter", "gather",
-                 "allgather", "alltoall", "barrier", "Send", "Recv", "Isend", "Irecv", "Bcast", "Reduce",
-                 "Allreduce", "Allgather", "Alltoall", "Get_rank", "Get_size"):
+    for name in (
+        "send",
+        "recv",
+        "isend",
+        "irecv",
+        "sendrecv",
+        "bcast",
+        "reduce",
+        "allreduce",
+        "scatter",
+        "gather",
+        "allgather",
+        "alltoall",
+        "barrier",
+        "Send",
+        "Recv",
+        "Isend",
+        "Irecv",
+        "Bcast",
+        "Reduce",
+        "Allreduce",
+        "Allgather",
+        "Alltoall",
+        "Get_rank",
+        "Get_size",
+    ):
         for cls in (SimComm, SocketComm, MPIComm):
             assert getattr(cls, name) is getattr(Communicator, name), (cls, name)
 
@@ -475,8 +504,9 @@ async def split_suite(comm):
         await half.send(r, dest=(half.rank + 1) % half.size, tag=3)
         out["half_ring"] = [await req.wait(), st.Get_source()]
         st2 = Status()
-        got = await half.sendrecv(r, dest=(half.rank + 1) % half.size, sendtag=4,
-                                  source=(half.rank - 1) % half.size, recvtag=4, status=st2)
+        got = await half.sendrecv(
+            r, dest=(half.rank + 1) % half.size, sendtag=4, source=(half.rank - 1) % half.size, recvtag=4, status=st2
+        )
         out["half_status"] = [got, st2.Get_source()]
     dup = await comm.Dup()
     # the same tag on the world and the duplicate never mix

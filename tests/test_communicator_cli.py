@@ -44,13 +44,16 @@ def test_sim_run_program_option_and_table(capsys, monkeypatch):
     assert "sim run on star:2" in out and "total" in out
 
 
-@pytest.mark.parametrize("argv, text", [
-    (["sim", "run"], "no program"),
-    (["sim", "run", "nosuchmodule_xyz:main"], "cannot import module 'nosuchmodule_xyz'"),
-    (["sim", "run", PROGRAM, "--program", "other:main"], "two programs given"),
-    (["sim", "run", PROGRAM, "--kwargs", "[1]"], "--kwargs must be a JSON object"),
-    (["run", "local", "-n", "2"], "no program"),
-])
+@pytest.mark.parametrize(
+    "argv, text",
+    [
+        (["sim", "run"], "no program"),
+        (["sim", "run", "nosuchmodule_xyz:main"], "cannot import module 'nosuchmodule_xyz'"),
+        (["sim", "run", PROGRAM, "--program", "other:main"], "two programs given"),
+        (["sim", "run", PROGRAM, "--kwargs", "[1]"], "--kwargs must be a JSON object"),
+        (["run", "local", "-n", "2"], "no program"),
+    ],
+)
 def test_sim_run_mistakes_are_one_line(capsys, monkeypatch, argv, text):
     monkeypatch.chdir(ROOT)
     rc, out, err = _run(capsys, argv)
@@ -60,8 +63,10 @@ def test_sim_run_mistakes_are_one_line(capsys, monkeypatch, argv, text):
 
 def test_a_failing_user_program_names_its_line(tmp_path, monkeypatch, capsys):
     prog = tmp_path / "failing_prog.py"
-    prog.write_text("async def main(comm):\n    if comm.rank == 1:\n        return 1 / 0\n    return 0\n\n"
-                    "def plain(comm):\n    return 0\n")
+    prog.write_text(
+        "async def main(comm):\n    if comm.rank == 1:\n        return 1 / 0\n    return 0\n\n"
+        "def plain(comm):\n    return 0\n"
+    )
     monkeypatch.chdir(tmp_path)
     rc, out, err = _run(capsys, ["sim", "run", "failing_prog:main", "--platform", "star:2"])
     assert rc == 1
@@ -72,10 +77,17 @@ def test_a_failing_user_program_names_its_line(tmp_path, monkeypatch, capsys):
 
 def test_run_mpi_failure_is_one_line_without_the_mpich_banner(tmp_path):
     prog = tmp_path / "failing_mpi.py"
-    prog.write_text("async def main(comm):\n    if comm.rank == 1:\n        raise ValueError('bad input')\n"
-                    "    await comm.barrier()\n")
-    run = subprocess.run([sys.executable, "-m", "parcomm", "run", "mpi", f"{prog}:main", "-n", "2", "--timeout", "30s"],
-                         capture_output=True, text=True, timeout=120, cwd=tmp_path)
+    prog.write_text(
+        "async def main(comm):\n    if comm.rank == 1:\n        raise ValueError('bad input')\n"
+        "    await comm.barrier()\n"
+    )
+    run = subprocess.run(
+        [sys.executable, "-m", "parcomm", "run", "mpi", f"{prog}:main", "-n", "2", "--timeout", "30s"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        cwd=tmp_path,
+    )
     if "mpiexec not found" in run.stderr:
         pytest.skip(run.stderr)
     assert run.returncode == 1
@@ -84,7 +96,9 @@ def test_run_mpi_failure_is_one_line_without_the_mpich_banner(tmp_path):
     assert "failing_mpi.py:3 in main" in run.stderr
 
 
-@pytest.mark.parametrize("argv", [["sim", "run", PROGRAM, "--platform", "star:4"], ["run", "local", PROGRAM, "-n", "4"]])
+@pytest.mark.parametrize(
+    "argv", [["sim", "run", PROGRAM, "--platform", "star:4"], ["run", "local", PROGRAM, "-n", "4"]]
+)
 def test_trace_writes_a_per_rank_timeline(capsys, monkeypatch, tmp_path, argv):
     monkeypatch.chdir(ROOT)
     path = tmp_path / "trace.json"

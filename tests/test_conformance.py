@@ -26,11 +26,13 @@ from parcomm.emu.sockdiag import _dump, parse_dump
 
 
 def _cli(*args: str, timeout: float = 600) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "parcomm", "conformance", *args], capture_output=True, text=True,
-                          timeout=timeout)
+    return subprocess.run(
+        [sys.executable, "-m", "parcomm", "conformance", *args], capture_output=True, text=True, timeout=timeout
+    )
 
 
 # --------------------------------------------------------------------------- the matrix
+
 
 def test_default_matrix_covers_what_the_suite_promises():
     scenarios, quick = load_matrix()
@@ -54,20 +56,23 @@ def _doc(**scenario):
     return {"scenario": [base]}
 
 
-@pytest.mark.parametrize("patch, needle", [
-    ({"colour": 1}, "unknown key 'colour'"),
-    ({"senders": 3}, "senders: 3 is out of range 1..2"),
-    ({"size": "lots"}, "size"),
-    ({"tcp": {"rto_min": "0.1ms"}}, "rto_min"),
-    ({"tcp": {"rto_max": "500s"}}, "rto_max"),
-    ({"tcp": {"nagle": True}}, "unknown key 'nagle'"),
-    ({"buffer": "100 cells"}, "byte or packet buffers"),
-    ({"rate": "10G"}, "more than the emulation sustains"),
-    ({"rates": {"h7": "10M"}}, "'h7' is not a host"),
-    ({"senders": [1, 2]}, "must contain {senders}"),
-    ({"workload": "program", "senders": None}, "program"),
-    ({"repeat": 0}, "repeat: 0 is out of range"),
-])
+@pytest.mark.parametrize(
+    "patch, needle",
+    [
+        ({"colour": 1}, "unknown key 'colour'"),
+        ({"senders": 3}, "senders: 3 is out of range 1..2"),
+        ({"size": "lots"}, "size"),
+        ({"tcp": {"rto_min": "0.1ms"}}, "rto_min"),
+        ({"tcp": {"rto_max": "500s"}}, "rto_max"),
+        ({"tcp": {"nagle": True}}, "unknown key 'nagle'"),
+        ({"buffer": "100 cells"}, "byte or packet buffers"),
+        ({"rate": "10G"}, "more than the emulation sustains"),
+        ({"rates": {"h7": "10M"}}, "'h7' is not a host"),
+        ({"senders": [1, 2]}, "must contain {senders}"),
+        ({"workload": "program", "senders": None}, "program"),
+        ({"repeat": 0}, "repeat: 0 is out of range"),
+    ],
+)
 def test_matrix_errors_name_the_scenario_and_field(patch, needle):
     doc = _doc(**{k: v for k, v in patch.items() if v is not None})
     if patch.get("senders", 0) is None:
@@ -107,6 +112,7 @@ def test_profiles():
 
 # --------------------------------------------------------------------------- the simulator side
 
+
 def test_a_lone_flow_takes_its_serialization_time_and_the_simulator_is_deterministic():
     sc, _ = parse_matrix(_doc(senders=1, size="64KiB"))
     side = sim_side(sc[0], "default", [1, 2])
@@ -131,11 +137,19 @@ def test_incast_on_the_core_matches_the_stream_trace():
 
 def test_summary_excludes_noisy_scenarios_and_counts_shares():
     def row(name, emu, sim, noisy=False, rto=(0, 0)):
-        return {"name": name, "emu": {"median_s": emu, "counters": {"timeouts": rto[0]}}, "noisy": noisy,
-                "sim": {"p": {"median_s": sim, "error": sim / emu - 1, "counters": {"timeouts": rto[1]}}}}
+        return {
+            "name": name,
+            "emu": {"median_s": emu, "counters": {"timeouts": rto[0]}},
+            "noisy": noisy,
+            "sim": {"p": {"median_s": sim, "error": sim / emu - 1, "counters": {"timeouts": rto[1]}}},
+        }
 
-    rows = [row("a", 1.0, 1.05, rto=(1, 3)), row("b", 1.0, 1.2, rto=(10, 13)), row("c", 1.0, 3.0, rto=(10, 2)),
-            row("d", 1.0, 9.0, noisy=True)]
+    rows = [
+        row("a", 1.0, 1.05, rto=(1, 3)),
+        row("b", 1.0, 1.2, rto=(10, 13)),
+        row("c", 1.0, 3.0, rto=(10, 2)),
+        row("d", 1.0, 9.0, noisy=True),
+    ]
     s = summarize(rows, "p")
     assert s["decided"] == 3 and s["noisy"] == 1
     assert s["median_abs_error"] == pytest.approx(0.2)
@@ -148,6 +162,7 @@ def test_summary_excludes_noisy_scenarios_and_counts_shares():
 
 
 # --------------------------------------------------------------------------- kernel samplers
+
 
 def test_sock_diag_sees_a_loopback_connection_with_its_tcp_info():
     srv = socket.socket()
@@ -175,24 +190,28 @@ def test_sock_diag_sees_a_loopback_connection_with_its_tcp_info():
 
 
 def test_trace_text_is_parsed_and_other_machines_flows_are_left_out():
-    text = "\n".join([
-        "# tracer: nop",
-        "  python3-1 [001] ..s2.  10.500000: tcp_retransmit_skb: skbaddr=0 skaddr=0 family=AF_INET sport=4000 "
-        "dport=17000 saddr=10.213.0.2 daddr=10.213.0.1 saddrv6=::ffff:10.213.0.2 daddrv6=::ffff:10.213.0.1 "
-        "state=TCP_ESTABLISHED err=0",
-        "  python3-1 [001] ..s2.  10.600000: tcp_cong_state_set: family=AF_INET sport=4000 dport=17000 "
-        "saddr=10.213.0.2 daddr=10.213.0.1 saddrv6=x daddrv6=y cong_state=4",
-        "  other-2 [000] ..s2.  10.700000: tcp_retransmit_skb: skbaddr=0 skaddr=0 family=AF_INET sport=1 dport=2 "
-        "saddr=127.0.0.1 daddr=127.0.0.1 saddrv6=x daddrv6=y state=TCP_ESTABLISHED err=0",
-        "garbage line",
-    ])
+    text = "\n".join(
+        [
+            "# tracer: nop",
+            "  python3-1 [001] ..s2.  10.500000: tcp_retransmit_skb: skbaddr=0 skaddr=0 family=AF_INET sport=4000 "
+            "dport=17000 saddr=10.213.0.2 daddr=10.213.0.1 saddrv6=::ffff:10.213.0.2 daddrv6=::ffff:10.213.0.1 "
+            "state=TCP_ESTABLISHED err=0",
+            "  python3-1 [001] ..s2.  10.600000: tcp_cong_state_set: family=AF_INET sport=4000 dport=17000 "
+            "saddr=10.213.0.2 daddr=10.213.0.1 saddrv6=x daddrv6=y cong_state=4",
+            "  other-2 [000] ..s2.  10.700000: tcp_retransmit_skb: skbaddr=0 skaddr=0 family=AF_INET sport=1 dport=2 "
+            "saddr=127.0.0.1 daddr=127.0.0.1 saddrv6=x daddrv6=y state=TCP_ESTABLISHED err=0",
+            "garbage line",
+        ]
+    )
     r = parse_trace(text, keep={"10.213.0.2"})
     assert [x["t"] for x in r.retransmits] == [10.5]
-    assert r.states == [{"t": 10.6, "src": "10.213.0.2", "sport": 4000, "dst": "10.213.0.1", "dport": 17000,
-                         "state": "loss"}]
+    assert r.states == [
+        {"t": 10.6, "src": "10.213.0.2", "sport": 4000, "dst": "10.213.0.1", "dport": 17000, "state": "loss"}
+    ]
 
 
 # --------------------------------------------------------------------------- the command
+
 
 def test_cli_lists_and_refuses_bad_input_clearly(tmp_path):
     p = _cli("--list")
@@ -210,15 +229,28 @@ def test_cli_lists_and_refuses_bad_input_clearly(tmp_path):
 def test_cli_simulator_only_writes_strict_json(tmp_path):
     out = tmp_path / "c.json"
     rep = tmp_path / "results"
-    p = _cli("--only", "incast-*-rto200ms-buf32KiB", "--backends", "sim", "--repeat", "1", "--out", str(out), "--json",
-             "--report", str(rep))
+    p = _cli(
+        "--only",
+        "incast-*-rto200ms-buf32KiB",
+        "--backends",
+        "sim",
+        "--repeat",
+        "1",
+        "--out",
+        str(out),
+        "--json",
+        "--report",
+        str(rep),
+    )
     assert p.returncode == 0, p.stderr
     index = (rep / "index.html").read_text()
     assert "Fidelity: the simulator against real Linux TCP" in index and "fidelity/fidelity.png" in index
     assert (rep / "fidelity" / "scenarios.csv").read_text().count("\n") == 7
     doc = json.loads(p.stdout)
     assert json.loads(out.read_text()) == doc and doc["complete"]
-    assert [r["name"] for r in doc["scenarios"]] == [f"incast-{n}x64KiB-rto200ms-buf32KiB" for n in (1, 2, 4, 8, 16, 32)]
+    assert [r["name"] for r in doc["scenarios"]] == [
+        f"incast-{n}x64KiB-rto200ms-buf32KiB" for n in (1, 2, 4, 8, 16, 32)
+    ]
     assert all(r["emu"] is None and r["sim"]["default"]["error"] is None for r in doc["scenarios"])
     assert doc["summary"][0]["decided"] == 0 and doc["summary"][0]["median_abs_error"] is None
 
@@ -231,7 +263,9 @@ def test_quick_subset_runs_both_sides_and_a_lone_flow_agrees(tmp_path):
     doc = json.loads(p.stdout)
     assert len(doc["scenarios"]) == 6 and fig.stat().st_size > 10_000
     rows = {r["name"]: r for r in doc["scenarios"]}
-    assert all(r["emu"] and len(r["emu"]["times_s"]) == 2 for r in rows.values()), [r["emu_error"] for r in rows.values()]
+    assert all(r["emu"] and len(r["emu"]["times_s"]) == 2 for r in rows.values()), [
+        r["emu_error"] for r in rows.values()
+    ]
     lone = rows["incast-1x64KiB-rto200ms-buf32KiB"]
     # One flow, no loss: both sides are the wire time of 64 KiB at 100 Mbit/s (5.5 ms) plus host costs.
     assert 0.005 < lone["emu"]["median_s"] < 0.05 and lone["emu"]["counters"]["timeouts"] == 0

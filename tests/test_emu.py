@@ -54,6 +54,7 @@ def _root_links() -> set[str]:
 
 # Rank programs with real data (top level, so each rank process can load this file).
 
+
 async def alltoall_data(comm, algo="A", nbytes=2048):
     from parcomm.collectives import ALLTOALL_ALGORITHMS
 
@@ -180,8 +181,21 @@ def test_cli_refuses_an_atm_platform(capsys):
 def test_compare_sim_only_runs_anywhere(capsys):
     from parcomm.cli import main
 
-    rc = main(["compare", "alltoall", "--platform", "star:4,rate=100M", "--algo", "A,B", "--size", "4KiB",
-               "--backends", "sim", "--json"])
+    rc = main(
+        [
+            "compare",
+            "alltoall",
+            "--platform",
+            "star:4,rate=100M",
+            "--algo",
+            "A,B",
+            "--size",
+            "4KiB",
+            "--backends",
+            "sim",
+            "--json",
+        ]
+    )
     out = json.loads(capsys.readouterr().out)
     assert rc == 0 and [p["algo"] for p in out["points"]] == ["A", "B"]
     assert all(p["sim"]["time_s"] > 0 and "emu" not in p for p in out["points"])
@@ -207,7 +221,12 @@ def test_cluster_comes_up_and_goes_away_without_a_trace():
         assert "htb" in qd and "bfifo" in qd and "limit 32Kb" in qd
         route = subprocess.run(["ip", "-n", cl.layout.hosts[2].netns, "route"], capture_output=True, text=True).stdout
         assert "rto_min lock 200ms" in route
-        assert get_offloads(cl.layout.hosts[2].netns, "eth0") | {"sg": False} == {"sg": False, "tso": False, "gso": False, "gro": False}
+        assert get_offloads(cl.layout.hosts[2].netns, "eth0") | {"sg": False} == {
+            "sg": False,
+            "tso": False,
+            "gso": False,
+            "gro": False,
+        }
         assert _root_links() == before_links  # nothing appeared in the machine's own namespace
         state = os.path.join(state_dir(), f"{cl.layout.run.run_id}.json")
         assert os.path.exists(state)
@@ -228,13 +247,19 @@ def test_per_host_rto_schemes_reach_each_namespace():
     assert len(set(want)) > 1  # the scheme draws per host
     with EmuCluster(plat, sample_interval_s=None) as cl:
         got = [cl.knobs[h.name].rto_min_ms for h in cl.layout.hosts]
-        kernel = [int(in_netns(h.netns, lambda: open("/proc/sys/net/ipv4/tcp_rto_min_us").read())) // 1000
-                  for h in cl.layout.hosts]
-        routes = [subprocess.run(["ip", "-n", h.netns, "route"], capture_output=True, text=True).stdout
-                  for h in cl.layout.hosts]
+        kernel = [
+            int(in_netns(h.netns, lambda: open("/proc/sys/net/ipv4/tcp_rto_min_us").read())) // 1000
+            for h in cl.layout.hosts
+        ]
+        routes = [
+            subprocess.run(["ip", "-n", h.netns, "route"], capture_output=True, text=True).stdout
+            for h in cl.layout.hosts
+        ]
         if os.path.exists("/proc/sys/net/ipv4/tcp_rto_max_ms"):
-            maxes = [int(in_netns(h.netns, lambda: open("/proc/sys/net/ipv4/tcp_rto_max_ms").read()))
-                     for h in cl.layout.hosts]
+            maxes = [
+                int(in_netns(h.netns, lambda: open("/proc/sys/net/ipv4/tcp_rto_max_ms").read()))
+                for h in cl.layout.hosts
+            ]
             assert maxes == [1000] * 4  # MIN + 100 ms < 1 s: clamped to the kernel's floor
     assert got == want and kernel == want
     assert all(f"rto_min lock {w}ms" in r for w, r in zip(want, routes))
@@ -295,8 +320,9 @@ _CHILD = textwrap.dedent(
 
 
 def _start_child(reaper: bool) -> tuple[subprocess.Popen, str, list[str]]:
-    child = subprocess.Popen([sys.executable, "-c", _CHILD.format(reaper=reaper)], stdout=subprocess.PIPE,
-                             stderr=subprocess.PIPE, text=True)
+    child = subprocess.Popen(
+        [sys.executable, "-c", _CHILD.format(reaper=reaper)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+    )
     line = child.stdout.readline().split()
     assert line and line[0] == "UP", child.stderr.read() if child.poll() is not None else line
     return child, line[1], line[2:]

@@ -158,8 +158,15 @@ def test_kernel_benchmark_reports_rust_numpy_and_copy_bound_from_one_run():
     mod = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(mod)
     row = mod.measure(64, 2)
-    for k in ("copy_ns_per_point", "scale_ns_per_point", "rust_ns_per_point", "numpy_ns_per_point", "rust_of_bound",
-              "numpy_of_bound", "rust_speedup_over_numpy"):
+    for k in (
+        "copy_ns_per_point",
+        "scale_ns_per_point",
+        "rust_ns_per_point",
+        "numpy_ns_per_point",
+        "rust_of_bound",
+        "numpy_of_bound",
+        "rust_speedup_over_numpy",
+    ):
         assert row[k] > 0
     assert row["bound_s"] == min(row["copy_s"], row["scale_s"])
     assert row["rust_of_bound"] == pytest.approx(row["bound_s"] / row["rust_s"])
@@ -206,15 +213,19 @@ def test_parallel_equals_serial_bit_for_bit(N, M):
     assert res.results[0]["kernel"] == "rust"
     assert np.array_equal(res.results[0]["field"], serial)
     assert res.results[0]["max"] == serial.max()
-    ref = run_sim(heat_program, f"star:{M * M}", kwargs={"N": N, "M": M, "steps": steps, "gather": True,
-                                                           "kernel": "numpy"})
+    ref = run_sim(
+        heat_program, f"star:{M * M}", kwargs={"N": N, "M": M, "steps": steps, "gather": True, "kernel": "numpy"}
+    )
     assert ref.results[0]["field"].tobytes() == serial.tobytes()
 
 
 def test_blocking_order_gives_the_same_field():
     serial = solve_serial(16, 5, 0.25, init="sine")
-    res = run_sim(heat_program, "star:4", kwargs={"N": 16, "M": 2, "steps": 5, "r": 0.25, "init": "sine",
-                                                  "gather": True, "overlap": False})
+    res = run_sim(
+        heat_program,
+        "star:4",
+        kwargs={"N": 16, "M": 2, "steps": 5, "r": 0.25, "init": "sine", "gather": True, "overlap": False},
+    )
     assert np.array_equal(res.results[0]["field"], serial)
 
 
@@ -239,8 +250,9 @@ def test_real_mpi_4_ranks_agree_with_serial():
 
     N, steps = 32, 20
     serial = solve_serial(N, steps, 0.2)
-    res = run_mpi("parcomm.apps.heat.solver:heat_program", 4,
-                  kwargs={"N": N, "M": 2, "steps": steps, "gather": True}, timeout=60)
+    res = run_mpi(
+        "parcomm.apps.heat.solver:heat_program", 4, kwargs={"N": N, "M": 2, "steps": steps, "gather": True}, timeout=60
+    )
     assert np.array_equal(res.results[0]["field"], serial)
     assert len(res.results) == 4 and all(x["kernel"] == "rust" for x in res.results)
     assert summarize(res.results, N, steps)["mflops"] > 0
@@ -272,7 +284,9 @@ def test_model_formulas_and_table3_limits():
 
 
 def test_model_fit_recovers_b_and_latency_and_paper_implied_parameters():
-    B, L = StencilModel.fit_comm([100, 1000, 5000], [L0 + m / (8 * 3e4) for L0, m in [(1e-3, 100), (1e-3, 1000), (1e-3, 5000)]])
+    B, L = StencilModel.fit_comm(
+        [100, 1000, 5000], [L0 + m / (8 * 3e4) for L0, m in [(1e-3, 100), (1e-3, 1000), (1e-3, 5000)]]
+    )
     assert B == pytest.approx(3e4) and L == pytest.approx(1e-3)
     truth = StencilModel(F=0.5e6, B=8000)
     pts = [(n, truth.performance(n, 11)) for n in (330, 2640)]
@@ -315,7 +329,9 @@ def test_pairs_benchmark_knee_and_contention_on_the_paper_platform():
     groups = segment_groups(plat)
     sizes = [16, 1000, 10000]
     one = run_sim(pairs_program, plat, 2, hosts=segment_pairs(groups, 1), kwargs={"sizes": sizes, "repeats": 2})
-    four = run_sim(pairs_program, plat, 8, hosts=segment_pairs(groups, 4), kwargs={"sizes": sizes, "npairs": 4, "repeats": 2})
+    four = run_sim(
+        pairs_program, plat, 8, hosts=segment_pairs(groups, 4), kwargs={"sizes": sizes, "npairs": 4, "repeats": 2}
+    )
     t1 = one.results[0]["times_s"]
     t4 = max(x["times_s"][2] for x in four.results if x)
     assert t1[1] / t1[0] < 2.5 and t1[2] / t1[1] > 4  # flat up to ~1000 B, proportional above
@@ -332,8 +348,26 @@ def test_pairs_benchmark_knee_and_contention_on_the_paper_platform():
 def test_cli_heat_run_serial_and_sim_json(capsys):
     assert main(["heat", "run", "--backend", "serial", "-N", "24", "--steps", "3", "--json"]) == 0
     ser = json.loads(capsys.readouterr().out)
-    assert main(["heat", "run", "--backend", "sim", "-N", "24", "-M", "2", "--steps", "3", "--platform",
-                 "segments:2x2", "--json"]) == 0
+    assert (
+        main(
+            [
+                "heat",
+                "run",
+                "--backend",
+                "sim",
+                "-N",
+                "24",
+                "-M",
+                "2",
+                "--steps",
+                "3",
+                "--platform",
+                "segments:2x2",
+                "--json",
+            ]
+        )
+        == 0
+    )
     sim = json.loads(capsys.readouterr().out)
     assert sim["max_temperature"] == ser["max_temperature"]
     assert sim["mflops"] > 0 and 0 <= sim["comm_share"] <= 1 and sim["tasks"] == 4
@@ -342,8 +376,28 @@ def test_cli_heat_run_serial_and_sim_json(capsys):
 def test_cli_heat_kernel_choice_gives_the_same_result(capsys):
     out = {}
     for kernel in ("rust", "numpy"):
-        assert main(["heat", "run", "--backend", "sim", "-N", "24", "-M", "2", "--steps", "4", "--platform",
-                     "segments:2x2", "--kernel", kernel, "--json"]) == 0
+        assert (
+            main(
+                [
+                    "heat",
+                    "run",
+                    "--backend",
+                    "sim",
+                    "-N",
+                    "24",
+                    "-M",
+                    "2",
+                    "--steps",
+                    "4",
+                    "--platform",
+                    "segments:2x2",
+                    "--kernel",
+                    kernel,
+                    "--json",
+                ]
+            )
+            == 0
+        )
         out[kernel] = json.loads(capsys.readouterr().out)
         assert out[kernel]["kernel"] == kernel
     assert out["rust"]["max_temperature"] == out["numpy"]["max_temperature"]
@@ -393,7 +447,8 @@ def test_hironaka_study_quick_writes_its_report(tmp_path):
     assert params["paper"]["latency_s"] == 0 and not params["paper"]["overlap"]
     assert params["paper"]["F_flops"] == pytest.approx(4.6e6, rel=1e-6)  # fitted from the one-task run
     assert params["shared_segment"]["B_values_per_s"] == pytest.approx(
-        4 * params["paper"]["B_values_per_s"] / params["shared_segment"]["m_seg"])
+        4 * params["paper"]["B_values_per_s"] / params["shared_segment"]["m_seg"]
+    )
     assert any(q.startswith("model 'shared_segment'") for q in verdicts)
     assert any(q.startswith("time per step, N = 2640") for q in verdicts)
     assert "paper vs parcomm" in (tmp_path / "index.html").read_text()

@@ -208,7 +208,9 @@ def test_hpa_in_simulator_matches_reference(data, name, procs):
     m = merge_result(res.results)
     assert levels_to_dict(m["levels"]) == ref
     serial = apriori(load(path), SUPPORT[name])
-    assert [(p["candidates"], p["large"]) for p in m["passes"]] == [(p["candidates"], p["large"]) for p in serial.passes]
+    assert [(p["candidates"], p["large"]) for p in m["passes"]] == [
+        (p["candidates"], p["large"]) for p in serial.passes
+    ]
     if procs > 1:  # candidates are really spread and itemsets really sent in blocks of at most 8 KB
         owned = [r["passes"][1]["owned_candidates"] for r in res.results]
         assert sum(owned) == m["passes"][1]["candidates"] and max(owned) < sum(owned)
@@ -230,8 +232,12 @@ def _mpiexec_problem() -> str | None:
     except CommError as e:
         return str(e)
     try:
-        r = subprocess.run([exe, "-n", "2", sys.executable, "-c", "from mpi4py import MPI; MPI.COMM_WORLD.Barrier()"],
-                           capture_output=True, text=True, timeout=60)
+        r = subprocess.run(
+            [exe, "-n", "2", sys.executable, "-c", "from mpi4py import MPI; MPI.COMM_WORLD.Barrier()"],
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
     except (OSError, subprocess.TimeoutExpired) as e:
         return f"{exe} cannot start: {e}"
     return None if r.returncode == 0 else f"{exe} -n 2 failed: {r.stderr.strip()[-300:]}"
@@ -254,15 +260,58 @@ def test_cli_gen_and_run(tmp_path, capsys):
     import json
 
     f = tmp_path / "d.qtx"
-    assert cli_main(["mine", "gen", str(f), "-D", "3k", "-N", "200", "-L", "60", "-T", "6", "-I", "3", "--seed", "11",
-                     "--parts", "4"]) == 0
+    assert (
+        cli_main(
+            [
+                "mine",
+                "gen",
+                str(f),
+                "-D",
+                "3k",
+                "-N",
+                "200",
+                "-L",
+                "60",
+                "-T",
+                "6",
+                "-I",
+                "3",
+                "--seed",
+                "11",
+                "--parts",
+                "4",
+            ]
+        )
+        == 0
+    )
     capsys.readouterr()
     outs = {}
     for algo in ("serial", "hpa"):
         isets = tmp_path / f"{algo}.itemsets"
         rl = tmp_path / f"{algo}.rules"
-        assert cli_main(["mine", "run", str(f), "--algo", algo, "--procs", "4", "--min-support", "2%",
-                         "--min-conf", "60%", "--itemsets-out", str(isets), "--rules-out", str(rl), "--json"]) == 0
+        assert (
+            cli_main(
+                [
+                    "mine",
+                    "run",
+                    str(f),
+                    "--algo",
+                    algo,
+                    "--procs",
+                    "4",
+                    "--min-support",
+                    "2%",
+                    "--min-conf",
+                    "60%",
+                    "--itemsets-out",
+                    str(isets),
+                    "--rules-out",
+                    str(rl),
+                    "--json",
+                ]
+            )
+            == 0
+        )
         outs[algo] = json.loads(capsys.readouterr().out)
         assert isets.read_text() and rl.read_text()
     s, h = outs["serial"], outs["hpa"]
@@ -326,8 +375,12 @@ def test_hpa_index_wire_under_mpi_matches_reference(data):
     if problem:
         pytest.skip(f"mpiexec cannot run here: {problem}")
     path, _, ref = data["skewed"]
-    res = run_mpi("parcomm.apps.hpa.hpa:hpa", 2, kwargs={"path": path, "min_support": SUPPORT["skewed"],
-                                                          "wire": "index", "block_bytes": 1 << 20}, timeout=120)
+    res = run_mpi(
+        "parcomm.apps.hpa.hpa:hpa",
+        2,
+        kwargs={"path": path, "min_support": SUPPORT["skewed"], "wire": "index", "block_bytes": 1 << 20},
+        timeout=120,
+    )
     m = merge_result(res.results)
     assert levels_to_dict(m["levels"]) == ref
     assert all(r["process_cpu_s"] > 0 for r in res.results)

@@ -31,9 +31,17 @@ def _one_error_line(capsys, argv, *needles):
 # --- unit strings ------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("parse,value", [(parse_duration, 10**400), (parse_rate, 10**400), (parse_rate, -(10**400)),
-                                         (parse_duration, 2**1024), (parse_size, 10**5000)],
-                         ids=["duration", "rate", "negative rate", "duration 2^1024", "size 5000 digits"])
+@pytest.mark.parametrize(
+    "parse,value",
+    [
+        (parse_duration, 10**400),
+        (parse_rate, 10**400),
+        (parse_rate, -(10**400)),
+        (parse_duration, 2**1024),
+        (parse_size, 10**5000),
+    ],
+    ids=["duration", "rate", "negative rate", "duration 2^1024", "size 5000 digits"],
+)
 def test_integers_beyond_any_float_are_refused_not_overflowed(parse, value):
     with pytest.raises(ValueError, match="--opt"):
         parse(value, "--opt")
@@ -46,8 +54,11 @@ def test_size_with_a_huge_exponent_is_refused_at_once():
     assert time.monotonic() - t0 < 0.1
 
 
-@pytest.mark.parametrize("value", ["x" * 1_000_000, "1\n2", [0] * 100_000, 10**5000],
-                         ids=["long string", "two lines", "long list", "5000 digits"])
+@pytest.mark.parametrize(
+    "value",
+    ["x" * 1_000_000, "1\n2", [0] * 100_000, 10**5000],
+    ids=["long string", "two lines", "long list", "5000 digits"],
+)
 def test_messages_show_values_short_and_on_one_line(value):
     with pytest.raises(ValueError) as err:
         parse_size(value, "--size")
@@ -59,13 +70,16 @@ def test_messages_show_values_short_and_on_one_line(value):
 # --- platforms ---------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("spec,needle", [
-    ("star:1e18", "star: host count '1e18' is above the limit of 4096"),
-    ("star:4097", "above the limit of 4096"),
-    ("segments:65536x65536", "segments: segment count 65536 is above the limit"),
-    ("segments:4096x2", "4096 segments x 2 hosts is 8192 hosts"),
-    ("segments:16,hosts=1e15", "above the limit of 4096"),
-])
+@pytest.mark.parametrize(
+    "spec,needle",
+    [
+        ("star:1e18", "star: host count '1e18' is above the limit of 4096"),
+        ("star:4097", "above the limit of 4096"),
+        ("segments:65536x65536", "segments: segment count 65536 is above the limit"),
+        ("segments:4096x2", "4096 segments x 2 hosts is 8192 hosts"),
+        ("segments:16,hosts=1e15", "above the limit of 4096"),
+    ],
+)
 def test_short_form_host_counts_are_bounded(spec, needle):
     t0 = time.monotonic()
     with pytest.raises(PlatformError) as err:
@@ -78,32 +92,38 @@ def test_the_largest_platform_is_still_accepted():
     assert len(as_platform("star:4096")["hosts"]) == schema.MAX_HOSTS
 
 
-@pytest.mark.parametrize("tcp,field", [
-    ({"dupack_threshold": 2**70}, "tcp.dupack_threshold"),
-    ({"dupack_threshold": 65536}, "tcp.dupack_threshold"),
-    ({"initial_cwnd_segments": 2**52}, "tcp.initial_cwnd_segments"),
-    ({"sndbuf_bytes": 2**40, "rcvbuf_bytes": 2**40}, "tcp.sndbuf_bytes"),
-    ({"rto_max_s": 10**400}, "tcp.rto_max_s"),
-])
+@pytest.mark.parametrize(
+    "tcp,field",
+    [
+        ({"dupack_threshold": 2**70}, "tcp.dupack_threshold"),
+        ({"dupack_threshold": 65536}, "tcp.dupack_threshold"),
+        ({"initial_cwnd_segments": 2**52}, "tcp.initial_cwnd_segments"),
+        ({"sndbuf_bytes": 2**40, "rcvbuf_bytes": 2**40}, "tcp.sndbuf_bytes"),
+        ({"rto_max_s": 10**400}, "tcp.rto_max_s"),
+    ],
+)
 def test_tcp_fields_are_bounded(tcp, field):
     with pytest.raises(PlatformError) as err:
         from_mapping({"builder": "star", "n": 2, "tcp": tcp}, "p.toml")
     assert str(err.value).startswith("p.toml: ") and field in str(err.value)
 
 
-@pytest.mark.parametrize("mutate,field", [
-    (lambda p: p["hosts"][0].update(mtu=2**64 - 1), "hosts.h0.mtu"),
-    (lambda p: p["hosts"][0].update(nic_queue_packets=2**40), "hosts.h0.nic_queue_packets"),
-    (lambda p: p["hosts"][0]["tcp"].update(dupack_threshold=2**64 - 1), "hosts.h0.tcp.dupack_threshold"),
-    (lambda p: p["hosts"][0]["send_overhead"].update(jitter_s=None), "hosts.h0.send_overhead.jitter_s"),
-    (lambda p: p["hosts"][0]["send_overhead"].update(fixed_s=10**400), "hosts.h0.send_overhead.fixed_s"),
-    (lambda p: p["links"][0].update(rate_bps=float("inf")), "links[0].rate_bps"),
-    (lambda p: p["links"][0].update(propagation_s=float("nan")), "links[0].propagation_s"),
-    (lambda p: p["switches"][0]["buffer"].update(size=2**60), "switches.sw0.buffer.size"),
-    (lambda p: p["hosts"][0].update(name="a\nb"), "hosts[0].name"),
-    (lambda p: p["links"].append(dict(p["links"][0], b="h1")), "a host has one network interface"),
-    (lambda p: p["links"].pop(), "hosts.h2: not connected"),
-])
+@pytest.mark.parametrize(
+    "mutate,field",
+    [
+        (lambda p: p["hosts"][0].update(mtu=2**64 - 1), "hosts.h0.mtu"),
+        (lambda p: p["hosts"][0].update(nic_queue_packets=2**40), "hosts.h0.nic_queue_packets"),
+        (lambda p: p["hosts"][0]["tcp"].update(dupack_threshold=2**64 - 1), "hosts.h0.tcp.dupack_threshold"),
+        (lambda p: p["hosts"][0]["send_overhead"].update(jitter_s=None), "hosts.h0.send_overhead.jitter_s"),
+        (lambda p: p["hosts"][0]["send_overhead"].update(fixed_s=10**400), "hosts.h0.send_overhead.fixed_s"),
+        (lambda p: p["links"][0].update(rate_bps=float("inf")), "links[0].rate_bps"),
+        (lambda p: p["links"][0].update(propagation_s=float("nan")), "links[0].propagation_s"),
+        (lambda p: p["switches"][0]["buffer"].update(size=2**60), "switches.sw0.buffer.size"),
+        (lambda p: p["hosts"][0].update(name="a\nb"), "hosts[0].name"),
+        (lambda p: p["links"].append(dict(p["links"][0], b="h1")), "a host has one network interface"),
+        (lambda p: p["links"].pop(), "hosts.h2: not connected"),
+    ],
+)
 def test_platform_dicts_are_validated_with_bounds(mutate, field):
     """A user's dict reaches the core only through as_platform, which validates it (it used to
     pass dicts through untouched: dupack_threshold = 2**64 - 1 was accepted)."""
@@ -123,11 +143,14 @@ def test_platform_file_reads_are_bounded(tmp_path):
         load(bad)
 
 
-@pytest.mark.parametrize("text,needle", [
-    ("a = " + "[" * 100_000 + "]" * 100_000, "nested too deeply"),
-    ("a = " + "9" * 5000, "a number with thousands of digits"),
-    ("builder = 'star'\nn = 2\n#" + "x" * 300_000, None),
-])
+@pytest.mark.parametrize(
+    "text,needle",
+    [
+        ("a = " + "[" * 100_000 + "]" * 100_000, "nested too deeply"),
+        ("a = " + "9" * 5000, "a number with thousands of digits"),
+        ("builder = 'star'\nn = 2\n#" + "x" * 300_000, None),
+    ],
+)
 def test_hostile_toml_is_one_error(text, needle):
     if needle is None:
         assert len(loads(text, "big.toml")["hosts"]) == 2  # a large file within the limit is fine
@@ -141,17 +164,23 @@ def test_hostile_toml_is_one_error(text, needle):
 
 
 def _tree_doc(**net):
-    return {"source": "s", "nodes": [{"name": "s", "kind": "source"}, {"name": "r", "kind": "receiver"}],
-            "networks": [{"name": "n", "parent": "s", "child": "r", "delay_s": 0.01, "loss": 0.01, "rate_bps": 1e9, **net}]}
+    return {
+        "source": "s",
+        "nodes": [{"name": "s", "kind": "source"}, {"name": "r", "kind": "receiver"}],
+        "networks": [{"name": "n", "parent": "s", "child": "r", "delay_s": 0.01, "loss": 0.01, "rate_bps": 1e9, **net}],
+    }
 
 
-@pytest.mark.parametrize("doc,needle", [
-    ({**_tree_doc(), "packet_bytes": 2**70}, "packet_bytes"),
-    (_tree_doc(delay_s=10**400), "networks[0] ('n').delay_s"),
-    (_tree_doc(rate_bps=10**400), "networks[0] ('n').rate_bps"),
-    (_tree_doc(loss="99.9999%"), "networks[0] ('n').loss"),
-    (_tree_doc(loss=0.9), "must be in [0, 0.5]"),
-])
+@pytest.mark.parametrize(
+    "doc,needle",
+    [
+        ({**_tree_doc(), "packet_bytes": 2**70}, "packet_bytes"),
+        (_tree_doc(delay_s=10**400), "networks[0] ('n').delay_s"),
+        (_tree_doc(rate_bps=10**400), "networks[0] ('n').rate_bps"),
+        (_tree_doc(loss="99.9999%"), "networks[0] ('n').loss"),
+        (_tree_doc(loss=0.9), "must be in [0, 0.5]"),
+    ],
+)
 def test_tree_numbers_are_bounded(doc, needle):
     with pytest.raises(mtree.TreeError) as err:
         mtree.loads(json.dumps(doc), source="t.json")
@@ -167,18 +196,29 @@ def test_tree_file_reads_are_bounded():
 
 # --- model parameter files ---------------------------------------------------------------
 
-_PARAMS = {"format": FORMAT, "procs": 8, "L": 5e-5, "sizes": [0, 1024], "g": [1e-5, 2e-5], "o_s": [1e-6, 1e-6],
-           "o_r": [1e-6, 1e-6]}
+_PARAMS = {
+    "format": FORMAT,
+    "procs": 8,
+    "L": 5e-5,
+    "sizes": [0, 1024],
+    "g": [1e-5, 2e-5],
+    "o_s": [1e-6, 1e-6],
+    "o_r": [1e-6, 1e-6],
+}
 
 
-@pytest.mark.parametrize("change,needle", [
-    ({"g": "ab"}, "'g' must be a list"),
-    ({"L": 10**400}, "'L' must be finite numbers"),
-    ({"sizes": [0, [1024]]}, "'sizes' must be whole numbers"),
-    ({"meta": []}, "'meta' must be an object"),
-    ({"flow_control": [1] * 100_000}, "'flow_control' must be true or false"),
-    ({"g_pattern": {"x" * 1000: [1, 2]}}, "g_pattern"),
-], ids=["g string", "L huge", "sizes nested", "meta list", "flow_control long list", "pattern name long"])
+@pytest.mark.parametrize(
+    "change,needle",
+    [
+        ({"g": "ab"}, "'g' must be a list"),
+        ({"L": 10**400}, "'L' must be finite numbers"),
+        ({"sizes": [0, [1024]]}, "'sizes' must be whole numbers"),
+        ({"meta": []}, "'meta' must be an object"),
+        ({"flow_control": [1] * 100_000}, "'flow_control' must be true or false"),
+        ({"g_pattern": {"x" * 1000: [1, 2]}}, "g_pattern"),
+    ],
+    ids=["g string", "L huge", "sizes nested", "meta list", "flow_control long list", "pattern name long"],
+)
 def test_parameter_files_are_typed_and_bounded(tmp_path, change, needle):
     f = tmp_path / "params.json"
     f.write_text(json.dumps({**_PARAMS, **change}))

@@ -132,7 +132,7 @@ def _cycles() -> list[list[str]]:
         stack.append(n)
         for m in sorted(graph[n]):
             if state.get(m) == 1:
-                cycles.append(stack[stack.index(m):] + [m])
+                cycles.append(stack[stack.index(m) :] + [m])
             elif m not in state:
                 visit(m)
         stack.pop()
@@ -156,7 +156,8 @@ def test_modules_import_each_other_without_cycles():
 def test_pending_cycles_still_exist():
     for prefix in PENDING_CYCLE_PREFIXES:
         assert any(all(m.startswith(prefix) for m in c) for c in _cycles()), (
-            f"no import cycle left under {prefix}: remove it from PENDING_CYCLE_PREFIXES")
+            f"no import cycle left under {prefix}: remove it from PENDING_CYCLE_PREFIXES"
+        )
 
 
 def _passes_on(handler: ast.ExceptHandler) -> bool:
@@ -164,8 +165,11 @@ def _passes_on(handler: ast.ExceptHandler) -> bool:
     for node in ast.walk(handler):
         if isinstance(node, ast.Raise):
             return True
-        if (isinstance(node, ast.Call) and handler.name
-                and any(isinstance(a, ast.Name) and a.id == handler.name for a in node.args)):
+        if (
+            isinstance(node, ast.Call)
+            and handler.name
+            and any(isinstance(a, ast.Name) and a.id == handler.name for a in node.args)
+        ):
             return True
     return False
 
@@ -179,7 +183,8 @@ def test_studies_swallow_no_exceptions():
             if isinstance(node, ast.ExceptHandler):
                 names = [node.type] if not isinstance(node.type, ast.Tuple) else list(node.type.elts)
                 broad = node.type is None or any(
-                    isinstance(t, ast.Name) and t.id in ("Exception", "BaseException") for t in names)
+                    isinstance(t, ast.Name) and t.id in ("Exception", "BaseException") for t in names
+                )
                 if broad and not _passes_on(node):
                     found.append(f"{path.relative_to(PKG.parent)}:{node.lineno}")
     assert not found, "broad except in studies: " + ", ".join(found)

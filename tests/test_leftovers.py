@@ -58,8 +58,9 @@ _WRITER = textwrap.dedent(
 
 def _start_writer(target: Path) -> tuple[subprocess.Popen, Path]:
     """A real process holding an OutputWriter on ``target``; returns it and its partial file."""
-    proc = subprocess.Popen([sys.executable, "-c", _WRITER, str(target)], stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True)
+    proc = subprocess.Popen(
+        [sys.executable, "-c", _WRITER, str(target)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+    )
     line = proc.stdout.readline().strip()
     assert line, proc.stderr.read()
     return proc, Path(line)
@@ -237,17 +238,39 @@ def bcast_object(versitygw, s3_bucket):
 
 def _bcast_node(url: str, out: Path, meet: Path, prelude: str = "") -> list[str]:
     """argv of one hand-started node (`--nodes 1`), optionally after some Python run first."""
-    args = ["bcast", url, "--out", str(out), "--rendezvous-dir", str(meet), "--rank", "0", "--nodes", "1",
-            "--timeout", "120s"]
+    args = [
+        "bcast",
+        url,
+        "--out",
+        str(out),
+        "--rendezvous-dir",
+        str(meet),
+        "--rank",
+        "0",
+        "--nodes",
+        "1",
+        "--timeout",
+        "120s",
+    ]
     if not prelude:
         return [sys.executable, "-m", "parcomm", *args]
-    return [sys.executable, "-c", prelude + "\nimport sys\nfrom parcomm.cli import main\nsys.exit(main(sys.argv[1:]))", *args]
+    return [
+        sys.executable,
+        "-c",
+        prelude + "\nimport sys\nfrom parcomm.cli import main\nsys.exit(main(sys.argv[1:]))",
+        *args,
+    ]
 
 
 def _node_env(versitygw, endpoint: str) -> dict:
     from parcomm.auth import JobKey
 
-    return {**os.environ, **versitygw.environ(), "AWS_ENDPOINT_URL_S3": endpoint, "PARCOMM_JOB_KEY": JobKey.generate().hex()}
+    return {
+        **os.environ,
+        **versitygw.environ(),
+        "AWS_ENDPOINT_URL_S3": endpoint,
+        "PARCOMM_JOB_KEY": JobKey.generate().hex(),
+    }
 
 
 def test_killed_bcast_node_leaves_nothing_after_the_next_run(versitygw, bcast_object, tmp_path):
@@ -257,9 +280,13 @@ def test_killed_bcast_node_leaves_nothing_after_the_next_run(versitygw, bcast_ob
     out = tmp_path / "out"
     out.mkdir()
     with PacingProxy(versitygw.endpoint_url, profile=[(1.0, 2e5)], seed=1) as proxy:  # 200 kB/s: seconds to go
-        node = subprocess.Popen(_bcast_node(url, out / "obj.bin", tmp_path / "meet1"),
-                                env=_node_env(versitygw, proxy.endpoint_url),
-                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        node = subprocess.Popen(
+            _bcast_node(url, out / "obj.bin", tmp_path / "meet1"),
+            env=_node_env(versitygw, proxy.endpoint_url),
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
         try:
             deadline = time.monotonic() + 60
             while not _partials(out) and time.monotonic() < deadline:
@@ -271,8 +298,13 @@ def test_killed_bcast_node_leaves_nothing_after_the_next_run(versitygw, bcast_ob
             _kill(node)
     left = _partials(out)
     assert len(left) == 1 and (out / left[0]).stat().st_size == 8 << 20  # the hidden partial kill -9 leaves
-    run = subprocess.run(_bcast_node(url, out / "obj.bin", tmp_path / "meet2"),
-                         env=_node_env(versitygw, versitygw.endpoint_url), capture_output=True, text=True, timeout=120)
+    run = subprocess.run(
+        _bcast_node(url, out / "obj.bin", tmp_path / "meet2"),
+        env=_node_env(versitygw, versitygw.endpoint_url),
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert run.returncode == 0, run.stderr
     assert os.listdir(out) == ["obj.bin"]
     assert hashlib.sha256((out / "obj.bin").read_bytes()).hexdigest() == digest
@@ -284,13 +316,20 @@ def test_bcast_onto_a_full_disk_fails_at_once_without_refetching(versitygw, bcas
     from parcomm.apps.bcast.proxy import PacingProxy
 
     url, _digest = bcast_object
-    blind = ("import os\n"
-             "del os.posix_fallocate\n"
-             "def _unknown(*a):\n    raise OSError(38, 'statvfs not supported')\n"
-             "os.statvfs = os.fstatvfs = _unknown")
+    blind = (
+        "import os\n"
+        "del os.posix_fallocate\n"
+        "def _unknown(*a):\n    raise OSError(38, 'statvfs not supported')\n"
+        "os.statvfs = os.fstatvfs = _unknown"
+    )
     with PacingProxy(versitygw.endpoint_url) as proxy:
-        run = subprocess.run(_bcast_node(url, small_fs / "obj.bin", tmp_path / "meet", prelude=blind),
-                             env=_node_env(versitygw, proxy.endpoint_url), capture_output=True, text=True, timeout=120)
+        run = subprocess.run(
+            _bcast_node(url, small_fs / "obj.bin", tmp_path / "meet", prelude=blind),
+            env=_node_env(versitygw, proxy.endpoint_url),
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
         stats = proxy.snapshot()
     lines = run.stderr.strip().splitlines()
     assert run.returncode == 1 and len(lines) == 1, run.stderr
@@ -301,8 +340,13 @@ def test_bcast_onto_a_full_disk_fails_at_once_without_refetching(versitygw, bcas
 
     # With the usual tools (fallocate) the run does not even start downloading the object.
     with PacingProxy(versitygw.endpoint_url) as proxy:
-        run = subprocess.run(_bcast_node(url, small_fs / "obj.bin", tmp_path / "meet2"),
-                             env=_node_env(versitygw, proxy.endpoint_url), capture_output=True, text=True, timeout=120)
+        run = subprocess.run(
+            _bcast_node(url, small_fs / "obj.bin", tmp_path / "meet2"),
+            env=_node_env(versitygw, proxy.endpoint_url),
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
         stats = proxy.snapshot()
     assert run.returncode == 1 and run.stderr.count("\n") == 1 and "disk full (ENOSPC)" in run.stderr, run.stderr
     assert stats.bytes_served < 1 << 20, stats  # the hash list only
@@ -350,7 +394,9 @@ _EMU_CHILD = textwrap.dedent(
 
 def _start_emu_child() -> tuple[subprocess.Popen, int, Path, list[str]]:
     """A real process with an emulated cluster up: (process, its reaper's pid, work dir, namespaces)."""
-    child = subprocess.Popen([sys.executable, "-c", _EMU_CHILD], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    child = subprocess.Popen(
+        [sys.executable, "-c", _EMU_CHILD], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+    )
     line = child.stdout.readline().split()
     assert line, child.stderr.read()
     reaper, workdir, *names = line
@@ -437,11 +483,14 @@ def test_cli_emu_cleanup_reports_work_directories(tmp_path):
     stale = Path(tempfile.gettempdir()) / f"parcomm-emu-{2**22 + 13}-cafe-xyz789"
     stale.mkdir()
     try:
-        proc = subprocess.run([sys.executable, "-m", "parcomm", "emu", "cleanup", "--json"], capture_output=True,
-                              text=True, timeout=60)
+        proc = subprocess.run(
+            [sys.executable, "-m", "parcomm", "emu", "cleanup", "--json"], capture_output=True, text=True, timeout=60
+        )
         assert proc.returncode == 0, proc.stderr
         assert str(stale) in json.loads(proc.stdout)["workdirs"] and not stale.exists()
-        proc = subprocess.run([sys.executable, "-m", "parcomm", "emu", "cleanup"], capture_output=True, text=True, timeout=60)
+        proc = subprocess.run(
+            [sys.executable, "-m", "parcomm", "emu", "cleanup"], capture_output=True, text=True, timeout=60
+        )
         assert proc.returncode == 0 and "work director" in proc.stdout, proc.stdout + proc.stderr
     finally:
         if stale.exists():
@@ -467,7 +516,9 @@ def test_repro_bad_out_is_one_line_exit_2(tmp_path, readonly_fs):
     afile = tmp_path / "afile"
     afile.write_text("x")
     # Before: 28-46 lines of traceback each (FileNotFoundError / NotADirectoryError from mkdir).
-    _one_line(_parcomm("repro", "--quick", "--out", str(afile / "res"), "shimokuni"), 2, str(afile / "res"), "not a directory")
+    _one_line(
+        _parcomm("repro", "--quick", "--out", str(afile / "res"), "shimokuni"), 2, str(afile / "res"), "not a directory"
+    )
     _one_line(_parcomm("repro", "--quick", "--out", "/proc/parcomm-no/res", "shimokuni"), 2, "/proc/parcomm-no/res")
     _one_line(_parcomm("repro", "--quick", "--out", "/proc", "shimokuni"), 2, "--out /proc", "cannot write")
     _one_line(_parcomm("repro", "--quick", "--out", str(readonly_fs / "res"), "shimokuni"), 2, "read-only file system")

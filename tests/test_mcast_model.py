@@ -42,8 +42,13 @@ def test_study4_table_to_printed_precision(row):
 
 def test_study4_exact_values_and_route_equals_tree():
     # The convention's own values, to 1e-9: the table rounds these.
-    expect = {"A": (417.16944, 28.923), "B": (376.98198, 58.3125), "C": (374.80025, 156.2775),
-              "D": (374.07591, 226.2525), "E": (373.35302, 324.2175)}
+    expect = {
+        "A": (417.16944, 28.923),
+        "B": (376.98198, 58.3125),
+        "C": (374.80025, 156.2775),
+        "D": (374.07591, 226.2525),
+        "E": (373.35302, 324.2175),
+    }
     for row, (d, b) in expect.items():
         levels = STUDY4[row][4]
         tree = analyze(T.binary_tree(128, repair_at=levels))
@@ -57,12 +62,17 @@ def test_study4_placements_are_the_only_level_sets_matching_the_buffers():
     # "2段おき" and "1段おき" are pinned down by per-device maxima and totals.
     prep = P._Prepared(T.binary_tree(128), None, False)
     level_sets = [lv for k in range(8) for lv in itertools.combinations(range(1, 8), k)]
-    routers = {lv: [prep.index[r] for r in T.binary_tree(128).routers if int(r[1:r.index(".")]) in lv] for lv in level_sets}
+    routers = {
+        lv: [prep.index[r] for r in T.binary_tree(128).routers if int(r[1 : r.index(".")]) in lv] for lv in level_sets
+    }
     values = {lv: prep.evaluate(routers[lv], "route") for lv in level_sets}
     for row in ("C", "D"):
         _, _, system, per_device, levels = STUDY4[row]
-        hits = [list(lv) for lv, (_, _, tot, mx) in values.items()
-                if abs(tot / 1e6 - system) <= 0.1 and abs(mx / 1e6 - per_device) <= 0.01]
+        hits = [
+            list(lv)
+            for lv, (_, _, tot, mx) in values.items()
+            if abs(tot / 1e6 - system) <= 0.1 and abs(mx / 1e6 - per_device) <= 0.01
+        ]
         assert hits == [levels]
 
 
@@ -134,8 +144,11 @@ def test_lossless_limit_delay_is_round_trip_whatever_the_placement():
 
 def test_on_a_route_more_repair_never_hurts():
     t = T.path_tree(T.STUDY4_SEGMENTS)
-    cost = {rep: analyze(t, repair=[f"r{i}" for i in rep]).mean_delay_s
-            for k in range(8) for rep in itertools.combinations(range(1, 8), k)}
+    cost = {
+        rep: analyze(t, repair=[f"r{i}" for i in rep]).mean_delay_s
+        for k in range(8)
+        for rep in itertools.combinations(range(1, 8), k)
+    }
     for rep, d in cost.items():
         for extra in set(range(1, 8)) - set(rep):
             assert cost[tuple(sorted(rep + (extra,)))] <= d + 1e-15
@@ -204,15 +217,31 @@ def random_tree(seed: int, routers: int = 7, receivers: int = 6) -> T.Tree:
         p, nm = rng.choice(inner), f"r{i}"
         nodes.append({"name": nm, "kind": "router"})
         inner.append(nm)
-        nets.append({"name": f"e{nm}", "parent": p, "child": nm, "delay_s": rng.choice([0.001, 0.003, 0.01, 0.03]),
-                     "loss": rng.choice([0.0, 0.002, 0.01, 0.05, 0.2]), "rate_bps": 1e9})
+        nets.append(
+            {
+                "name": f"e{nm}",
+                "parent": p,
+                "child": nm,
+                "delay_s": rng.choice([0.001, 0.003, 0.01, 0.03]),
+                "loss": rng.choice([0.0, 0.002, 0.01, 0.05, 0.2]),
+                "rate_bps": 1e9,
+            }
+        )
     parents = {n["parent"] for n in nets}
     targets = [r for r in inner if r not in parents]
     targets += [rng.choice(inner) for _ in range(max(0, receivers - len(targets)))]
     for j, p in enumerate(targets):
         nodes.append({"name": f"u{j}", "kind": "receiver"})
-        nets.append({"name": f"eu{j}", "parent": p, "child": f"u{j}", "delay_s": rng.choice([0.001, 0.003, 0.01]),
-                     "loss": rng.choice([0.0, 0.01, 0.05, 0.1]), "rate_bps": rng.choice([1e8, 1e9])})
+        nets.append(
+            {
+                "name": f"eu{j}",
+                "parent": p,
+                "child": f"u{j}",
+                "delay_s": rng.choice([0.001, 0.003, 0.01]),
+                "loss": rng.choice([0.0, 0.01, 0.05, 0.1]),
+                "rate_bps": rng.choice([1e8, 1e9]),
+            }
+        )
     return T.validate({"name": f"random{seed}", "source": "s", "nodes": nodes, "networks": nets})
 
 
@@ -266,8 +295,13 @@ def test_fast_route_greedy_equals_reevaluating_greedy():
     prep_order = []
     left = list(t.routers)
     for k in range(1, len(fast)):
-        best = min(left, key=lambda r: (round(P.evaluate(t, prep_order + [r]).mean_delay_s, 15),
-                                        P.evaluate(t, prep_order + [r]).buffer_total_bytes))
+        best = min(
+            left,
+            key=lambda r: (
+                round(P.evaluate(t, prep_order + [r]).mean_delay_s, 15),
+                P.evaluate(t, prep_order + [r]).buffer_total_bytes,
+            ),
+        )
         prep_order.append(best)
         left.remove(best)
         assert fast[k].mean_delay_s == pytest.approx(P.evaluate(t, prep_order).mean_delay_s, rel=1e-12)
@@ -341,8 +375,10 @@ def good() -> dict:
 
 def _cycle(d):
     d["nodes"] += [{"name": "x", "kind": "router"}, {"name": "y", "kind": "router"}]
-    d["networks"] += [{"name": "xy", "parent": "x", "child": "y", "delay_s": 0, "loss": 0, "rate_bps": 1},
-                      {"name": "yx", "parent": "y", "child": "x", "delay_s": 0, "loss": 0, "rate_bps": 1}]
+    d["networks"] += [
+        {"name": "xy", "parent": "x", "child": "y", "delay_s": 0, "loss": 0, "rate_bps": 1},
+        {"name": "yx", "parent": "y", "child": "x", "delay_s": 0, "loss": 0, "rate_bps": 1},
+    ]
 
 
 MALFORMED = [
@@ -354,20 +390,37 @@ MALFORMED = [
     ("cycle", _cycle, "cycle through networks"),
     ("unreachable receiver", lambda d: d["networks"].pop(), "receiver 'rcv' is not reachable from source 'src'"),
     ("cut in the middle", lambda d: d["networks"].pop(1), "receiver 'rcv' is not reachable"),
-    ("unknown node", lambda d: d["networks"][0].update(child="nowhere"), "networks[0] ('n1').child = 'nowhere': unknown node"),
+    (
+        "unknown node",
+        lambda d: d["networks"][0].update(child="nowhere"),
+        "networks[0] ('n1').child = 'nowhere': unknown node",
+    ),
     ("two parents", lambda d: d["networks"][2].update(child="r1"), "node 'r1' has two parent networks"),
     ("duplicate node", lambda d: d["nodes"].append({"name": "r1", "kind": "router"}), "duplicate node name 'r1'"),
     ("duplicate network", lambda d: d["networks"].append(dict(d["networks"][0])), "duplicate network name 'n1'"),
     ("unknown kind", lambda d: d["nodes"][1].update(kind="switch"), "nodes[1] ('r1').kind"),
     ("repair on a receiver", lambda d: d["nodes"][-1].update(repair=True), "only routers take a repair flag"),
-    ("receiver with a child", lambda d: d["networks"].append(
-        {"name": "z", "parent": "rcv", "child": "r2", "delay_s": 0, "loss": 0, "rate_bps": 1}), "receivers are leaves"),
+    (
+        "receiver with a child",
+        lambda d: d["networks"].append(
+            {"name": "z", "parent": "rcv", "child": "r2", "delay_s": 0, "loss": 0, "rate_bps": 1}
+        ),
+        "receivers are leaves",
+    ),
     ("typo in a field", lambda d: d["networks"][0].update(delay=0.1), "networks[0]: unknown field 'delay'"),
     ("missing field", lambda d: d["networks"][0].pop("loss"), "networks[0] ('n1'): missing field 'loss'"),
     ("source not a source", lambda d: d.update(source="r1"), "source = 'r1'"),
     ("unknown source", lambda d: d.update(source="zz"), "source = 'zz': no node"),
-    ("leaf router", lambda d: (d["nodes"].append({"name": "lone", "kind": "router"}), d["networks"].append(
-        {"name": "nl", "parent": "r1", "child": "lone", "delay_s": 0, "loss": 0, "rate_bps": 1})), "router 'lone' has no child"),
+    (
+        "leaf router",
+        lambda d: (
+            d["nodes"].append({"name": "lone", "kind": "router"}),
+            d["networks"].append(
+                {"name": "nl", "parent": "r1", "child": "lone", "delay_s": 0, "loss": 0, "rate_bps": 1}
+            ),
+        ),
+        "router 'lone' has no child",
+    ),
     ("no nodes", lambda d: d.update(nodes=[]), "nodes: must be a non-empty list"),
     ("bad packet size", lambda d: d.update(packet_bytes=0), "packet_bytes"),
 ]
@@ -383,13 +436,19 @@ def test_malformed_trees_get_errors_naming_the_fault(what, mutate, message):
 
 
 def test_round_trip_and_builders():
-    for t in (T.path_tree(T.STUDY4_SEGMENTS, [1, 7]), T.binary_tree(8, repair_at=[2], segments=[T.LAN, T.BACKBONE, T.BACKBONE, T.LAN]),
-              T.branching(4, repair_at=[2]), T.wan_tree(backbone_levels=2, lan_levels=1)):
+    for t in (
+        T.path_tree(T.STUDY4_SEGMENTS, [1, 7]),
+        T.binary_tree(8, repair_at=[2], segments=[T.LAN, T.BACKBONE, T.BACKBONE, T.LAN]),
+        T.branching(4, repair_at=[2]),
+        T.wan_tree(backbone_levels=2, lan_levels=1),
+    ):
         d = T.to_dict(t)
         assert T.validate(json.loads(json.dumps(d))) == t
     b = T.binary_tree(128)
     assert (len(b.receivers), len(b.routers), len(b.networks)) == (128, 127, 255)
-    assert [len([r for r in b.routers if r.startswith(f"r{l}.")]) for l in range(1, 8)] == [2 ** (l - 1) for l in range(1, 8)]
+    assert [len([r for r in b.routers if r.startswith(f"r{l}.")]) for l in range(1, 8)] == [
+        2 ** (l - 1) for l in range(1, 8)
+    ]
     assert T.with_repair(b, ["r1.0"]).repair_routers == ["r1.0"]
     assert len(T.wan_tree(backbone_fanout=3).receivers) == 11664
     with pytest.raises(T.TreeError, match="power of the fan-out"):
@@ -463,17 +522,20 @@ def test_cli_place_json_and_plot(capsys, tree_file, tmp_path):
     assert rc == 0 and "r1.0" in out
 
 
-@pytest.mark.parametrize("argv,needle", [
-    (["mcast", "model", "/nonexistent/tree.json"], "no such tree file"),
-    (["mcast", "place", "/nonexistent/tree.json", "--routers", "1"], "no such tree file"),
-    (["mcast", "place", "{tree}"], "exactly one budget"),
-    (["mcast", "place", "{tree}", "--routers", "1", "--buffer", "1MB"], "exactly one budget"),
-    (["mcast", "place", "{tree}", "--buffer", "1MB"], "source alone needs"),
-    (["mcast", "place", "{tree}", "--buffer", "10Mb"], "lowercase 'b'"),
-    (["mcast", "model", "{tree}", "--rate", "fast"], "--rate"),
-    (["mcast", "model", "{tree}", "--repair", "rcv0"], "only routers repair"),
-    (["mcast", "model", "{bad}"], "networks[0] ('n1.0').loss"),
-])
+@pytest.mark.parametrize(
+    "argv,needle",
+    [
+        (["mcast", "model", "/nonexistent/tree.json"], "no such tree file"),
+        (["mcast", "place", "/nonexistent/tree.json", "--routers", "1"], "no such tree file"),
+        (["mcast", "place", "{tree}"], "exactly one budget"),
+        (["mcast", "place", "{tree}", "--routers", "1", "--buffer", "1MB"], "exactly one budget"),
+        (["mcast", "place", "{tree}", "--buffer", "1MB"], "source alone needs"),
+        (["mcast", "place", "{tree}", "--buffer", "10Mb"], "lowercase 'b'"),
+        (["mcast", "model", "{tree}", "--rate", "fast"], "--rate"),
+        (["mcast", "model", "{tree}", "--repair", "rcv0"], "only routers repair"),
+        (["mcast", "model", "{bad}"], "networks[0] ('n1.0').loss"),
+    ],
+)
 def test_cli_user_errors_exit_2(capsys, tree_file, tmp_path, argv, needle):
     bad = tmp_path / "bad.json"
     d = T.to_dict(T.binary_tree(4, segments=[T.LAN, T.BACKBONE, T.LAN]))

@@ -20,8 +20,10 @@ def path(segments, repair_at=(), packet_bytes=1024) -> dict:
     nodes = [{"name": "src", "kind": "source"}]
     nodes += [{"name": f"r{i}", "kind": "router", "repair": i in repair_at} for i in range(1, k)]
     nodes.append({"name": "rcv", "kind": "receiver"})
-    nets = [{"name": f"n{i + 1}", "parent": names[i], "child": names[i + 1],
-             "delay_s": d, "loss": l, "rate_bps": r} for i, (d, l, r) in enumerate(segments)]
+    nets = [
+        {"name": f"n{i + 1}", "parent": names[i], "child": names[i + 1], "delay_s": d, "loss": l, "rate_bps": r}
+        for i, (d, l, r) in enumerate(segments)
+    ]
     return {"name": "path", "source": "src", "packet_bytes": packet_bytes, "nodes": nodes, "networks": nets}
 
 
@@ -60,7 +62,7 @@ def test_comet_rm_release_time_matches_the_papers_study4_delay():
     # round trip (372 ms) per attempt after sending it: 372 ms / P(success)
     # = 417 ms on study 4's route, the paper's figure for A.
     r = simulate(path(STUDY4), packets=5000, rate_pps=1000, repair="none", seed=2)
-    p = 0.95 ** 2 * 0.998 ** 6
+    p = 0.95**2 * 0.998**6
     rtt = sum(2 * d + tx(1024, rate) + tx(40, rate) for d, _, rate in STUDY4)
     assert r.release["mean_s"] == pytest.approx(rtt / p, rel=0.02)
     assert r.release["mean_s"] == pytest.approx(0.417, rel=0.02)

@@ -15,8 +15,10 @@ from parcomm.cli import main
 from parcomm.models import PlogPParams
 from parcomm.models import emit as E
 
-CHOICES = {8: [(1024, "alltoall_a"), (16384, "alltoall_a"), (65536, "alltoall_b"), (262144, "alltoall_b")],
-           64: [(1024, "alltoall_a"), (16384, "alltoall_b"), (65536, "alltoall_b"), (262144, "alltoall_a")]}
+CHOICES = {
+    8: [(1024, "alltoall_a"), (16384, "alltoall_a"), (65536, "alltoall_b"), (262144, "alltoall_b")],
+    64: [(1024, "alltoall_a"), (16384, "alltoall_b"), (65536, "alltoall_b"), (262144, "alltoall_a")],
+}
 
 
 def test_mpich_tree_has_one_rule_per_run_of_equal_choices():
@@ -24,14 +26,18 @@ def test_mpich_tree_has_one_rule_per_run_of_equal_choices():
     assert tree["is_sendbuf_inplace=yes"] == {"algorithm=MPIR_Alltoall_intra_pairwise_sendrecv_replace": {}}
     by_size = tree["is_sendbuf_inplace=no"]
     assert list(by_size) == ["comm_size<=8", "comm_size=any"]  # the largest P takes every larger communicator
-    assert by_size["comm_size<=8"] == {"avg_msg_size<=16384": {"algorithm=MPIR_Alltoall_intra_scattered": {}},
-                                       "avg_msg_size=any": {"algorithm=MPIR_Alltoall_intra_pairwise": {}}}
+    assert by_size["comm_size<=8"] == {
+        "avg_msg_size<=16384": {"algorithm=MPIR_Alltoall_intra_scattered": {}},
+        "avg_msg_size=any": {"algorithm=MPIR_Alltoall_intra_pairwise": {}},
+    }
     assert list(by_size["comm_size=any"]) == ["avg_msg_size<=1024", "avg_msg_size<=65536", "avg_msg_size=any"]
 
 
 def test_mpich_file_keeps_the_base_s_other_collectives_and_replaces_its_alltoall():
-    base = {"collective=barrier": {"comm_type=intra": {"algorithm=MPIR_Barrier_intra_k_dissemination": {}}},
-            "collective=alltoall": {"comm_type=intra": {"algorithm=MPIR_Alltoall_intra_brucks": {}}}}
+    base = {
+        "collective=barrier": {"comm_type=intra": {"algorithm=MPIR_Barrier_intra_k_dissemination": {}}},
+        "collective=alltoall": {"comm_type=intra": {"algorithm=MPIR_Alltoall_intra_brucks": {}}},
+    }
     doc = json.loads(E.mpich_json(CHOICES, base))
     assert doc["collective=barrier"] == base["collective=barrier"]
     assert "brucks" not in json.dumps(doc["collective=alltoall"])
@@ -42,23 +48,37 @@ def test_openmpi_rules_count_bytes_as_p_times_m():
     nums = [ln for ln in lines if ln]
     assert nums[:3] == [["1"], ["3"], ["2"]]  # one collective, MPI_Alltoall (id 3), two communicator sizes
     assert nums[3:7] == [["8"], ["2"], ["0", "1", "0", "0"], [str(8 * 16385), "2", "0", "0"]]
-    assert nums[7:] == [["64"], ["3"], ["0", "1", "0", "0"], [str(64 * 1025), "2", "0", "0"],
-                        [str(64 * 65537), "1", "0", "0"]]
+    assert nums[7:] == [
+        ["64"],
+        ["3"],
+        ["0", "1", "0", "0"],
+        [str(64 * 1025), "2", "0", "0"],
+        [str(64 * 65537), "1", "0", "0"],
+    ]
 
 
 def test_builtin_selection_is_found_among_the_library_s_strings():
     ch4 = b'{"collective=alltoall":{"comm_type=intra":{"composition=MPIDI_Alltoall_intra_composition_beta":{}}}}'
     mpir = b'{"collective=alltoall":{"comm_type=intra":{"algorithm=MPIR_Alltoall_intra_brucks":{}}}}'
-    blob = b"\x7fELF junk {\"collective=broken\0" + ch4 + b"\0more" + mpir + b"\0tail"
+    blob = b'\x7fELF junk {"collective=broken\0' + ch4 + b"\0more" + mpir + b"\0tail"
     assert E.mpich_builtin_selection(blob) == json.loads(mpir)
     assert E.mpich_builtin_selection(b"no tree here") is None
 
 
 def _params(tmp_path, name, waits_a):
     """P = 8 parameters where A is faster unless the RTO probe saw A wait (waits_a at 16 KiB)."""
-    p = PlogPParams(procs=8, L=60e-6, sizes=[0, 16384, 65536], g=[10e-6, 150e-6, 560e-6], o_s=[1e-6] * 3,
-                    o_r=[1e-6] * 3, queue_bytes=120_000.0, rto_s=0.2, rto_sizes=[1024, 16384],
-                    rto_waits={"alltoall_a": [0.0, waits_a], "alltoall_b": [0.0, 0.0]})
+    p = PlogPParams(
+        procs=8,
+        L=60e-6,
+        sizes=[0, 16384, 65536],
+        g=[10e-6, 150e-6, 560e-6],
+        o_s=[1e-6] * 3,
+        o_r=[1e-6] * 3,
+        queue_bytes=120_000.0,
+        rto_s=0.2,
+        rto_sizes=[1024, 16384],
+        rto_waits={"alltoall_a": [0.0, waits_a], "alltoall_b": [0.0, 0.0]},
+    )
     f = tmp_path / name
     p.save(f)
     return f
@@ -67,17 +87,65 @@ def _params(tmp_path, name, waits_a):
 def test_select_emits_from_several_parameter_files(tmp_path, capsys):
     f = _params(tmp_path, "p8.json", 1.0)
     out = tmp_path / "rules"
-    assert main(["model", "select", "alltoall", "--params", str(f), "--emit", "openmpi-rules",
-                 "--sizes", "1KiB,16KiB", "--out", str(out)]) == 0
+    assert (
+        main(
+            [
+                "model",
+                "select",
+                "alltoall",
+                "--params",
+                str(f),
+                "--emit",
+                "openmpi-rules",
+                "--sizes",
+                "1KiB,16KiB",
+                "--out",
+                str(out),
+            ]
+        )
+        == 0
+    )
     assert "16384 B B" in capsys.readouterr().err  # PlogP-BR+ (the default with a probe) picks B there
-    assert main(["model", "select", "alltoall", "--params", str(f), "--params", str(f), "--emit", "openmpi-rules",
-                 "--out", str(out)]) == 2
+    assert (
+        main(
+            [
+                "model",
+                "select",
+                "alltoall",
+                "--params",
+                str(f),
+                "--params",
+                str(f),
+                "--emit",
+                "openmpi-rules",
+                "--out",
+                str(out),
+            ]
+        )
+        == 2
+    )
     assert main(["model", "select", "bcast", "--params", str(f), "--emit", "mpich-json", "--out", str(out)]) == 2
     assert main(["model", "select", "alltoall", "--params", str(f), "--emit", "mpich-json"]) == 2
     bad = tmp_path / "bad.json"
     bad.write_text('{"not": 1}')
-    assert main(["model", "select", "alltoall", "--params", str(f), "--emit", "mpich-json", "--out", str(out),
-                 "--mpich-base", str(bad)]) == 2
+    assert (
+        main(
+            [
+                "model",
+                "select",
+                "alltoall",
+                "--params",
+                str(f),
+                "--emit",
+                "mpich-json",
+                "--out",
+                str(out),
+                "--mpich-base",
+                str(bad),
+            ]
+        )
+        == 2
+    )
     assert "not an MPICH selection file" in capsys.readouterr().err
 
 
@@ -91,9 +159,11 @@ def test_select_emits_from_several_parameter_files(tmp_path, capsys):
 # allow): the queue overflows and calls wait for Linux's 200 ms RTO minimum.
 # That is the timing signature: a call of >= 200 ms is scattered (A), a call
 # of ~75 ms (917 KB at 100 Mbit/s) without an RTO is pairwise (B).
-SHAPE = ("ip link set lo mtu 1500 up && tc qdisc replace dev lo root handle 1: htb default 1 && "
-         "tc class add dev lo parent 1: classid 1:1 htb rate 100mbit ceil 100mbit burst 3028 cburst 3028 "
-         "quantum 1514 && tc qdisc add dev lo parent 1:1 handle 10: bfifo limit 200000")
+SHAPE = (
+    "ip link set lo mtu 1500 up && tc qdisc replace dev lo root handle 1: htb default 1 && "
+    "tc class add dev lo parent 1: classid 1:1 htb rate 100mbit ceil 100mbit burst 3028 cburst 3028 "
+    "quantum 1514 && tc qdisc add dev lo parent 1:1 handle 10: bfifo limit 200000"
+)
 PROG = """
 import json, sys
 from mpi4py import MPI
@@ -111,18 +181,28 @@ if comm.rank == 0:
     print(json.dumps([max(t[i] for t in ts) for i in range(reps)]))
 """
 MPIEXEC = shutil.which("mpiexec.hydra") or shutil.which("mpiexec")
-WHY_NO_MPICH = WHY_NOT or next((f"needs {t}" for t in ("unshare", "tc") if not shutil.which(t)), None) or (
-    None if MPIEXEC else "needs mpiexec (the mpich wheel)")
+WHY_NO_MPICH = (
+    WHY_NOT
+    or next((f"needs {t}" for t in ("unshare", "tc") if not shutil.which(t)), None)
+    or (None if MPIEXEC else "needs mpiexec (the mpich wheel)")
+)
 
 
 def _alltoall_times(tmp_path: Path, env: dict, procs: int = 8, m: int = 16384, reps: int = 6) -> list[float]:
     prog = tmp_path / "a2a.py"
     prog.write_text(PROG)
-    envs = " ".join(f"{k}={v}" for k, v in {"MPIR_CVAR_NOLOCAL": 1, "MPIR_CVAR_CH4_NETMOD": "ofi",
-                                               "FI_PROVIDER": "tcp", **env}.items())
+    envs = " ".join(
+        f"{k}={v}"
+        for k, v in {"MPIR_CVAR_NOLOCAL": 1, "MPIR_CVAR_CH4_NETMOD": "ofi", "FI_PROVIDER": "tcp", **env}.items()
+    )
     cmd = f"{SHAPE} && env {envs} {MPIEXEC} -n {procs} {sys.executable} {prog} {m} {reps}"
-    proc = subprocess.run(["unshare", "--net", "sh", "-c", cmd], capture_output=True, text=True, timeout=180,
-                          env={**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)})
+    proc = subprocess.run(
+        ["unshare", "--net", "sh", "-c", cmd],
+        capture_output=True,
+        text=True,
+        timeout=180,
+        env={**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)},
+    )
     assert proc.returncode == 0, proc.stderr[-2000:]
     return json.loads(proc.stdout.strip().splitlines()[-1])
 
@@ -132,8 +212,24 @@ def test_mpich_runs_the_algorithm_the_emitted_file_chose(tmp_path):
     files = {}
     for algo, waits in (("A", 0.0), ("B", 1.0)):
         out = tmp_path / f"choose_{algo}.json"
-        assert main(["model", "select", "alltoall", "--params", str(_params(tmp_path, f"p_{algo}.json", waits)),
-                     "--emit", "mpich-json", "--sizes", "16KiB", "--out", str(out)]) == 0
+        assert (
+            main(
+                [
+                    "model",
+                    "select",
+                    "alltoall",
+                    "--params",
+                    str(_params(tmp_path, f"p_{algo}.json", waits)),
+                    "--emit",
+                    "mpich-json",
+                    "--sizes",
+                    "16KiB",
+                    "--out",
+                    str(out),
+                ]
+            )
+            == 0
+        )
         files[algo] = out
     runs = {
         "file A": _alltoall_times(tmp_path, {"MPIR_CVAR_COLL_SELECTION_TUNING_JSON_FILE": files["A"]}),

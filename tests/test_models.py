@@ -21,8 +21,17 @@ from parcomm.models.params import interpolate
 
 
 def params(**kw):
-    base = dict(procs=8, L=10e-6, sizes=[0, 1000, 2000], g=[5e-6, 15e-6, 25e-6], o_s=[1e-6] * 3, o_r=[2e-6] * 3,
-                queue_bytes=6000.0, flow_control=False, rto_s=0.2)
+    base = dict(
+        procs=8,
+        L=10e-6,
+        sizes=[0, 1000, 2000],
+        g=[5e-6, 15e-6, 25e-6],
+        o_s=[1e-6] * 3,
+        o_r=[2e-6] * 3,
+        queue_bytes=6000.0,
+        flow_control=False,
+        rto_s=0.2,
+    )
     base.update(kw)
     return PlogPParams(**base)
 
@@ -139,8 +148,15 @@ def known_platform():
     """Three hosts on a switch, raw framing (wire bytes = IP bytes), fixed overheads."""
     from parcomm.platform import star
 
-    return star(3, rate_bps=RATE, propagation_s=PROP, framing="raw", buffer="64KiB",
-                send_overhead={"fixed_s": O_S}, recv_overhead={"fixed_s": O_R})
+    return star(
+        3,
+        rate_bps=RATE,
+        propagation_s=PROP,
+        framing="raw",
+        buffer="64KiB",
+        send_overhead={"fixed_s": O_S},
+        recv_overhead={"fixed_s": O_R},
+    )
 
 
 def test_measurement_recovers_parameters_known_by_construction():
@@ -202,8 +218,23 @@ def test_measure_cli_runs_unchanged_over_local_tcp_processes(tmp_path):
     from parcomm.cli import main
 
     out = tmp_path / "m.json"
-    rc = main(["measure", "--backend", "local", "--procs", "2", "--sizes", "0,1KiB", "--patterns", "none",
-               "--rel-ci", "10", "--out", str(out)])
+    rc = main(
+        [
+            "measure",
+            "--backend",
+            "local",
+            "--procs",
+            "2",
+            "--sizes",
+            "0,1KiB",
+            "--patterns",
+            "none",
+            "--rel-ci",
+            "10",
+            "--out",
+            str(out),
+        ]
+    )
     assert rc == 0
     p = PlogPParams.load(out)
     assert p.meta["backend"] == "local" and p.sizes == [0, 1024]
@@ -218,10 +249,13 @@ def test_measure_cli_needs_procs_for_real_backends(tmp_path, capsys):
     assert "--procs" in capsys.readouterr().err
 
 
-@pytest.mark.parametrize("argv,needle", [
-    (["predict", "A", "--procs", "8"], "malformed JSON"),
-    (["select", "alltoall", "--procs", "8"], "malformed JSON"),
-])
+@pytest.mark.parametrize(
+    "argv,needle",
+    [
+        (["predict", "A", "--procs", "8"], "malformed JSON"),
+        (["select", "alltoall", "--procs", "8"], "malformed JSON"),
+    ],
+)
 def test_model_cli_malformed_parameter_file(tmp_path, capsys, argv, needle):
     from parcomm.cli import main
 

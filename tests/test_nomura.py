@@ -52,15 +52,25 @@ def test_no_queue_is_measured_with_flow_control_or_too_few_flooders():
 
 
 def row(m, algo, actual, plogp, br, timeouts=0, e_q=0):
-    return {"size_bytes": m, "algo": algo, "actual_s": actual, "plogp_s": plogp, "plogp-br_s": br,
-            "timeouts": timeouts, "e_q": e_q}
+    return {
+        "size_bytes": m,
+        "algo": algo,
+        "actual_s": actual,
+        "plogp_s": plogp,
+        "plogp-br_s": br,
+        "timeouts": timeouts,
+        "e_q": e_q,
+    }
 
 
 def test_selection_counts_only_sizes_where_a_and_b_differ_by_more_than_20_percent():
     rows = [
-        row(1, "A", 1.0, 1.0, 1.0), row(1, "B", 1.1, 2.0, 0.5),  # within 20 %: not counted
-        row(2, "A", 1.0, 1.0, 3.0), row(2, "B", 2.0, 2.0, 2.5),  # A faster, BR picks B: wrong
-        row(3, "A", 3.0, 1.0, 3.0), row(3, "B", 1.0, 2.0, 1.0),  # B faster, BR right, PlogP wrong
+        row(1, "A", 1.0, 1.0, 1.0),
+        row(1, "B", 1.1, 2.0, 0.5),  # within 20 %: not counted
+        row(2, "A", 1.0, 1.0, 3.0),
+        row(2, "B", 2.0, 2.0, 2.5),  # A faster, BR picks B: wrong
+        row(3, "A", 3.0, 1.0, 3.0),
+        row(3, "B", 1.0, 2.0, 1.0),  # B faster, BR right, PlogP wrong
     ]
     assert nomura._selection(rows, "plogp-br") == (1, 2, [2])
     assert nomura._selection(rows, "plogp") == (1, 2, [3])
@@ -68,8 +78,12 @@ def test_selection_counts_only_sizes_where_a_and_b_differ_by_more_than_20_percen
 
 
 def test_rto_split_names_sizes_where_eq1_and_the_simulator_disagree():
-    rows = [row(1, "A", 1, 1, 1, timeouts=0, e_q=1), row(2, "A", 1, 1, 1, timeouts=2, e_q=0),
-            row(3, "A", 1, 1, 1, timeouts=1, e_q=1), row(1, "B", 1, 1, 1, timeouts=0)]
+    rows = [
+        row(1, "A", 1, 1, 1, timeouts=0, e_q=1),
+        row(2, "A", 1, 1, 1, timeouts=2, e_q=0),
+        row(3, "A", 1, 1, 1, timeouts=1, e_q=1),
+        row(1, "B", 1, 1, 1, timeouts=0),
+    ]
     assert nomura._rto_split(rows) == ([1], [2])
 
 
@@ -87,15 +101,22 @@ def test_quick_study_reports_both_errors_and_selection_for_both_p(tmp_path):
         if profile == nomura.PAPER_PROFILE:
             assert {"select_plogp_br", "select_plogp"} <= set(s)
         # every model scored by error and by selection penalty, against every profile
-        assert {"mare_plogp", "mare_plogp_br", "mare_plogp_br_plus", "penalty_plogp", "penalty_plogp_br",
-                "penalty_plogp_br_plus"} <= set(s)
+        assert {
+            "mare_plogp",
+            "mare_plogp_br",
+            "mare_plogp_br_plus",
+            "penalty_plogp",
+            "penalty_plogp_br",
+            "penalty_plogp_br_plus",
+        } <= set(s)
         assert any(q.startswith(f"P={procs}, TCP {profile}: mean selection penalty") for q in quantities)
     for procs in (8, 64):
         # The measured q is the platform's port within a few per cent (seed 001's stack; with today's
         # Linux a probe lost at the full port comes back after TLP/RACK recovery in about one more queue
         # delay, not an RTO, and the largest-delay rule of section 3.1 may count it as queueing).
-        assert summary[(nomura.PAPER_PROFILE, procs)]["q_bytes"] == pytest.approx(payload_capacity(128 * 1024),
-                                                                                  rel=0.05)
+        assert summary[(nomura.PAPER_PROFILE, procs)]["q_bytes"] == pytest.approx(
+            payload_capacity(128 * 1024), rel=0.05
+        )
     for name in ("params_p64.json", "params_linux_p64.json"):
         saved = (tmp_path / "nomura" / name).read_text()
         assert '"rto_waits"' in saved

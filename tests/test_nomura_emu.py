@@ -43,8 +43,26 @@ def test_measure_cli_on_the_emulated_platform(tmp_path, capsys):
     from parcomm.cli import main
 
     out = tmp_path / "p.json"
-    assert main(["measure", "--backend", "emu", "--platform", "star:2", "--sizes", "0,1KiB", "--patterns", "none",
-                 "--rel-ci", "0.5", "--out", str(out)]) == 0
+    assert (
+        main(
+            [
+                "measure",
+                "--backend",
+                "emu",
+                "--platform",
+                "star:2",
+                "--sizes",
+                "0,1KiB",
+                "--patterns",
+                "none",
+                "--rel-ci",
+                "0.5",
+                "--out",
+                str(out),
+            ]
+        )
+        == 0
+    )
     p = PlogPParams.load(out)
     assert p.meta["backend"] == "emu" and 0 < p.L < 0.05
     # a platform the emulator cannot build is one clear line, not a traceback

@@ -78,8 +78,9 @@ def small_data(tmp_path_factory):
 @pytest.mark.parametrize("payload", ["itemsets", "counts"])
 def test_weighted_hpa_finds_the_reference_itemsets_times_the_weight(small_data, payload):
     ref = apriori(load(small_data), 0.02).itemsets()
-    res = run_sim(hpa, "atm:8", 8, seed=1, kwargs={"path": small_data, "min_support": 0.02, "weight": 3,
-                                                   "payload": payload})
+    res = run_sim(
+        hpa, "atm:8", 8, seed=1, kwargs={"path": small_data, "min_support": 0.02, "weight": 3, "payload": payload}
+    )
     m = merge_result(res.results)
     assert levels_to_dict(m["levels"]) == {k: 3 * v for k, v in ref.items()}
     assert m["n_transactions"] == 3 * 3000

@@ -110,10 +110,33 @@ def test_validate_names_the_offending_field(mutate, field):
 
 
 def test_sack_and_tlp_are_optional_bools_default_off():
-    assert pp.TCP_OPTIONAL == ("sack", "tail_loss_probe", "sndbuf_initial_bytes", "cwnd_restart_after_idle",
-                               "timer_tick_s", "linux_rto", "timestamps", "rack", "prr", "cubic", "quickack")
-    assert all(pp.LINUX_TCP[f] is False
-               for f in ("sack", "tail_loss_probe", "cwnd_restart_after_idle", "linux_rto", "timestamps", "rack", "prr", "cubic", "quickack"))
+    assert pp.TCP_OPTIONAL == (
+        "sack",
+        "tail_loss_probe",
+        "sndbuf_initial_bytes",
+        "cwnd_restart_after_idle",
+        "timer_tick_s",
+        "linux_rto",
+        "timestamps",
+        "rack",
+        "prr",
+        "cubic",
+        "quickack",
+    )
+    assert all(
+        pp.LINUX_TCP[f] is False
+        for f in (
+            "sack",
+            "tail_loss_probe",
+            "cwnd_restart_after_idle",
+            "linux_rto",
+            "timestamps",
+            "rack",
+            "prr",
+            "cubic",
+            "quickack",
+        )
+    )
     assert pp.LINUX_TCP["sndbuf_initial_bytes"] == 0  # 0 = no send-buffer autotuning
     assert pp.LINUX_TCP["timer_tick_s"] == 0.0  # 0 = timers fire exactly
     # A tcp table written before the fields existed is still complete and valid.
@@ -501,8 +524,9 @@ def test_load_builder_toml_with_rto(tmp_path):
     p = pp.load(f)
     assert len(p["hosts"]) == 6 and p["links"][0]["rate_bps"] == 1e10
     assert p["switches"][0]["buffer"]["size"] == 1 << 20 and p["switches"][0]["flow_control"]
-    assert p == pp.apply_rto(pp.star(6, "10G", "1MiB", True, tcp={"rto_min_s": 0.001, "rto_max_s": 1.0}),
-                             "random_min", 0.25, 5)
+    assert p == pp.apply_rto(
+        pp.star(6, "10G", "1MiB", True, tcp={"rto_min_s": 0.001, "rto_max_s": 1.0}), "random_min", 0.25, 5
+    )
     g = tmp_path / "atm.toml"
     g.write_text('builder = "atm_cluster"\nn = 12\n[rto]\nrto_min_s = 0.25\nrto_max_s = 0.35\n')
     assert set(_bounds(pp.load(g)).values()) == {(0.25, 0.35)}

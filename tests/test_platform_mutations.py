@@ -22,14 +22,49 @@ from parcomm import _core
 FIELD = re.compile(r"^(name|hosts|switches|links|segments|routers|platform)([.\[:]| )")
 
 #: Values of every JSON type and of the edges of u64/f64, plus values JSON cannot carry.
-POOL = [None, True, False, 0, 1, -1, 127, 2**53 + 1, 2**63, 2**64, 2**70, 0.5, -0.5, 1e300, -1e-300,
-        math.nan, math.inf, "x", "", "1G", "h0", [], {}, [0], [1, 2], {"size": 1, "unit": "cells"},
-        {"a": 1}, "\x00", "n" * 300, {1, 2}, (1, 2)]
+POOL = [
+    None,
+    True,
+    False,
+    0,
+    1,
+    -1,
+    127,
+    2**53 + 1,
+    2**63,
+    2**64,
+    2**70,
+    0.5,
+    -0.5,
+    1e300,
+    -1e-300,
+    math.nan,
+    math.inf,
+    "x",
+    "",
+    "1G",
+    "h0",
+    [],
+    {},
+    [0],
+    [1, 2],
+    {"size": 1, "unit": "cells"},
+    {"a": 1},
+    "\x00",
+    "n" * 300,
+    {1, 2},
+    (1, 2),
+]
 
 
 def _builds() -> list[dict]:
-    return [pp.star(3), pp.atm_cluster(4), pp.opteron_cluster(4), pp.segments_router(2, 2),
-            pp.star(2, tcp={"sack": True, "rack": True})]
+    return [
+        pp.star(3),
+        pp.atm_cluster(4),
+        pp.opteron_cluster(4),
+        pp.segments_router(2, 2),
+        pp.star(2, tcp={"sack": True, "rack": True}),
+    ]
 
 
 def _paths(obj, path=()):
@@ -115,14 +150,23 @@ def test_random_mutations_agree_with_the_simulator_and_name_a_field():
     [
         # classes where the Python mirror and the core disagreed, or a message named nothing
         (lambda p: p["hosts"][0]["tcp"].__setitem__("dupack_threshold", 2**70), "hosts.h0.tcp.dupack_threshold"),
-        (lambda p: p["hosts"][0]["tcp"].__setitem__("initial_cwnd_segments", 2**63), "hosts.h0.tcp.initial_cwnd_segments"),
-        (lambda p: p["hosts"][1].__setitem__("send_overhead", "10us"), "hosts.h1.send_overhead"),  # [] is serde's empty tuple form: zero
+        (
+            lambda p: p["hosts"][0]["tcp"].__setitem__("initial_cwnd_segments", 2**63),
+            "hosts.h0.tcp.initial_cwnd_segments",
+        ),
+        (
+            lambda p: p["hosts"][1].__setitem__("send_overhead", "10us"),
+            "hosts.h1.send_overhead",
+        ),  # [] is serde's empty tuple form: zero
         (lambda p: p.__setitem__("links", []), "hosts.h0: not connected"),
         (lambda p: p["links"][0].__setitem__("rate_bps", "x"), "links[0].rate_bps"),
         (lambda p: p["links"][0].__setitem__("loss", math.nan), "links[0].loss"),  # named by the JSON walk
         (lambda p: p["hosts"][0].__setitem__("mtu", 1500.0), "hosts.h0.mtu"),
         (lambda p: p["hosts"][0].__setitem__("mtu", True), "hosts.h0.mtu"),
-        (lambda p: p["switches"][0].__setitem__("buffer", {"size": 10**30, "unit": "bytes"}), "switches.sw0.buffer.size"),
+        (
+            lambda p: p["switches"][0].__setitem__("buffer", {"size": 10**30, "unit": "bytes"}),
+            "switches.sw0.buffer.size",
+        ),
         (lambda p: p["hosts"][0]["tcp"].__setitem__("rto_min_s", 1e300), "hosts.h0.tcp.rto_min_s"),
         (lambda p: p["hosts"][0].__setitem__("name", 7), "hosts[0].name"),
         (lambda p: p["hosts"][0].__setitem__("name", "a\x00b"), "hosts[0].name"),

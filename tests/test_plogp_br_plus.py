@@ -12,9 +12,18 @@ from parcomm.studies import nomura
 
 
 def params(**kw):
-    base = dict(procs=8, L=50e-6, sizes=[0, 1024, 65536], g=[5e-6, 15e-6, 560e-6], o_s=[1e-6] * 3,
-                o_r=[1e-6] * 3, queue_bytes=100_000.0, rto_s=0.2,
-                rto_sizes=[1024, 65536], rto_waits={"alltoall_a": [0.0, 1.5], "alltoall_b": [0.0, 0.0]})
+    base = dict(
+        procs=8,
+        L=50e-6,
+        sizes=[0, 1024, 65536],
+        g=[5e-6, 15e-6, 560e-6],
+        o_s=[1e-6] * 3,
+        o_r=[1e-6] * 3,
+        queue_bytes=100_000.0,
+        rto_s=0.2,
+        rto_sizes=[1024, 65536],
+        rto_waits={"alltoall_a": [0.0, 1.5], "alltoall_b": [0.0, 0.0]},
+    )
     return PlogPParams(**{**base, **kw})
 
 
@@ -43,10 +52,12 @@ def test_rto_probe_fields_round_trip_and_are_validated():
     p = params()
     assert PlogPParams.loads(p.to_json()) == p
     d = json.loads(p.to_json())
-    for bad, msg in [({"rto_waits": {"alltoall_a": [0.0]}}, "one per rto_sizes"),
-                     ({"rto_sizes": [65536, 1024]}, "strictly increasing"),
-                     ({"rto_waits": {"alltoall_a": [0.0, -1.0]}}, "rto_waits"),
-                     ({"rto_sizes": [], "rto_waits": {"alltoall_a": []}}, "needs 'rto_sizes'")]:
+    for bad, msg in [
+        ({"rto_waits": {"alltoall_a": [0.0]}}, "one per rto_sizes"),
+        ({"rto_sizes": [65536, 1024]}, "strictly increasing"),
+        ({"rto_waits": {"alltoall_a": [0.0, -1.0]}}, "rto_waits"),
+        ({"rto_sizes": [], "rto_waits": {"alltoall_a": []}}, "needs 'rto_sizes'"),
+    ]:
         with pytest.raises(ValueError, match=msg):
             PlogPParams.from_dict({**d, **bad})
     # files written before PlogP-BR+ still load (no probe: the fields default to empty)
@@ -67,8 +78,17 @@ def test_probe_sees_rto_waits_only_where_the_switch_drops():
     # incast overflows it and calls wait for RTOs; with flow control nothing is lost.
     def waits(fc):
         plat = opteron_cluster(16, buffer=32 * 1024, flow_control=fc)
-        p = measure(sim_runner(plat, 16, 1, rendezvous="receiver"), 16, [0, 65536], patterns="none",
-                    probe_queue=False, flow_control=fc, rto_probe=True, rto_sizes=[1024, 65536], rto_calls=2)
+        p = measure(
+            sim_runner(plat, 16, 1, rendezvous="receiver"),
+            16,
+            [0, 65536],
+            patterns="none",
+            probe_queue=False,
+            flow_control=fc,
+            rto_probe=True,
+            rto_sizes=[1024, 65536],
+            rto_calls=2,
+        )
         return p.rto_waits
 
     lossy, lossless = waits(False), waits(True)
@@ -78,8 +98,15 @@ def test_probe_sees_rto_waits_only_where_the_switch_drops():
 
 def test_probe_is_deterministic():
     def w():
-        p = measure(sim_runner(opteron_cluster(8), 8, 2), 8, [0, 4096], patterns="none", probe_queue=False,
-                    rto_probe=True, rto_calls=2)
+        p = measure(
+            sim_runner(opteron_cluster(8), 8, 2),
+            8,
+            [0, 4096],
+            patterns="none",
+            probe_queue=False,
+            rto_probe=True,
+            rto_calls=2,
+        )
         return p.rto_waits
 
     assert w() == w()
@@ -90,8 +117,12 @@ def row(m, algo, actual, **pred):
 
 
 def test_selection_penalty_is_the_mean_slowdown_of_the_pick_against_the_oracle():
-    rows = [row(1, "A", 1.0, x=1.0), row(1, "B", 2.0, x=2.0),  # right pick: 0
-            row(2, "A", 3.0, x=1.0), row(2, "B", 1.0, x=2.0)]  # picks A, 3x the best: 2.0
+    rows = [
+        row(1, "A", 1.0, x=1.0),
+        row(1, "B", 2.0, x=2.0),  # right pick: 0
+        row(2, "A", 3.0, x=1.0),
+        row(2, "B", 1.0, x=2.0),
+    ]  # picks A, 3x the best: 2.0
     assert nomura._penalty(rows, "x") == pytest.approx(1.0)
 
 
@@ -99,8 +130,25 @@ def test_measure_cli_writes_the_probe_and_refuses_it_where_alltoall_cannot_run(t
     from parcomm.cli import main
 
     out = tmp_path / "p.json"
-    assert main(["measure", "--platform", "opteron:4", "--sizes", "0,1KiB", "--patterns", "none",
-                 "--rto-probe", "--rto-calls", "1", "--out", str(out)]) == 0
+    assert (
+        main(
+            [
+                "measure",
+                "--platform",
+                "opteron:4",
+                "--sizes",
+                "0,1KiB",
+                "--patterns",
+                "none",
+                "--rto-probe",
+                "--rto-calls",
+                "1",
+                "--out",
+                str(out),
+            ]
+        )
+        == 0
+    )
     p = PlogPParams.load(out)
     assert p.rto_sizes == [0, 1024] and set(p.rto_waits) == {"alltoall_a", "alltoall_b"}
     assert p.meta["rto_probe_calls"] == 1
@@ -109,8 +157,12 @@ def test_measure_cli_writes_the_probe_and_refuses_it_where_alltoall_cannot_run(t
 
 
 def test_costly_picks_name_the_sizes_that_dominate_the_penalty():
-    rows = [row(1, "A", 1.0, x=1.0), row(1, "B", 1.2, x=2.0),  # right
-            row(2, "A", 3.0, x=1.0), row(2, "B", 1.0, x=2.0)]  # picks A at 3x the best
+    rows = [
+        row(1, "A", 1.0, x=1.0),
+        row(1, "B", 1.2, x=2.0),  # right
+        row(2, "A", 3.0, x=1.0),
+        row(2, "B", 1.0, x=2.0),
+    ]  # picks A at 3x the best
     for r in rows:
         r["rto_waits"] = 0.0
     assert nomura._costly_picks(rows, "x") == [(2, "A", 0.0, pytest.approx(2.0))]

@@ -34,31 +34,70 @@ from parcomm.apps.hpa.quest import (
 
 # name -> (QuestParams keywords, parts, format, sha256 recorded with the original code)
 CASES = {
-    "defaults_text": (dict(transactions=5000), 1, "text",
-                      "f7b336736c7e30fa215818496dcdc431fb259463482bb341d853226ab527bc60"),
-    "small_items_binary": (dict(transactions=5000, items=50, patterns=20), 1, "binary",
-                           "ad95f8207d00879960bc7cb99fb1f01671dd89d18ece246a38fcf5177759ac03"),
-    "correlation0": (dict(transactions=5000, correlation=0.0), 1, "binary",
-                     "d97041d9408062d06bf59f47cffefce292c0e52286fc64976022cf617aadb69c"),
-    "corruption0": (dict(transactions=5000, corruption=0.0), 1, "binary",
-                    "fc09550b2507ec403621a0a39b58dda8f52e027eba40f956ef1b8b7f043bbcc8"),
-    "corruption1_text": (dict(corruption=1.0, transactions=3000), 1, "text",
-                         "1550822c0f3ffeb04036a5c0cae7973359ecd7155026e185220587b0746a1ac3"),
+    "defaults_text": (
+        dict(transactions=5000),
+        1,
+        "text",
+        "f7b336736c7e30fa215818496dcdc431fb259463482bb341d853226ab527bc60",
+    ),
+    "small_items_binary": (
+        dict(transactions=5000, items=50, patterns=20),
+        1,
+        "binary",
+        "ad95f8207d00879960bc7cb99fb1f01671dd89d18ece246a38fcf5177759ac03",
+    ),
+    "correlation0": (
+        dict(transactions=5000, correlation=0.0),
+        1,
+        "binary",
+        "d97041d9408062d06bf59f47cffefce292c0e52286fc64976022cf617aadb69c",
+    ),
+    "corruption0": (
+        dict(transactions=5000, corruption=0.0),
+        1,
+        "binary",
+        "fc09550b2507ec403621a0a39b58dda8f52e027eba40f956ef1b8b7f043bbcc8",
+    ),
+    "corruption1_text": (
+        dict(corruption=1.0, transactions=3000),
+        1,
+        "text",
+        "1550822c0f3ffeb04036a5c0cae7973359ecd7155026e185220587b0746a1ac3",
+    ),
     # two chunks (CHUNK = 8192), the second of one transaction, over 7 partitions
-    "two_chunks_parts7": (dict(transactions=8193, seed=5), 7, "binary",
-                          "235f106e3b257f6585e7d18442a4d960006dac7cd1b5501e48ca0d2b6aada503"),
-    "fractional_T_I_parts4": (dict(transactions=6000, avg_len=7.5, avg_pattern_len=2.5, seed=9), 4, "binary",
-                              "b45dc7b110efba5b6afbbe7abcd6862556302e8016172d3730652a97b3f06fa8"),
+    "two_chunks_parts7": (
+        dict(transactions=8193, seed=5),
+        7,
+        "binary",
+        "235f106e3b257f6585e7d18442a4d960006dac7cd1b5501e48ca0d2b6aada503",
+    ),
+    "fractional_T_I_parts4": (
+        dict(transactions=6000, avg_len=7.5, avg_pattern_len=2.5, seed=9),
+        4,
+        "binary",
+        "b45dc7b110efba5b6afbbe7abcd6862556302e8016172d3730652a97b3f06fa8",
+    ),
     # N > 65536: items stored as uint32
-    "uint32_items": (dict(transactions=3000, items=70000, patterns=500, avg_pattern_len=6), 2, "binary",
-                     "dda3e9ec59f485552aad191ed7f5f7eccc6805e31a031ed4a1e4521808b65290"),
+    "uint32_items": (
+        dict(transactions=3000, items=70000, patterns=500, avg_pattern_len=6),
+        2,
+        "binary",
+        "dda3e9ec59f485552aad191ed7f5f7eccc6805e31a031ed4a1e4521808b65290",
+    ),
     # long patterns: many permutations with rejection draws, refills of both batches
-    "long_patterns": (dict(transactions=8000, avg_len=30, avg_pattern_len=15, items=200, patterns=50, seed=3), 1,
-                      "binary", "7098a7fb502108c8700ed76ecd7e74c8e83163f666c4f6f92cd22a082987e669"),
-    "tiny_text": (dict(transactions=5000, items=3, patterns=5, avg_pattern_len=3, avg_len=4), 1, "text",
-                  "ab156187c66b3cf2f22fd8b216da9ffa34e4ba89acf48ca104a4623c98862436"),
-    "empty": (dict(transactions=0), 1, "binary",
-              "b36b8f0c9e85f7692eeed787eacd8752fc34d04ee97c0ea6fde920c1690679e5"),
+    "long_patterns": (
+        dict(transactions=8000, avg_len=30, avg_pattern_len=15, items=200, patterns=50, seed=3),
+        1,
+        "binary",
+        "7098a7fb502108c8700ed76ecd7e74c8e83163f666c4f6f92cd22a082987e669",
+    ),
+    "tiny_text": (
+        dict(transactions=5000, items=3, patterns=5, avg_pattern_len=3, avg_len=4),
+        1,
+        "text",
+        "ab156187c66b3cf2f22fd8b216da9ffa34e4ba89acf48ca104a4623c98862436",
+    ),
+    "empty": (dict(transactions=0), 1, "binary", "b36b8f0c9e85f7692eeed787eacd8752fc34d04ee97c0ea6fde920c1690679e5"),
 }
 
 
@@ -68,7 +107,7 @@ def _format1_bytes(raw: bytes) -> bytes:
     chunk = struct.Struct("<IQIQ")
     magic, d, n, parts, itemsize, mlen = head.unpack_from(raw)
     assert magic == b"PCQTX2\0\0"
-    out = [b"PCQTX1\0\0" + raw[8:head.size + mlen]]
+    out = [b"PCQTX1\0\0" + raw[8 : head.size + mlen]]
     at = head.size + mlen + 4
     while at < len(raw):
         _, _, ntx, nitems = chunk.unpack_from(raw, at)
@@ -134,5 +173,5 @@ def test_chunk_output_types_and_rows():
     assert len(lens) == 500 and int(lens.sum()) == len(flat) and lens.min() >= 1
     offs = np.concatenate([[0], np.cumsum(lens)])
     for i in range(500):
-        row = flat[offs[i]:offs[i + 1]]
+        row = flat[offs[i] : offs[i + 1]]
         assert np.all(np.diff(row) > 0) and row.min() >= 0 and row.max() < 80

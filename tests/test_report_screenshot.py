@@ -35,8 +35,18 @@ def report(tmp_path_factory) -> Path:
 
 def test_report_has_a_front_page_and_no_internal_words(report):
     page = (report / "index.html").read_text()
-    for must in ("paper vs parcomm", "Quick mode", "Contents", "href='#rto'", "commit", "machine", "parcomm</b>",
-                 "agrees", "Figure 1.", "<figcaption>"):
+    for must in (
+        "paper vs parcomm",
+        "Quick mode",
+        "Contents",
+        "href='#rto'",
+        "commit",
+        "machine",
+        "parcomm</b>",
+        "agrees",
+        "Figure 1.",
+        "<figcaption>",
+    ):
         assert must in page, must
     captions = re.findall(r"<figcaption><b>Figure \d+\.</b> ([^<]*)</figcaption>", page)
     assert captions and not any(c.endswith(".png") for c in captions), captions  # real captions, not file names
@@ -48,22 +58,40 @@ def test_report_has_a_front_page_and_no_internal_words(report):
 
 @pytest.mark.skipif(CHROMIUM is None, reason="headless Chromium not installed (apt-get install chromium)")
 def test_report_screenshot_at_1400px(report, tmp_path):
-    shots = Path(os.environ.get("PARCOMM_SCREENSHOT_DIR") or Path(__file__).resolve().parents[1] / "results" / "screenshots")
+    shots = Path(
+        os.environ.get("PARCOMM_SCREENSHOT_DIR") or Path(__file__).resolve().parents[1] / "results" / "screenshots"
+    )
     shots.mkdir(parents=True, exist_ok=True)
     shot = shots / "report-1400.png"
     shot.unlink(missing_ok=True)
     # A Japanese line, as the papers' quotes in the studies' notes are: it must render in a CJK font.
     page = report / "index.html"
-    page.write_text(page.read_text().replace("<h2 id='summary'>Summary</h2>",
-                                             "<h2 id='summary'>Summary</h2><p lang='ja'>各段、1段おき、2段おき</p>"))
-    cmd = [CHROMIUM, "--headless", "--no-sandbox", "--disable-gpu", "--hide-scrollbars", "--mute-audio",
-           "--no-first-run", f"--user-data-dir={tmp_path / 'profile'}", "--window-size=1400,2000",
-           f"--screenshot={shot}", page.as_uri()]
+    page.write_text(
+        page.read_text().replace(
+            "<h2 id='summary'>Summary</h2>", "<h2 id='summary'>Summary</h2><p lang='ja'>各段、1段おき、2段おき</p>"
+        )
+    )
+    cmd = [
+        CHROMIUM,
+        "--headless",
+        "--no-sandbox",
+        "--disable-gpu",
+        "--hide-scrollbars",
+        "--mute-audio",
+        "--no-first-run",
+        f"--user-data-dir={tmp_path / 'profile'}",
+        "--window-size=1400,2000",
+        f"--screenshot={shot}",
+        page.as_uri(),
+    ]
     proc = subprocess.run(cmd, capture_output=True, text=True, timeout=180, start_new_session=True)
     assert shot.exists(), proc.stderr[-2000:]
     assert _png_size(shot) == (1400, 2000)
     assert shot.stat().st_size > 50_000  # a rendered page, not a blank one
-    fonts = subprocess.run(["fc-list", ":lang=ja", "family"], capture_output=True, text=True).stdout \
-        if shutil.which("fc-list") else ""
+    fonts = (
+        subprocess.run(["fc-list", ":lang=ja", "family"], capture_output=True, text=True).stdout
+        if shutil.which("fc-list")
+        else ""
+    )
     if os.environ.get("CI") and not fonts.strip():
         pytest.fail("no Japanese font installed (apt-get install fonts-noto-cjk)")

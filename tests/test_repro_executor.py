@@ -51,10 +51,27 @@ def test_studies_side_by_side_give_the_same_bytes(serial_rto, tmp_path):
 
 def test_mpi_executor_gives_the_same_bytes(serial_rto, tmp_path):
     # A separate process: mpi4py.futures spawns its workers through MPI from the main module.
-    proc = subprocess.run([sys.executable, "-m", "parcomm", "repro", "rto", "--quick", "--executor", "mpi",
-                           "--workers", "2", "--out", str(tmp_path), "--json"],
-                          capture_output=True, text=True, timeout=300,
-                          start_new_session=True)  # MPICH's process manager signals its whole process group
+    proc = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "parcomm",
+            "repro",
+            "rto",
+            "--quick",
+            "--executor",
+            "mpi",
+            "--workers",
+            "2",
+            "--out",
+            str(tmp_path),
+            "--json",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        start_new_session=True,
+    )  # MPICH's process manager signals its whole process group
     if proc.returncode != 0 and "spawn" in proc.stderr.lower():
         pytest.skip(f"this MPI cannot spawn workers: {proc.stderr.strip().splitlines()[-1]}")
     assert proc.returncode == 0, proc.stderr

@@ -28,11 +28,19 @@ def test_every_stack_is_a_valid_partial_tcp_table_with_its_sources():
 
 def test_the_period_builders_take_their_values_from_the_stack_files():
     # The builders' TCP before the files existed (the studies' numbers depend on them).
-    assert (LINUX_2_6_11_TCP["rto_initial_s"], LINUX_2_6_11_TCP["initial_cwnd_segments"],
-            LINUX_2_6_11_TCP["sndbuf_bytes"], LINUX_2_6_11_TCP["rcvbuf_bytes"]) == (3.0, 3, 131072, 174760)
+    assert (
+        LINUX_2_6_11_TCP["rto_initial_s"],
+        LINUX_2_6_11_TCP["initial_cwnd_segments"],
+        LINUX_2_6_11_TCP["sndbuf_bytes"],
+        LINUX_2_6_11_TCP["rcvbuf_bytes"],
+    ) == (3.0, 3, 131072, 174760)
     assert not (LINUX_2_6_11_TCP["sack"] or LINUX_2_6_11_TCP["linux_rto"])
-    assert (SOLARIS_2_5_1_TCP["rto_max_s"], SOLARIS_2_5_1_TCP["clock_granularity_s"],
-            SOLARIS_2_5_1_TCP["initial_cwnd_segments"], SOLARIS_2_5_1_TCP["delayed_ack_timeout_s"]) == (60.0, 0.01, 1, 0.05)
+    assert (
+        SOLARIS_2_5_1_TCP["rto_max_s"],
+        SOLARIS_2_5_1_TCP["clock_granularity_s"],
+        SOLARIS_2_5_1_TCP["initial_cwnd_segments"],
+        SOLARIS_2_5_1_TCP["delayed_ack_timeout_s"],
+    ) == (60.0, 0.01, 1, 0.05)
     for k, v in stack_fields("solaris-2.5.1").items():
         assert SOLARIS_2_5_1_TCP[k] == tcp_spec(**{k: v})[k]
 
@@ -77,5 +85,6 @@ def test_oguchis_simulated_twins_differ_only_in_the_stack_mechanisms():
     assert not old["hosts"][0]["tcp"]["rack"]
     for h, k in zip(new["hosts"], kernel["hosts"]):
         assert {f: v for f, v in h["tcp"].items() if k["tcp"].get(f) != v} == {
-            f: v for f, v in stack_mechanisms("linux").items() if k["tcp"].get(f) != v}
+            f: v for f, v in stack_mechanisms("linux").items() if k["tcp"].get(f) != v
+        }
         assert h["tcp"]["rto_min_s"] == k["tcp"]["rto_min_s"]

@@ -20,7 +20,9 @@ def test_rto_study_quick_writes_tables_figures_and_report(tmp_path):
     assert [c.agrees for c in rep.comparisons][:3] == [True, True, True]
     # Every case again under seed 001's kernel profile, beside the earlier settings.
     stacks = json.loads((out / "stacks.json").read_text())
-    assert len(stacks) == len(json.loads((out / "incast.json").read_text())) + len(json.loads((out / "alltoall.json").read_text()))
+    assert len(stacks) == len(json.loads((out / "incast.json").read_text())) + len(
+        json.loads((out / "alltoall.json").read_text())
+    )
     assert all(r["linux-2.6.11_time_s"] > 0 and r["before_time_s"] > 0 for r in stacks)
     assert all("linux_time_s" in r for r in stacks if r["workload"] == "incast")
     assert any("Linux 2.6.11 stack" in c.quantity for c in rep.comparisons)

@@ -39,7 +39,9 @@ for cell_interleaving in (False, True):
     sim, _ = simulation("solaris", cell_interleaving)
     sim.run_until(0.02)  # before any ACK lets a sender send more
     drops, cell_drops, corrupt, _ = to_h0(sim)
-    print(f"{'cells' if cell_interleaving else 'frames':6}  {N - 1 - drops:5}  {corrupt:7}  {drops - corrupt:7}  {cell_drops:10}")
+    print(
+        f"{'cells' if cell_interleaving else 'frames':6}  {N - 1 - drops:5}  {corrupt:7}  {drops - corrupt:7}  {cell_drops:10}"
+    )
 
 print()
 print("To the end (or 600 s simulated):")

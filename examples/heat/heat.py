@@ -36,18 +36,28 @@ print(f"ping-pong fit: B = {B:.0f} values/s, L = {L * 1e3:.2f} ms per message")
 for how in ("round_robin", "blocks"):
     d = Decomposition(N, M)
     hosts = place(d, groups, how)
-    res = run_sim(heat_program, plat, M * M, seed=1, hosts=hosts,
-                  kwargs={"N": N, "M": M, "steps": STEPS, "mflops": 4.6, "gather": True, "trace": True})
+    res = run_sim(
+        heat_program,
+        plat,
+        M * M,
+        seed=1,
+        hosts=hosts,
+        kwargs={"N": N, "M": M, "steps": STEPS, "mflops": 4.6, "gather": True, "trace": True},
+    )
     s = summarize(res.results, N, STEPS)
     st = placement_stats(d, hosts, groups)
     ends = [max(x["step_end_s"][k] for x in res.results) for k in range(STEPS)]
     median = statistics.median(b - a for a, b in zip([0.0] + ends, ends))
     same = np.array_equal(res.results[0]["field"], serial)
-    print(f"{how:>11}: {s['time_per_step_s'] * 1e3:6.2f} ms/step (median {median * 1e3:5.2f})  {s['mflops']:5.1f} MFlop/s  "
-          f"comm share {s['comm_share']:.2f}  via router {st['crossing_router']:2d} msgs/step  "
-          f"busiest segment {st['busiest_segment_messages']} msgs/step  max T {s['max_temperature']:.6f}  "
-          f"kernel {s['kernel']}  equals serial: {same}")
+    print(
+        f"{how:>11}: {s['time_per_step_s'] * 1e3:6.2f} ms/step (median {median * 1e3:5.2f})  {s['mflops']:5.1f} MFlop/s  "
+        f"comm share {s['comm_share']:.2f}  via router {st['crossing_router']:2d} msgs/step  "
+        f"busiest segment {st['busiest_segment_messages']} msgs/step  max T {s['max_temperature']:.6f}  "
+        f"kernel {s['kernel']}  equals serial: {same}"
+    )
     paper = StencilModel(F=4.6e6, B=B)
     refined = StencilModel.shared_segment(F=4.6e6, B_idle=B, latency_s=L, m_seg=st["busiest_segment_messages"])
-    print(f"{'':>11}  §3.1 model: {paper.step_time(N, M) * 1e3:.2f} ms/step; "
-          f"shared-segment model: {refined.step_time(N, M) * 1e3:.2f} ms/step")
+    print(
+        f"{'':>11}  §3.1 model: {paper.step_time(N, M) * 1e3:.2f} ms/step; "
+        f"shared-segment model: {refined.step_time(N, M) * 1e3:.2f} ms/step"
+    )

@@ -16,4 +16,6 @@ for rto_min in (0.2, 0.001):
         platform = set_rto(star(senders + 1, buffer="32KiB"), rto_min_s=rto_min)
         res = run_sim(gather_linear, platform, seed=1, kwargs={"nbytes": NBYTES})
         goodput = senders * NBYTES * 8 / res.time / 1e6
-        print(f"{senders:7}  {rto_min * 1e3:5g}ms  {goodput:15.1f}  {res.host_totals()['timeouts']:8}  {res.port_drops():5}")
+        print(
+            f"{senders:7}  {rto_min * 1e3:5g}ms  {goodput:15.1f}  {res.host_totals()['timeouts']:8}  {res.port_drops():5}"
+        )

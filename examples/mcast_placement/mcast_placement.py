@@ -20,8 +20,10 @@ print(tree)
 
 def show(label, routers):
     m = analyze(tree, repair=routers)
-    print(f"{label:<12} mean delay {m.mean_delay_s * 1e3:8.3f} ms  (first arrival {m.mean_arrival_s * 1e3:7.3f} ms)"
-          f"  buffer {m.buffer_total_bytes / 1e6:6.3f} MB  repair at {', '.join(routers) or '-'}")
+    print(
+        f"{label:<12} mean delay {m.mean_delay_s * 1e3:8.3f} ms  (first arrival {m.mean_arrival_s * 1e3:7.3f} ms)"
+        f"  buffer {m.buffer_total_bytes / 1e6:6.3f} MB  repair at {', '.join(routers) or '-'}"
+    )
 
 
 boundary = placement.boundary_routers(tree)
@@ -35,10 +37,16 @@ for r in analyze(tree, repair=boundary).receivers:
 
 for k in (1, 2):
     p = placement.place(tree, routers=k)
-    print(f"best with k = {k}: {', '.join(p.routers)}  {p.mean_delay_s * 1e3:.3f} ms, {p.buffer_total_bytes / 1e6:.3f} MB ({p.method})")
+    print(
+        f"best with k = {k}: {', '.join(p.routers)}  {p.mean_delay_s * 1e3:.3f} ms, {p.buffer_total_bytes / 1e6:.3f} MB ({p.method})"
+    )
 p = placement.place(tree, buffer_bytes=13e6)
-print(f"best within 13 MB: {', '.join(p.routers)}  {p.mean_delay_s * 1e3:.3f} ms, {p.buffer_total_bytes / 1e6:.3f} MB ({p.method})")
+print(
+    f"best within 13 MB: {', '.join(p.routers)}  {p.mean_delay_s * 1e3:.3f} ms, {p.buffer_total_bytes / 1e6:.3f} MB ({p.method})"
+)
 
 print("trade-off (exact DP): k, mean delay, system buffer, routers")
 for p in placement.tradeoff(tree):
-    print(f"  {p.k}  {p.mean_delay_s * 1e3:8.3f} ms  {p.buffer_total_bytes / 1e6:7.3f} MB  {', '.join(p.routers) or '-'}")
+    print(
+        f"  {p.k}  {p.mean_delay_s * 1e3:8.3f} ms  {p.buffer_total_bytes / 1e6:7.3f} MB  {', '.join(p.routers) or '-'}"
+    )

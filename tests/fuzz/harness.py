@@ -166,18 +166,92 @@ class Result:
 
 #: Numbers as a user might type them, around every boundary that matters to a parser.
 NUMBER_TEXTS = (
-    "0", "1", "2", "7", "64", "1500", "-1", "-0", "+7", "1.5", ".5", "5.", "0.0001", "1e3", "1e-9",
-    "1e18", "1e308", "1e309", "1e-400", "1e99999999", "-1e99999999", "1e-99999999", "9" * 40, "9" * 400,
-    "9" * 5000, "nan", "NaN", "-nan", "inf", "-inf", "Infinity", "0x10", "0b11", "0o17", "1_000", "2**70",
-    "4294967296", "9223372036854775807", "9223372036854775808", "18446744073709551616", "65536", "4097",
-    "1e", "e5", "--1", "1..2", "", " ",
+    "0",
+    "1",
+    "2",
+    "7",
+    "64",
+    "1500",
+    "-1",
+    "-0",
+    "+7",
+    "1.5",
+    ".5",
+    "5.",
+    "0.0001",
+    "1e3",
+    "1e-9",
+    "1e18",
+    "1e308",
+    "1e309",
+    "1e-400",
+    "1e99999999",
+    "-1e99999999",
+    "1e-99999999",
+    "9" * 40,
+    "9" * 400,
+    "9" * 5000,
+    "nan",
+    "NaN",
+    "-nan",
+    "inf",
+    "-inf",
+    "Infinity",
+    "0x10",
+    "0b11",
+    "0o17",
+    "1_000",
+    "2**70",
+    "4294967296",
+    "9223372036854775807",
+    "9223372036854775808",
+    "18446744073709551616",
+    "65536",
+    "4097",
+    "1e",
+    "e5",
+    "--1",
+    "1..2",
+    "",
+    " ",
 )
 
 #: Numbers as a parsed document (JSON, TOML, a dict) may hold them.
 NUMBERS = (
-    0, 1, -1, 2, 3, 1500, 65535, 65536, 4096, 4097, 2**31, 2**32, 2**53, 2**53 + 1, 2**63 - 1, 2**63, 2**64,
-    2**70, -(2**63), 10**30, 10**400, 0.0, -0.0, 0.5, 1e-300, 5e-324, 1e15, 1e18, 1e300, 1.7976931348623157e308,
-    -1e308, float("nan"), float("inf"), float("-inf"),
+    0,
+    1,
+    -1,
+    2,
+    3,
+    1500,
+    65535,
+    65536,
+    4096,
+    4097,
+    2**31,
+    2**32,
+    2**53,
+    2**53 + 1,
+    2**63 - 1,
+    2**63,
+    2**64,
+    2**70,
+    -(2**63),
+    10**30,
+    10**400,
+    0.0,
+    -0.0,
+    0.5,
+    1e-300,
+    5e-324,
+    1e15,
+    1e18,
+    1e300,
+    1.7976931348623157e308,
+    -1e308,
+    float("nan"),
+    float("inf"),
+    float("-inf"),
 )
 
 #: Values of the wrong type for almost any field.
@@ -199,8 +273,17 @@ def long_string(rng: random.Random, alphabet: str = "x9.-/ ") -> str:
 
 def unicode_string(rng: random.Random, n: int | None = None, surrogates: bool = False) -> str:
     """Awkward text: control characters, NUL, combining marks, right-to-left, wide, astral planes."""
-    pools = [(0, 0x20), (0x7F, 0xA0), (0x300, 0x370), (0x590, 0x700), (0x2000, 0x2070), (0x3040, 0x30FF),
-             (0xFE00, 0xFFFF), (0x1F300, 0x1F6FF), (0x10FFF0, 0x10FFFF)]
+    pools = [
+        (0, 0x20),
+        (0x7F, 0xA0),
+        (0x300, 0x370),
+        (0x590, 0x700),
+        (0x2000, 0x2070),
+        (0x3040, 0x30FF),
+        (0xFE00, 0xFFFF),
+        (0x1F300, 0x1F6FF),
+        (0x10FFF0, 0x10FFFF),
+    ]
     if surrogates:
         pools.append((0xD800, 0xDFFF))
     n = rng.randint(1, 40) if n is None else n
@@ -260,28 +343,29 @@ def _mutate_text_once(rng: random.Random, text: str, tokens: Sequence[str]) -> s
     if how == 1:  # characters flipped
         chars = list(text) or [""]
         for _ in range(rng.randint(1, 8)):
-            chars[rng.randrange(len(chars))] = rng.choice('"\'[]{}=,:#\n\\0x9.-+e \t\x00') if rng.random() < 0.8 \
-                else chr(rng.randrange(0x20, 0x2FFF))
+            chars[rng.randrange(len(chars))] = (
+                rng.choice("\"'[]{}=,:#\n\\0x9.-+e \t\x00") if rng.random() < 0.8 else chr(rng.randrange(0x20, 0x2FFF))
+            )
         return "".join(chars)
     if how == 2:  # a span deleted
         a = rng.randrange(n + 1)
-        return text[:a] + text[a + rng.randint(1, 200):]
+        return text[:a] + text[a + rng.randint(1, 200) :]
     if how == 3:  # a span repeated (growth)
         a = rng.randrange(n + 1)
-        span = text[a:a + rng.randint(1, 300)]
+        span = text[a : a + rng.randint(1, 300)]
         return text[:a] + span * rng.choice((2, 10, 1_000)) + text[a:]
     if how in (4, 5):  # a number replaced by a hostile one
         nums = list(_NUMBER_RE.finditer(text))
         if nums:
             m = rng.choice(nums)
-            return text[: m.start()] + hostile_number_text(rng) + text[m.end():]
+            return text[: m.start()] + hostile_number_text(rng) + text[m.end() :]
         return text + hostile_number_text(rng)
     if how == 6:  # a string replaced
         strs = list(_STRING_RE.finditer(text))
         if strs:
             m = rng.choice(strs)
             new = rng.choice((long_string(rng), unicode_string(rng), "", hostile_number_text(rng)))
-            return text[: m.start()] + json.dumps(new, ensure_ascii=rng.random() < 0.5) + text[m.end():]
+            return text[: m.start()] + json.dumps(new, ensure_ascii=rng.random() < 0.5) + text[m.end() :]
         return text
     if how == 7:  # deep nesting
         a = rng.randrange(n + 1)
@@ -289,8 +373,11 @@ def _mutate_text_once(rng: random.Random, text: str, tokens: Sequence[str]) -> s
         return text[:a] + deep_nesting(rng, opener, closer) + text[a:]
     if how == 8:  # a token inserted
         a = rng.randrange(n + 1)
-        tok = rng.choice(list(tokens) or ["\n", "="]) if tokens and rng.random() < 0.7 else \
-            rng.choice(("\n", "=", ",", "[[", "]]", "{", "}", '"', "#", "\x00", "\ufeff", "\r\n", " = 1\n"))
+        tok = (
+            rng.choice(list(tokens) or ["\n", "="])
+            if tokens and rng.random() < 0.7
+            else rng.choice(("\n", "=", ",", "[[", "]]", "{", "}", '"', "#", "\x00", "\ufeff", "\r\n", " = 1\n"))
+        )
         return text[:a] + tok + text[a:]
     if how == 9:  # huge: a long comment or padding (beyond a size limit, sometimes)
         return text + "\n#" + "x" * rng.choice((1_000, 300_000, 5 << 20))
@@ -307,7 +394,7 @@ def mutate_bytes(rng: random.Random, data: bytes) -> bytes:
         how = rng.randrange(7)
         n = len(buf)
         if how == 0:
-            del buf[rng.randrange(n + 1):]
+            del buf[rng.randrange(n + 1) :]
         elif how == 1 and n:
             for _ in range(rng.randint(1, 8)):
                 buf[rng.randrange(n)] ^= 1 << rng.randrange(8)
@@ -316,15 +403,15 @@ def mutate_bytes(rng: random.Random, data: bytes) -> bytes:
             buf[a:a] = bytes(rng.randrange(256) for _ in range(rng.randint(1, 64)))
         elif how == 3:
             a = rng.randrange(n + 1)
-            del buf[a:a + rng.randint(1, 64)]
+            del buf[a : a + rng.randint(1, 64)]
         elif how == 4 and n >= 8:
             width = rng.choice((2, 4, 8))
             a = rng.randrange(n - width + 1)
-            v = rng.choice((0, 1, 2**(8 * width) - 1, 2**(8 * width - 1), 2**(8 * width - 1) - 1, 0x7FFFFFFF))
-            buf[a:a + width] = (v & (2**(8 * width) - 1)).to_bytes(width, rng.choice(("little", "big")))
+            v = rng.choice((0, 1, 2 ** (8 * width) - 1, 2 ** (8 * width - 1), 2 ** (8 * width - 1) - 1, 0x7FFFFFFF))
+            buf[a : a + width] = (v & (2 ** (8 * width) - 1)).to_bytes(width, rng.choice(("little", "big")))
         elif how == 5:
             a = rng.randrange(n + 1)
-            span = bytes(buf[a:a + rng.randint(1, 256)])
+            span = bytes(buf[a : a + rng.randint(1, 256)])
             buf[a:a] = span * rng.choice((2, 100))
         else:
             buf += bytes(rng.randrange(256) for _ in range(rng.randint(1, 32)))
@@ -345,8 +432,12 @@ def doc_paths(doc: Any) -> list[tuple]:
     return out
 
 
-def mutate_doc(rng: random.Random, doc: Any, value: Callable[[random.Random, tuple], Any] | None = None,
-               extra_keys: Sequence[str] = ("bogus",)) -> Any:
+def mutate_doc(
+    rng: random.Random,
+    doc: Any,
+    value: Callable[[random.Random, tuple], Any] | None = None,
+    extra_keys: Sequence[str] = ("bogus",),
+) -> Any:
     """A deep copy of ``doc`` (dicts and lists) with one to three parts damaged: a value replaced
     (by ``value(rng, path)``, default ``hostile_value``), a key deleted or added, a list emptied or
     repeated, a table wrapped in a list."""
@@ -532,7 +623,10 @@ def classify(fmt: Format, arg: Any) -> tuple[str, str]:
         return CLEAN, ""
     except Exception as exc:  # noqa: BLE001 - every other exception is the outcome under test
         where = traceback.extract_tb(exc.__traceback__)[-1]
-        return TRACEBACK, f"{type(exc).__name__}: {str(exc)[:300]} (at {os.path.basename(where.filename)}:{where.lineno})"
+        return (
+            TRACEBACK,
+            f"{type(exc).__name__}: {str(exc)[:300]} (at {os.path.basename(where.filename)}:{where.lineno})",
+        )
     finally:
         signal.setitimer(signal.ITIMER_REAL, 0)
     return ACCEPTED, ""
@@ -600,8 +694,9 @@ class _Running:
     buf: bytes = b""
 
 
-def run_formats(formats: Sequence[Format], seed: int = SEED, jobs: int | None = None,
-                counts: dict[str, int] | None = None) -> dict[str, Result]:
+def run_formats(
+    formats: Sequence[Format], seed: int = SEED, jobs: int | None = None, counts: dict[str, int] | None = None
+) -> dict[str, Result]:
     """Run every format's corpus in forked workers (``jobs`` at a time, default one per CPU); results
     by format name. ``counts`` overrides inputs per format (e.g. for a quick run)."""
     jobs = jobs or os.cpu_count() or 1
@@ -650,8 +745,11 @@ def run_formats(formats: Sequence[Format], seed: int = SEED, jobs: int | None = 
         w.result.cpu_s += usage.ru_utime + usage.ru_stime
         if w.next_index < w.end:  # it died (or hung) on input next_index
             if why is None:
-                why = (f"worker killed by signal {os.WTERMSIG(status)}" if os.WIFSIGNALED(status)
-                       else f"worker exited with status {os.WEXITSTATUS(status)}")
+                why = (
+                    f"worker killed by signal {os.WTERMSIG(status)}"
+                    if os.WIFSIGNALED(status)
+                    else f"worker exited with status {os.WEXITSTATUS(status)}"
+                )
             tail = _tail(w.log)
             shown = _regenerate(w.fmt, seed, w.next_index)
             w.result.add(w.next_index, BLOWUP, why + (f"; its last output: {tail!r}" if tail else ""), shown)
@@ -734,5 +832,7 @@ def table(results: Iterable[Result]) -> str:
         cpu += r.cpu_s
     rows.append(("total", str(n), *(str(total[o]) for o in OUTCOMES), "", f"{cpu:.1f}"))
     widths = [max(len(row[c]) for row in rows) for c in range(len(rows[0]))]
-    fmt = lambda row: "  ".join(cell.ljust(w) if c == 0 else cell.rjust(w) for c, (cell, w) in enumerate(zip(row, widths)))  # noqa: E731
+    fmt = lambda row: "  ".join(
+        cell.ljust(w) if c == 0 else cell.rjust(w) for c, (cell, w) in enumerate(zip(row, widths))
+    )  # noqa: E731
     return "\n".join([fmt(rows[0]), "  ".join("-" * w for w in widths), *map(fmt, rows[1:])])

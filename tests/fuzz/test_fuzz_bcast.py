@@ -30,16 +30,38 @@ SEED = 20261124
 MANIFESTS = 3000
 FRAMES = 4000
 
-_HUGE = [2**63, 2**64 + 1, 10**400, -1, -(2**63) - 1, 1e308, float("inf"), float("nan"), 0, True, None,
-         "1", [], {}, "x" * 5000]
+_HUGE = [
+    2**63,
+    2**64 + 1,
+    10**400,
+    -1,
+    -(2**63) - 1,
+    1e308,
+    float("inf"),
+    float("nan"),
+    0,
+    True,
+    None,
+    "1",
+    [],
+    {},
+    "x" * 5000,
+]
 
 
 def _valid_manifest(rng: random.Random) -> dict:
     size = rng.choice([0, 1, 1000, 65536, 3 * 65536 + 7])
     piece = rng.choice([1024, 65536])
     pieces = -(-size // piece)
-    return {"format": "parcomm-bcast-manifest", "version": 1, "size": size, "etag": '"abc"', "piece_size": piece,
-            "piece_sha256": base64.b64encode(bytes(32 * pieces)).decode(), "sha256": hashlib.sha256(b"").hexdigest()}
+    return {
+        "format": "parcomm-bcast-manifest",
+        "version": 1,
+        "size": size,
+        "etag": '"abc"',
+        "piece_size": piece,
+        "piece_sha256": base64.b64encode(bytes(32 * pieces)).decode(),
+        "sha256": hashlib.sha256(b"").hexdigest(),
+    }
 
 
 def _mutate_manifest(rng: random.Random) -> bytes:
@@ -72,19 +94,36 @@ def _mutate_frame(rng: random.Random, layout: Layout) -> bytes:
         return rng.randbytes(rng.randrange(64))
     if how >= 5:  # a well-formed message of the protocol, with adversarial values
         klass = rng.choice(list(MESSAGE_TYPES.values()))
-        ints = [rng.choice([0, 1, 3, 4, -1, layout.pieces - 1, layout.pieces, layout.works, 2**63 - 1, -(2**63)])
-                for _ in klass.FIELDS]
-        payload = rng.choice([b"", rng.randbytes(rng.randrange(12)), bytes((layout.pieces + 7) // 8),
-                              np.asarray([0, layout.works - 1, layout.works, 2**32 - 1], ">u4").tobytes()])
-        return encode_record(Record(klass.TYPE, tuple(ints[: sum(1 for f in klass.FIELDS
-                                                                   if f not in ("bits", "works"))]),
-                                    payload))[4:]
+        ints = [
+            rng.choice([0, 1, 3, 4, -1, layout.pieces - 1, layout.pieces, layout.works, 2**63 - 1, -(2**63)])
+            for _ in klass.FIELDS
+        ]
+        payload = rng.choice(
+            [
+                b"",
+                rng.randbytes(rng.randrange(12)),
+                bytes((layout.pieces + 7) // 8),
+                np.asarray([0, layout.works - 1, layout.works, 2**32 - 1], ">u4").tobytes(),
+            ]
+        )
+        return encode_record(
+            Record(klass.TYPE, tuple(ints[: sum(1 for f in klass.FIELDS if f not in ("bits", "works"))]), payload)
+        )[4:]
     type_code = rng.choice([rng.randrange(1, 15), rng.randrange(65536)])
     n_fields = rng.choice([0, 1, 2, MAX_FIELDS, MAX_FIELDS + 1, 65535])
-    fields = [rng.choice([0, 1, layout.pieces - 1, layout.pieces, layout.works, -1, 2**63 - 1, -(2**63)])
-              for _ in range(min(n_fields, MAX_FIELDS))]
-    payload = rng.choice([None, b"", rng.randbytes(rng.randrange(0, 40)), bytes((layout.pieces + 7) // 8),
-                          np.asarray([0, layout.works, 2**32 - 1], ">u4").tobytes()])
+    fields = [
+        rng.choice([0, 1, layout.pieces - 1, layout.pieces, layout.works, -1, 2**63 - 1, -(2**63)])
+        for _ in range(min(n_fields, MAX_FIELDS))
+    ]
+    payload = rng.choice(
+        [
+            None,
+            b"",
+            rng.randbytes(rng.randrange(0, 40)),
+            bytes((layout.pieces + 7) // 8),
+            np.asarray([0, layout.works, 2**32 - 1], ">u4").tobytes(),
+        ]
+    )
     body = encode_record(Record(type_code, tuple(fields), payload))[4:]
     if how == 1:  # lie about the field count
         body = struct.pack("!HHB", type_code, n_fields, body[4]) + body[5:]

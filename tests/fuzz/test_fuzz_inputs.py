@@ -39,5 +39,6 @@ def test_corpus_is_deterministic():
         for i in (0, 1, 997):
             a, b = harness.make_input(fmt, harness.SEED, i), harness.make_input(fmt, harness.SEED, i)
             assert harness.show(a, 10**7) == harness.show(b, 10**7), (fmt.name, i)
-        assert harness.show(harness.make_input(fmt, harness.SEED, 1), 10**7) != \
-            harness.show(harness.make_input(fmt, harness.SEED + 1, 1), 10**7), fmt.name
+        assert harness.show(harness.make_input(fmt, harness.SEED, 1), 10**7) != harness.show(
+            harness.make_input(fmt, harness.SEED + 1, 1), 10**7
+        ), fmt.name

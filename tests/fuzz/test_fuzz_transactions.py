@@ -25,9 +25,13 @@ TEXT = 2000
 def originals(tmp_path_factory):
     d = tmp_path_factory.mktemp("qtx")
     files = []
-    for i, (kw, parts) in enumerate([(dict(transactions=300, items=50, patterns=20), 1),
-                                      (dict(transactions=400, items=70000, patterns=30, avg_pattern_len=3), 3),
-                                      (dict(transactions=0), 1)]):
+    for i, (kw, parts) in enumerate(
+        [
+            (dict(transactions=300, items=50, patterns=20), 1),
+            (dict(transactions=400, items=70000, patterns=30, avg_pattern_len=3), 3),
+            (dict(transactions=0), 1),
+        ]
+    ):
         path = d / f"orig{i}.qtx"
         write_quest(path, QuestParams(**kw), parts)
         files.append(path.read_bytes())
@@ -47,7 +51,7 @@ def _corrupt(rng: random.Random, raw: bytes) -> bytes:
             data[rng.randrange(len(data))] = rng.randrange(256)
     elif how == 3:  # a header or chunk-header field set to something absurd
         i = rng.randrange(min(len(data), 64))
-        data[i:i + 8] = rng.choice([b"\xff" * 8, b"\0" * 8, (2**31 - 1).to_bytes(8, "little")])
+        data[i : i + 8] = rng.choice([b"\xff" * 8, b"\0" * 8, (2**31 - 1).to_bytes(8, "little")])
     else:  # bytes appended
         data += rng.randbytes(rng.randint(1, 40))
     out = bytes(data)

@@ -37,8 +37,9 @@ EXPECTED = {0: ACCEPTED, 1: CLEAN, 2: UNCLEAR, 3: TRACEBACK, 4: BLOWUP, 5: BLOWU
 
 
 def test_each_outcome_is_classified():
-    fmt = Format("probe", _by_index, _target, 40, names=harness.names_any(["--opt"]), time_cap_s=0.3,
-                 memory_cap=512 << 20)
+    fmt = Format(
+        "probe", _by_index, _target, 40, names=harness.names_any(["--opt"]), time_cap_s=0.3, memory_cap=512 << 20
+    )
     result = harness.run_formats([fmt], seed=3, jobs=1)["probe"]
     want = {o: 0 for o in harness.OUTCOMES}
     for i in range(fmt.count):
@@ -73,8 +74,12 @@ def test_a_dying_worker_costs_one_input():
 
 def test_unclear_messages():
     fmt = Format("m", lambda r: 0, lambda _: None, 1, names=harness.names_any(["tcp.rto_min_s"]))
-    for message, problem in (("", "empty"), ("a\nb", "lines"), ("tcp.rto_min_s " + "x" * 2000, "characters"),
-                             ("bad value", "names no")):
+    for message, problem in (
+        ("", "empty"),
+        ("a\nb", "lines"),
+        ("tcp.rto_min_s " + "x" * 2000, "characters"),
+        ("bad value", "names no"),
+    ):
         assert problem in harness._message_problem(message, fmt, None)
     assert harness._message_problem("hosts.h0.tcp.rto_min_s must be positive", fmt, None) is None
 
@@ -95,6 +100,13 @@ def test_mutators_are_deterministic_and_hostile():
 def test_to_toml_round_trips():
     import tomllib
 
-    doc = {"name": "x", "n": 4, "f": 1.5, "ok": True, "tcp": {"rto_min_s": "200ms"},
-           "hosts": [{"name": "a", "mtu": 9000}, {"name": "b"}], "nums": [1, 2, 3]}
+    doc = {
+        "name": "x",
+        "n": 4,
+        "f": 1.5,
+        "ok": True,
+        "tcp": {"rto_min_s": "200ms"},
+        "hosts": [{"name": "a", "mtu": 9000}, {"name": "b"}],
+        "nums": [1, 2, 3],
+    }
     assert tomllib.loads(harness.to_toml(doc)) == doc

@@ -46,7 +46,16 @@ pub struct EventQueue<E> {
 
 impl<E> Default for EventQueue<E> {
     fn default() -> Self {
-        EventQueue { heap: BinaryHeap::new(), timers: BinaryHeap::new(), immediate: VecDeque::new(), slab: Vec::new(), free: Vec::new(), next_seq: 0, now: 0, processed: 0 }
+        EventQueue {
+            heap: BinaryHeap::new(),
+            timers: BinaryHeap::new(),
+            immediate: VecDeque::new(),
+            slab: Vec::new(),
+            free: Vec::new(),
+            next_seq: 0,
+            now: 0,
+            processed: 0,
+        }
     }
 }
 

@@ -458,7 +458,10 @@ impl PlatformSpec {
                     return Err(format!("{}: unknown host or router '{m}'", f("members")));
                 }
                 if self.switches.iter().any(|sw| &sw.name == m) {
-                    return Err(format!("{}: '{m}' is a switch; only hosts and routers attach to a segment", f("members")));
+                    return Err(format!(
+                        "{}: '{m}' is a switch; only hosts and routers attach to a segment",
+                        f("members")
+                    ));
                 }
                 if !seen.insert(m) {
                     return Err(format!("{}: '{m}' listed twice", f("members")));

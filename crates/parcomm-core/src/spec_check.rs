@@ -378,8 +378,9 @@ pub fn schema_json() -> String {
     let switch: SwitchSpec = minimal(json!({"name": "s", "buffer": {"size": 1, "unit": "packets"}}));
     let link: LinkSpec = minimal(json!({"a": "a", "b": "b", "rate_bps": 1.0}));
     let segment: SegmentSpec = minimal(json!({"name": "g", "rate_bps": 1.0, "members": []}));
-    let router: RouterSpec =
-        minimal(json!({"name": "r", "forward_pps": 1.0, "backplane_bps": 1.0, "buffer": {"size": 1, "unit": "packets"}}));
+    let router: RouterSpec = minimal(
+        json!({"name": "r", "forward_pps": 1.0, "backplane_bps": 1.0, "buffer": {"size": 1, "unit": "packets"}}),
+    );
     let platform: PlatformSpec = minimal(json!({"hosts": []}));
     /// Typed, so that fields keep their declaration order (a `Value` map sorts them).
     #[derive(Serialize)]

@@ -117,7 +117,8 @@ fn interleaving_is_deterministic() {
         }
         sim.run_until(5000 * MS);
         let c = sim.counters();
-        let ports: Vec<_> = c.ports.iter().map(|p| (p.drops, p.cell_drops, p.max_occupancy, p.mean_occupancy.to_bits())).collect();
+        let ports: Vec<_> =
+            c.ports.iter().map(|p| (p.drops, p.cell_drops, p.max_occupancy, p.mean_occupancy.to_bits())).collect();
         (c.events, ports)
     };
     assert_eq!(run(), run());

@@ -15,9 +15,8 @@ fn tcp(rto_min: f64, rto_max: f64) -> String {
 /// Two hosts joined through a chain of `switches` switches; every link 1 Gbit/s.
 fn chain(switches: usize, framing: &str, drop_nth: &[u64], rto_max: f64) -> String {
     let hosts = format!(r#"{{"name":"h0","tcp":{t}}},{{"name":"h1","tcp":{t}}}"#, t = tcp(0.2, rto_max));
-    let sw: Vec<String> = (0..switches)
-        .map(|i| format!(r#"{{"name":"s{i}","buffer":{{"size":10000000,"unit":"bytes"}}}}"#))
-        .collect();
+    let sw: Vec<String> =
+        (0..switches).map(|i| format!(r#"{{"name":"s{i}","buffer":{{"size":10000000,"unit":"bytes"}}}}"#)).collect();
     let mut names = vec!["h0".to_string()];
     names.extend((0..switches).map(|i| format!("s{i}")));
     names.push("h1".into());

@@ -6,11 +6,7 @@ use parcomm_core::time::MS;
 use parcomm_core::{CompletionKind, Simulation};
 
 fn tcp(rto_min: f64, delayed_ack: bool, sack: bool, tlp: bool) -> String {
-    tcp_fields(
-        rto_min,
-        delayed_ack,
-        &format!(r#", "sack": {sack}, "tail_loss_probe": {tlp}"#),
-    )
+    tcp_fields(rto_min, delayed_ack, &format!(r#", "sack": {sack}, "tail_loss_probe": {tlp}"#))
 }
 
 /// A tcp table with the fields every platform had before SACK and TLP, plus `extra`.
@@ -25,12 +21,9 @@ fn tcp_fields(rto_min: f64, delayed_ack: bool, extra: &str) -> String {
 /// `n` senders and one receiver (h0) on a 100 Mbit/s switch with a byte
 /// buffer per port; `tcp_of(i)` gives host i's tcp table.
 fn incast(n: usize, buffer: u64, loss: f64, tcp_of: impl Fn(usize) -> String) -> String {
-    let hosts: Vec<String> = (0..=n)
-        .map(|i| format!(r#"{{"name":"h{i}","tcp":{}}}"#, tcp_of(i)))
-        .collect();
-    let links: Vec<String> = (0..=n)
-        .map(|i| format!(r#"{{"a":"h{i}","b":"sw","rate_bps":1e8,"loss":{loss}}}"#))
-        .collect();
+    let hosts: Vec<String> = (0..=n).map(|i| format!(r#"{{"name":"h{i}","tcp":{}}}"#, tcp_of(i))).collect();
+    let links: Vec<String> =
+        (0..=n).map(|i| format!(r#"{{"a":"h{i}","b":"sw","rate_bps":1e8,"loss":{loss}}}"#)).collect();
     format!(
         r#"{{"hosts":[{}],"switches":[{{"name":"sw","buffer":{{"size":{buffer},"unit":"bytes"}}}}],"links":[{}]}}"#,
         hosts.join(","),
@@ -51,10 +44,7 @@ fn gather(json: &str, n: usize, bytes: u64) -> (u64, u64, Hosts, u64) {
     while arrived < n {
         let done = sim.run_until_completion(u64::MAX);
         assert!(!done.is_empty(), "the simulation ran dry");
-        arrived += done
-            .iter()
-            .filter(|c| c.kind == CompletionKind::Arrived)
-            .count();
+        arrived += done.iter().filter(|c| c.kind == CompletionKind::Arrived).count();
     }
     let c = sim.counters();
     let hosts = c
@@ -71,12 +61,7 @@ fn gather(json: &str, n: usize, bytes: u64) -> (u64, u64, Hosts, u64) {
             )
         })
         .collect();
-    (
-        sim.now(),
-        sim.events_processed(),
-        hosts,
-        c.hosts.iter().map(|h| h.tail_loss_probes).sum(),
-    )
+    (sim.now(), sim.events_processed(), hosts, c.hosts.iter().map(|h| h.tail_loss_probes).sum())
 }
 
 #[test]
@@ -104,29 +89,13 @@ fn options_off_match_the_recorded_baseline() {
 
 #[test]
 fn sack_is_used_only_when_both_ends_enable_it() {
-    let off = gather(
-        &incast(4, 32768, 0.0, |_| tcp(0.2, false, false, false)),
-        4,
-        200_000,
-    );
+    let off = gather(&incast(4, 32768, 0.0, |_| tcp(0.2, false, false, false)), 4, 200_000);
     // Only the receiver, or only the senders: no SACK, same run.
-    let rx_only = gather(
-        &incast(4, 32768, 0.0, |i| tcp(0.2, false, i == 0, false)),
-        4,
-        200_000,
-    );
-    let tx_only = gather(
-        &incast(4, 32768, 0.0, |i| tcp(0.2, false, i != 0, false)),
-        4,
-        200_000,
-    );
+    let rx_only = gather(&incast(4, 32768, 0.0, |i| tcp(0.2, false, i == 0, false)), 4, 200_000);
+    let tx_only = gather(&incast(4, 32768, 0.0, |i| tcp(0.2, false, i != 0, false)), 4, 200_000);
     assert_eq!(rx_only, off);
     assert_eq!(tx_only, off);
-    let both = gather(
-        &incast(4, 32768, 0.0, |_| tcp(0.2, false, true, false)),
-        4,
-        200_000,
-    );
+    let both = gather(&incast(4, 32768, 0.0, |_| tcp(0.2, false, true, false)), 4, 200_000);
     assert_ne!(both.0, off.0);
 }
 
@@ -157,10 +126,7 @@ fn losing_the_last_segment_costs_a_probe_timeout_not_an_rto() {
     assert_eq!((h.timeouts, h.tail_loss_probes), (1, 0));
     assert!(with_rto - clean > 199 * MS);
     let (with_tlp, h) = run(true, "[10]");
-    assert_eq!(
-        (h.timeouts, h.tail_loss_probes, h.segments_retransmitted),
-        (0, 1, 1)
-    );
+    assert_eq!((h.timeouts, h.tail_loss_probes, h.segments_retransmitted), (0, 1, 1));
     // RTT here is about 0.5 ms: the probe goes 2·SRTT after the last ACK.
     let penalty = with_tlp - clean;
     assert!(penalty < 3 * MS, "penalty {penalty} ns");

@@ -94,7 +94,9 @@ fn one_lossy_hop_matches_the_closed_form() {
     let e = 0.1;
     let hops = [(1e-3, 0.0, 1e9), (3e-3, e, 1e9)];
     let oneway: u64 = hops.iter().map(|&(d, _, r)| ns(d) + tx_time(1000, r)).sum();
-    let rtt = |hs: &[(f64, f64, f64)]| -> u64 { hs.iter().map(|&(d, _, r)| 2 * ns(d) + tx_time(1000, r) + tx_time(40, r)).sum() };
+    let rtt = |hs: &[(f64, f64, f64)]| -> u64 {
+        hs.iter().map(|&(d, _, r)| 2 * ns(d) + tx_time(1000, r) + tx_time(40, r)).sum()
+    };
     let failures = e / (1.0 - e);
     let packets = 20_000u64;
     // The tree marks r1 as a repair router; "none" overrides it (Comet RM).
@@ -163,7 +165,10 @@ fn a_timeout_shorter_than_the_round_trip_retransmits_each_packet_once() {
 fn ack_loss_is_survived_and_only_costs_duplicates() {
     let hops = [(1e-3, 0.05, 1e9), (2e-3, 0.05, 1e9), (1e-3, 0.05, 1e9)];
     for repair in ["none", "all"] {
-        let r = run(&chain(&hops, &[]), json!({"packets": 2000, "rate_pps": 2000, "ack_loss": true, "seed": 9, "repair": repair}));
+        let r = run(
+            &chain(&hops, &[]),
+            json!({"packets": 2000, "rate_pps": 2000, "ack_loss": true, "seed": 9, "repair": repair}),
+        );
         assert!(r.complete, "{repair}");
         assert!(r.networks.iter().any(|n| n.acks_lost > 0));
         assert!(r.buffers.iter().all(|b| b.mean_packets >= 0.0));
@@ -188,8 +193,10 @@ fn same_seed_same_result_different_seed_differs() {
 #[test]
 fn ten_thousand_receivers_run() {
     // Fan-out 10, four router levels below the source: 10,000 receivers.
-    let mut nodes = vec![json!({"name": "s", "kind": "source"}), json!({"name": "t", "kind": "router", "repair": true})];
-    let mut networks = vec![json!({"name": "n-t", "parent": "s", "child": "t", "delay_s": 0.01, "loss": 0.002, "rate_bps": 622e6})];
+    let mut nodes =
+        vec![json!({"name": "s", "kind": "source"}), json!({"name": "t", "kind": "router", "repair": true})];
+    let mut networks =
+        vec![json!({"name": "n-t", "parent": "s", "child": "t", "delay_s": 0.01, "loss": 0.002, "rate_bps": 622e6})];
     let mut level = vec!["t".to_string()];
     for depth in 1..=4 {
         let mut next = vec![];
@@ -238,10 +245,16 @@ fn malformed_trees_are_rejected_with_the_field_named() {
         (with(&|t| t["nodes"][1]["name"] = json!("src")), "nodes[1].name: duplicate"),
         (with(&|t| t["networks"][1]["name"] = json!("N1")), "networks[1].name: duplicate"),
         (with(&|t| t["nodes"][2]["repair"] = json!(true)), "nodes[2].repair"),
-        (with(&|t| t["nodes"][1]["kind"] = json!("switch")), "nodes[1].kind: expected \"source\", \"router\" or \"receiver\", got \"switch\""),
+        (
+            with(&|t| t["nodes"][1]["kind"] = json!("switch")),
+            "nodes[1].kind: expected \"source\", \"router\" or \"receiver\", got \"switch\"",
+        ),
         (with(&|t| t["networks"][0]["delay_s"] = json!("3ms")), "networks[0].delay_s: expected a number, got \"3ms\""),
         (with(&|t| t["networks"][0]["los"] = json!(0.1)), "networks[0].los: unknown field"),
-        (with(&|t| t["networks"][1].as_object_mut().unwrap().remove("rate_bps").map(|_| ()).unwrap()), "networks[1].rate_bps: missing field"),
+        (
+            with(&|t| t["networks"][1].as_object_mut().unwrap().remove("rate_bps").map(|_| ()).unwrap()),
+            "networks[1].rate_bps: missing field",
+        ),
         (
             with(&|t| t["networks"].as_array_mut().unwrap().remove(1).as_null().unwrap_or(())),
             "nodes[1]: router 'r1' has no child network",
@@ -254,13 +267,17 @@ fn malformed_trees_are_rejected_with_the_field_named() {
         ),
         (
             with(&|t| {
-                t["networks"].as_array_mut().unwrap().push(json!({"name": "N3", "parent": "rcv", "child": "r1", "delay_s": 0, "loss": 0, "rate_bps": 1e9}));
+                t["networks"].as_array_mut().unwrap().push(
+                    json!({"name": "N3", "parent": "rcv", "child": "r1", "delay_s": 0, "loss": 0, "rate_bps": 1e9}),
+                );
             }),
             "networks[2].parent: receiver 'rcv' must be a leaf",
         ),
         (
             with(&|t| {
-                t["networks"].as_array_mut().unwrap().push(json!({"name": "N3", "parent": "src", "child": "rcv", "delay_s": 0, "loss": 0, "rate_bps": 1e9}));
+                t["networks"].as_array_mut().unwrap().push(
+                    json!({"name": "N3", "parent": "src", "child": "rcv", "delay_s": 0, "loss": 0, "rate_bps": 1e9}),
+                );
             }),
             "networks[2].child: 'rcv' already has a parent",
         ),
@@ -310,7 +327,10 @@ fn retransmissions_outrunning_a_link_stop_the_run_instead_of_eating_memory() {
     // An unpaced burst, a timeout far below the queueing delay and no
     // backoff: every timeout adds copies to an ever longer queue.
     let tree = chain(&[(1e-4, 0.1, 1e6), (1e-4, 0.1, 1e6)], &[]);
-    let r = run(&tree, json!({"packets": 500, "window": 500, "rto_factor": 0.5, "queue_limit_packets": 2000, "repair": "all"}));
+    let r = run(
+        &tree,
+        json!({"packets": 500, "window": 500, "rto_factor": 0.5, "queue_limit_packets": 2000, "repair": "all"}),
+    );
     assert!(!r.complete);
     assert!(r.stopped.starts_with("queue_limit_packets: network 'N1'"), "{}", r.stopped);
     let ok = run(&tree, json!({"packets": 500, "rate_pps": 50, "rto_factor": 1.5}));
@@ -337,7 +357,8 @@ fn random_trees_deliver_everything() {
             nodes.push(json!({"name": name, "kind": if router { "router" } else { "receiver" }, "repair": router && rng.uniform() < 0.5}));
             let loss = [0.0, 0.01, 0.1, 0.3][rng.below(4) as usize];
             let delay = [0.0, 1e-3, 3e-2][rng.below(3) as usize];
-            networks.push(json!({"name": format!("n{i}"), "parent": parent, "child": name, "delay_s": delay, "loss": loss,
+            networks
+                .push(json!({"name": format!("n{i}"), "parent": parent, "child": name, "delay_s": delay, "loss": loss,
                                  "rate_bps": rates[rng.below(3) as usize]}));
             if router {
                 parents.push(name.clone());
@@ -357,9 +378,13 @@ fn random_trees_deliver_everything() {
         let r = run(&tree, params.clone());
         assert!(r.complete, "case {case}: {} {params}", r.stopped);
         assert!(r.receivers.iter().all(|x| x.received == packets), "case {case}");
-        assert!(r.buffers.iter().all(|b| b.mean_packets >= 0.0 && (b.repair || b.kind == "source" || b.peak_packets == 0)));
+        assert!(r
+            .buffers
+            .iter()
+            .all(|b| b.mean_packets >= 0.0 && (b.repair || b.kind == "source" || b.peak_packets == 0)));
         let mut again = run(&tree, params);
         again.wall_s = r.wall_s;
-        assert!(format!("{again:?}") == format!("{r:?}"), "case {case} is not reproducible"); // NaN != NaN
+        assert!(format!("{again:?}") == format!("{r:?}"), "case {case} is not reproducible");
+        // NaN != NaN
     }
 }

@@ -133,8 +133,24 @@ impl Simulation {
     fn take_trace<'py>(&mut self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
         let (samples, dropped) = self.inner.take_trace();
         let s: &Vec<TraceSample> = &samples;
-        let out = columns!(py, s, t, src, dst, cwnd, ssthresh, rto, srtt, in_flight, acked, in_recovery,
-            segments_retransmitted, timeouts, fast_retransmits, tail_loss_probes);
+        let out = columns!(
+            py,
+            s,
+            t,
+            src,
+            dst,
+            cwnd,
+            ssthresh,
+            rto,
+            srtt,
+            in_flight,
+            acked,
+            in_recovery,
+            segments_retransmitted,
+            timeouts,
+            fast_retransmits,
+            tail_loss_probes
+        );
         out.set_item("event", s.iter().map(|r| r.event.name()).collect::<Vec<_>>())?;
         out.set_item("dropped", dropped)?;
         Ok(out)
@@ -148,12 +164,38 @@ impl Simulation {
         let h: &Vec<HostCounters> = &c.hosts;
         out.set_item(
             "hosts",
-            columns!(py, h, name, bytes_sent, bytes_retransmitted, segments_sent, segments_retransmitted, timeouts, fast_retransmits, tail_loss_probes, nic_drops, corrupt_discards, cpu_busy_s),
+            columns!(
+                py,
+                h,
+                name,
+                bytes_sent,
+                bytes_retransmitted,
+                segments_sent,
+                segments_retransmitted,
+                timeouts,
+                fast_retransmits,
+                tail_loss_probes,
+                nic_drops,
+                corrupt_discards,
+                cpu_busy_s
+            ),
         )?;
         let p: &Vec<PortCounters> = &c.ports;
         out.set_item(
             "ports",
-            columns!(py, p, name, unit, capacity, tx_packets, drops, cell_drops, wire_losses, max_occupancy, mean_occupancy),
+            columns!(
+                py,
+                p,
+                name,
+                unit,
+                capacity,
+                tx_packets,
+                drops,
+                cell_drops,
+                wire_losses,
+                max_occupancy,
+                mean_occupancy
+            ),
         )?;
         let b: &Vec<BusCounters> = &c.buses;
         out.set_item("buses", columns!(py, b, name, frames, collisions, drops, utilization))?;
@@ -197,12 +239,37 @@ fn mcast_simulate<'py>(py: Python<'py>, tree_json: &str, params_json: &str) -> P
     let b = &r.buffers;
     out.set_item(
         "buffers",
-        columns!(py, b, name, kind, repair, rto_s, peak_packets, peak_bytes, mean_packets, mean_bytes, timeouts, retransmissions),
+        columns!(
+            py,
+            b,
+            name,
+            kind,
+            repair,
+            rto_s,
+            peak_packets,
+            peak_bytes,
+            mean_packets,
+            mean_bytes,
+            timeouts,
+            retransmissions
+        ),
     )?;
     let n = &r.networks;
     out.set_item(
         "networks",
-        columns!(py, n, name, parent, child, data_sent, data_retransmitted, data_lost, data_redundant, acks_sent, acks_lost),
+        columns!(
+            py,
+            n,
+            name,
+            parent,
+            child,
+            data_sent,
+            data_retransmitted,
+            data_lost,
+            data_redundant,
+            acks_sent,
+            acks_lost
+        ),
     )?;
     out.set_item("end_time_s", r.end_time_s)?;
     out.set_item("events", r.events)?;

@@ -69,8 +69,9 @@ class JobKey:
                 if not stat.S_ISREG(info.st_mode):
                     raise JobKeyError(f"key file {p} is not a regular file")
                 if info.st_mode & 0o077:
-                    raise JobKeyError(f"key file {p} is readable by others (mode {info.st_mode & 0o777:03o}); "
-                                      f"run `chmod 600 {p}`")
+                    raise JobKeyError(
+                        f"key file {p} is readable by others (mode {info.st_mode & 0o777:03o}); run `chmod 600 {p}`"
+                    )
                 raw = f.read(_MAX_KEY_FILE + 1)
         except OSError as e:
             raise JobKeyError(f"cannot read key file {p}: {e.strerror or e}") from None
@@ -116,5 +117,7 @@ def resolve_key(key_file: str | os.PathLike | None = None, env: Mapping[str, str
     value = (os.environ if env is None else env).get(KEY_ENV)
     if value:
         return JobKey.from_hex(value, origin=f"${KEY_ENV}")
-    raise JobKeyError(f"this job needs a shared key: give --key-file FILE or set ${KEY_ENV} on every member "
-                      "(`parcomm keygen FILE` makes one)")
+    raise JobKeyError(
+        f"this job needs a shared key: give --key-file FILE or set ${KEY_ENV} on every member "
+        "(`parcomm keygen FILE` makes one)"
+    )

@@ -15,8 +15,15 @@ log = logging.getLogger("parcomm.auth")
 DEFAULT_TIMEOUT_S = 10.0
 
 
-async def authenticate(reader: asyncio.StreamReader, writer: asyncio.StreamWriter, key: JobKey, *,
-                       initiator: bool, context: bytes, timeout: float = DEFAULT_TIMEOUT_S) -> None:
+async def authenticate(
+    reader: asyncio.StreamReader,
+    writer: asyncio.StreamWriter,
+    key: JobKey,
+    *,
+    initiator: bool,
+    context: bytes,
+    timeout: float = DEFAULT_TIMEOUT_S,
+) -> None:
     """Run the mutual handshake; returns when the peer is a member, else raises AuthError.
 
     Reads exactly GREETING_SIZE + PROOF_SIZE bytes from the peer, whatever it
@@ -78,8 +85,15 @@ class Gate:
         elif self.refused % 1000 == 0:
             log.warning("%s: %d connections refused so far", self.name, self.refused)
 
-    async def admit(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter, key: JobKey, *,
-                    context: bytes, timeout: float = DEFAULT_TIMEOUT_S) -> bool:
+    async def admit(
+        self,
+        reader: asyncio.StreamReader,
+        writer: asyncio.StreamWriter,
+        key: JobKey,
+        *,
+        context: bytes,
+        timeout: float = DEFAULT_TIMEOUT_S,
+    ) -> bool:
         """Authenticate an accepted connection; on failure it is aborted, logged
         and False returned (the caller does nothing more with it)."""
         if not self.enter():

@@ -60,8 +60,13 @@ def _s3_config(endpoint_url, region):
 def _bcast_config(piece_size, work_pieces, connections, peers, overlap, seed):
     from ..apps.bcast.node import BcastConfig
 
-    kwargs = {"work_pieces": work_pieces, "s3_connections": connections, "peers": peers,
-              "overlap_phases": overlap, "seed": seed}
+    kwargs = {
+        "work_pieces": work_pieces,
+        "s3_connections": connections,
+        "peers": peers,
+        "overlap_phases": overlap,
+        "seed": seed,
+    }
     if piece_size is not None:
         kwargs["piece_size"] = parse_with(lambda v: parse_size(v, "--piece-size"), piece_size, "--piece-size")
     try:
@@ -71,17 +76,33 @@ def _bcast_config(piece_size, work_pieces, connections, peers, overlap, seed):
 
 
 def _protocol_options(f):
-    for opt in reversed([
-        click.option("--algo", type=click.Choice(ALGOS), default="steal", show_default=True,
-                     help="flat: every node downloads all; nonsteal/steal: 1/N each, then exchange (Chiba et al. §4)"),
-        click.option("--work-pieces", type=int, default=8, show_default=True,
-                     help="pieces per work: one ranged GET and the unit of stealing (paper: 100 x 32 KB)"),
-        click.option("--connections", type=int, default=2, show_default=True, help="concurrent S3 GETs per node"),
-        click.option("--peers", type=int, default=4, show_default=True, help="neighbours each node exchanges with"),
-        click.option("--overlap/--no-overlap", default=False, show_default=True,
-                     help="exchange pieces while still downloading (the paper's future work)"),
-        click.option("--seed", type=int, default=0, show_default=True, help="seeds the protocol's random choices"),
-    ]):
+    for opt in reversed(
+        [
+            click.option(
+                "--algo",
+                type=click.Choice(ALGOS),
+                default="steal",
+                show_default=True,
+                help="flat: every node downloads all; nonsteal/steal: 1/N each, then exchange (Chiba et al. §4)",
+            ),
+            click.option(
+                "--work-pieces",
+                type=int,
+                default=8,
+                show_default=True,
+                help="pieces per work: one ranged GET and the unit of stealing (paper: 100 x 32 KB)",
+            ),
+            click.option("--connections", type=int, default=2, show_default=True, help="concurrent S3 GETs per node"),
+            click.option("--peers", type=int, default=4, show_default=True, help="neighbours each node exchanges with"),
+            click.option(
+                "--overlap/--no-overlap",
+                default=False,
+                show_default=True,
+                help="exchange pieces while still downloading (the paper's future work)",
+            ),
+            click.option("--seed", type=int, default=0, show_default=True, help="seeds the protocol's random choices"),
+        ]
+    ):
         f = opt(f)
     return f
 
@@ -121,15 +142,45 @@ def _check_out(out: str, ranks: range) -> None:
 @click.option("--bind", default="127.0.0.1", show_default=True, help="address the peer listener binds")
 @click.option("--advertise", default=None, help="address other nodes use to reach this one (default: --bind)")
 @_protocol_options
-@click.option("--timeout", type=Duration(), default="1h", show_default=True,
-              help="give up after this long, with a unit (e.g. 600s, 1h)")
+@click.option(
+    "--timeout",
+    type=Duration(),
+    default="1h",
+    show_default=True,
+    help="give up after this long, with a unit (e.g. 600s, 1h)",
+)
 @_s3_options
-@click.option("--key-file", type=click.Path(dir_okay=False), default=None,
-              help="the job's shared key with --rendezvous/--rendezvous-dir (mode 600; `parcomm keygen FILE`); "
-                   "default: $PARCOMM_JOB_KEY. --local and --mpi make their own")
+@click.option(
+    "--key-file",
+    type=click.Path(dir_okay=False),
+    default=None,
+    help="the job's shared key with --rendezvous/--rendezvous-dir (mode 600; `parcomm keygen FILE`); "
+    "default: $PARCOMM_JOB_KEY. --local and --mpi make their own",
+)
 @click.option("--json", "as_json", is_flag=True, help="print the per-node reports as JSON")
-def get(url, out, local, mpi, rendezvous, rendezvous_dir, rank, nodes, bind, advertise, algo, work_pieces,
-        connections, peers, overlap, seed, timeout, endpoint_url, region, key_file, as_json) -> None:
+def get(
+    url,
+    out,
+    local,
+    mpi,
+    rendezvous,
+    rendezvous_dir,
+    rank,
+    nodes,
+    bind,
+    advertise,
+    algo,
+    work_pieces,
+    connections,
+    peers,
+    overlap,
+    seed,
+    timeout,
+    endpoint_url,
+    region,
+    key_file,
+    as_json,
+) -> None:
     """Download s3://BUCKET/KEY to --out on every node, cooperatively.
 
     Nodes prove to each other that they hold the job's key on every
@@ -145,19 +196,30 @@ def get(url, out, local, mpi, rendezvous, rendezvous_dir, rank, nodes, bind, adv
         parse_s3_url(url)
     except S3Error as exc:
         _fail(exc)
-    modes = [m for m, on in (("--local", local is not None), ("--mpi", mpi), ("--rendezvous", rendezvous),
-                             ("--rendezvous-dir", rendezvous_dir)) if on]
+    modes = [
+        m
+        for m, on in (
+            ("--local", local is not None),
+            ("--mpi", mpi),
+            ("--rendezvous", rendezvous),
+            ("--rendezvous-dir", rendezvous_dir),
+        )
+        if on
+    ]
     if len(modes) != 1:
-        raise UserError("choose exactly one of --local N, --mpi, --rendezvous HOST:PORT, --rendezvous-dir DIR"
-                        + (f" (got {' and '.join(modes)})" if modes else ""))
+        raise UserError(
+            "choose exactly one of --local N, --mpi, --rendezvous HOST:PORT, --rendezvous-dir DIR"
+            + (f" (got {' and '.join(modes)})" if modes else "")
+        )
     if local is not None and not 1 <= local <= _MAX_LOCAL:
         raise UserError(f"--local must be in 1..{_MAX_LOCAL}, got {local}")
     if rendezvous is not None or rendezvous_dir is not None:
         if rank is None or nodes is None:
             raise UserError("give --rank and --nodes with --rendezvous/--rendezvous-dir")
         if not 1 <= nodes <= _MAX_NODES or not 0 <= rank < nodes:
-            raise UserError(f"--nodes must be in 1..{_MAX_NODES} and --rank in 0..nodes-1, got --nodes {nodes} "
-                            f"--rank {rank}")
+            raise UserError(
+                f"--nodes must be in 1..{_MAX_NODES} and --rank in 0..nodes-1, got --nodes {nodes} --rank {rank}"
+            )
     _check_out(out, range(local) if local is not None else range(rank or 0, (rank or 0) + 1))
     if not 0 < timeout <= _MAX_TIMEOUT_S:
         raise UserError(f"--timeout must be in (0, {_MAX_TIMEOUT_S:g}] seconds, got {timeout:g}")
@@ -173,18 +235,33 @@ def get(url, out, local, mpi, rendezvous, rendezvous_dir, rank, nodes, bind, adv
         raise UserError("--key-file is for --rendezvous/--rendezvous-dir; --local and --mpi make their own key")
     if local is not None and local > 1 and "{rank}" not in out:
         out = out + ".{rank}"
-    job = Job(url, out, algo, _bcast_config(None, work_pieces, connections, peers, overlap, seed),
-              _s3_config(endpoint_url, region), timeout=timeout)
+    job = Job(
+        url,
+        out,
+        algo,
+        _bcast_config(None, work_pieces, connections, peers, overlap, seed),
+        _s3_config(endpoint_url, region),
+        timeout=timeout,
+    )
     try:
         if local is not None:
             result = _run_local_with_bars(job, local, quiet=as_json)
             reports, errors = result.reports, result.errors
         else:
-
             bar = _single_bar(as_json)
             try:
-                report = run_one(job, rank=rank, nodes=nodes, rendezvous=rendezvous, rendezvous_dir=rendezvous_dir,
-                                 mpi=mpi, bind=bind, advertise=advertise, key=key, on_progress=bar)
+                report = run_one(
+                    job,
+                    rank=rank,
+                    nodes=nodes,
+                    rendezvous=rendezvous,
+                    rendezvous_dir=rendezvous_dir,
+                    mpi=mpi,
+                    bind=bind,
+                    advertise=advertise,
+                    key=key,
+                    on_progress=bar,
+                )
             finally:
                 bar.close()
             reports, errors = [report], {}
@@ -212,8 +289,9 @@ class _single_bar:
         if not quiet and sys.stderr.isatty():
             from rich.progress import BarColumn, DownloadColumn, Progress, TransferSpeedColumn
 
-            self.progress = Progress("[bold]bcast", BarColumn(), DownloadColumn(), TransferSpeedColumn(),
-                                     transient=True)
+            self.progress = Progress(
+                "[bold]bcast", BarColumn(), DownloadColumn(), TransferSpeedColumn(), transient=True
+            )
             self.progress.start()
             self.task = self.progress.add_task("bcast", total=None)
 
@@ -234,8 +312,9 @@ def _run_local_with_bars(job, nodes: int, quiet: bool):
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TimeElapsedColumn
 
     shown = min(nodes, 16)  # one bar per node up to 16, then one for all
-    with Progress("{task.description}", BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
-                  transient=False) as progress:
+    with Progress(
+        "{task.description}", BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(), transient=False
+    ) as progress:
         if nodes <= shown:
             tasks = {r: progress.add_task(f"node {r}", total=None) for r in range(nodes)}
         else:
@@ -290,14 +369,24 @@ def _summarize(reports, errors, as_json: bool) -> None:
     for col in ("node", "time s", "MB/s", "from S3 MB", "from peers MB", "S3 GETs", "retries", "output"):
         table.add_column(col, justify="right" if col not in ("output",) else "left", overflow="fold")
     for r in sorted(reports, key=lambda r: r.rank):
-        table.add_row(str(r.rank), f"{r.seconds:.2f}", f"{r.throughput / 1e6:.1f}", f"{r.bytes_from_storage / 1e6:.1f}",
-                      f"{r.bytes_from_peers / 1e6:.1f}", str(r.storage_requests), str(r.storage_retries), r.output)
+        table.add_row(
+            str(r.rank),
+            f"{r.seconds:.2f}",
+            f"{r.throughput / 1e6:.1f}",
+            f"{r.bytes_from_storage / 1e6:.1f}",
+            f"{r.bytes_from_peers / 1e6:.1f}",
+            str(r.storage_requests),
+            str(r.storage_retries),
+            r.output,
+        )
     console.print(table)
     size = reports[0].size
     egress = sum(r.bytes_from_storage for r in reports)
     if size:
-        console.print(f"origin egress {egress / 1e6:.1f} MB = {egress / size:.2f} x the object; "
-                      f"slowest node {max(r.seconds for r in reports):.2f} s")
+        console.print(
+            f"origin egress {egress / 1e6:.1f} MB = {egress / size:.2f} x the object; "
+            f"slowest node {max(r.seconds for r in reports):.2f} s"
+        )
 
 
 @bcast.command()
@@ -317,18 +406,34 @@ def prepare(url, piece_size, endpoint_url, region, as_json) -> None:
         m = manifest.prepare(url, size, client=S3Client(_s3_config(endpoint_url, region)))
     except (S3Error, ValueError) as exc:
         _fail(exc)
-    info = {"url": url, "size": m.size, "pieces": m.num_pieces, "piece_size": m.piece_size,
-            "sha256": m.sha256.hex(), "hash_list": manifest.sidecar_url(url)}
+    info = {
+        "url": url,
+        "size": m.size,
+        "pieces": m.num_pieces,
+        "piece_size": m.piece_size,
+        "sha256": m.sha256.hex(),
+        "hash_list": manifest.sidecar_url(url),
+    }
     if as_json:
         emit_json(info)
     else:
-        click.echo(f"{url}: {m.size} bytes, {m.num_pieces} pieces of {m.piece_size} B, sha256 {m.sha256.hex()}; "
-                   f"hash list at {info['hash_list']}")
+        click.echo(
+            f"{url}: {m.size} bytes, {m.num_pieces} pieces of {m.piece_size} B, sha256 {m.sha256.hex()}; "
+            f"hash list at {info['hash_list']}"
+        )
 
 
 @bcast.command()
-@click.option("--procs", "-n", "--nodes", "nodes", type=int, default=8, show_default=True,
-              help="nodes that receive the object (--nodes is an alias)")
+@click.option(
+    "--procs",
+    "-n",
+    "--nodes",
+    "nodes",
+    type=int,
+    default=8,
+    show_default=True,
+    help="nodes that receive the object (--nodes is an alias)",
+)
 @click.option("--size", default="1GB", show_default=True, help="object size (1GB, 100MiB, ...)")
 @click.option("--piece-size", default=None, help="piece size (default 1MiB; paper 32KB)")
 @_protocol_options
@@ -355,10 +460,12 @@ def sim(nodes, size, piece_size, algo, work_pieces, connections, peers, overlap,
         emit_json(result.to_dict())
         return
     phases = result.phase_means
-    click.echo(f"{algo}: {nodes} nodes, {nbytes / 1e6:.0f} MB, profile {result.profile}: "
-               f"slowest {result.completion_s:.1f} s, total throughput {result.total_mb_s:.1f} MB/s, "
-               f"origin egress {result.origin_egress_bytes / max(nbytes, 1):.2f} x the object"
-               + (f", phase 1 {phases['phase1_s']:.1f} s / phase 2 {phases['phase2_s']:.1f} s" if phases else ""))
+    click.echo(
+        f"{algo}: {nodes} nodes, {nbytes / 1e6:.0f} MB, profile {result.profile}: "
+        f"slowest {result.completion_s:.1f} s, total throughput {result.total_mb_s:.1f} MB/s, "
+        f"origin egress {result.origin_egress_bytes / max(nbytes, 1):.2f} x the object"
+        + (f", phase 1 {phases['phase1_s']:.1f} s / phase 2 {phases['phase2_s']:.1f} s" if phases else "")
+    )
 
 
 @bcast.command()
@@ -396,11 +503,24 @@ def proxy(ctx) -> None:
 
 
 @bcast.command()
-@click.option("--procs", "-n", "--nodes", "nodes", type=int, default=4, show_default=True,
-              help="local node processes (--nodes is an alias)")
+@click.option(
+    "--procs",
+    "-n",
+    "--nodes",
+    "nodes",
+    type=int,
+    default=4,
+    show_default=True,
+    help="local node processes (--nodes is an alias)",
+)
 @click.option("--size", default="64MiB", show_default=True, help="size of the object broadcast (64MiB, 1GB, ...)")
-@click.option("--algo", type=click.Choice(ALGOS), default="steal", show_default=True,
-              help="flat: every node downloads all; nonsteal/steal: 1/N each, then exchange")
+@click.option(
+    "--algo",
+    type=click.Choice(ALGOS),
+    default="steal",
+    show_default=True,
+    help="flat: every node downloads all; nonsteal/steal: 1/N each, then exchange",
+)
 @click.option("--json", "as_json", is_flag=True, help="print the demo's summary as JSON")
 def demo(nodes, size, algo, as_json) -> None:
     """End to end on this machine: versitygw on 127.0.0.1, an object, its hash
@@ -415,9 +535,11 @@ def demo(nodes, size, algo, as_json) -> None:
     if not 1 <= nodes <= _MAX_LOCAL:
         raise UserError(f"--procs must be in 1..{_MAX_LOCAL}, got {nodes}")
     if find_versitygw() is None:
-        raise RunFailed("versitygw (the local S3 server the demo starts) is not installed; install it with "
-                        f"`go install {VERSITYGW_MODULE}@{VERSITYGW_VERSION}` (needs Go; takes several minutes) "
-                        "or `bash scripts/install-versitygw.sh` in a clone, or point $PARCOMM_VERSITYGW at the binary")
+        raise RunFailed(
+            "versitygw (the local S3 server the demo starts) is not installed; install it with "
+            f"`go install {VERSITYGW_MODULE}@{VERSITYGW_VERSION}` (needs Go; takes several minutes) "
+            "or `bash scripts/install-versitygw.sh` in a clone, or point $PARCOMM_VERSITYGW at the binary"
+        )
     try:
         summary = run_demo(nodes, nbytes, algo, quiet=as_json)
     except Exception as exc:  # versitygw missing, port trouble: one line, no traceback
@@ -425,6 +547,8 @@ def demo(nodes, size, algo, as_json) -> None:
     if as_json:
         emit_json(summary)
     else:
-        click.echo(f"demo: {summary['nodes']} nodes got {summary['size']} bytes in {summary['seconds']:.2f} s "
-                   f"({summary['algo']}); every sha256 matched: {summary['all_match']}; "
-                   f"origin egress {summary['egress_ratio']:.2f} x")
+        click.echo(
+            f"demo: {summary['nodes']} nodes got {summary['size']} bytes in {summary['seconds']:.2f} s "
+            f"({summary['algo']}); every sha256 matched: {summary['all_match']}; "
+            f"origin egress {summary['egress_ratio']:.2f} x"
+        )

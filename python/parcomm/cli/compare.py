@@ -43,17 +43,25 @@ def _backends(text: str) -> list[str]:
 
 def _sim_row(res: Any) -> dict:
     tot = res.host_totals()
-    return {"time_s": res.time, "segments_retransmitted": tot["segments_retransmitted"], "timeouts": tot["timeouts"],
-            "port_drops": res.port_drops()}
+    return {
+        "time_s": res.time,
+        "segments_retransmitted": tot["segments_retransmitted"],
+        "timeouts": tot["timeouts"],
+        "port_drops": res.port_drops(),
+    }
 
 
 def _emu_row(results: list[Any]) -> dict:
     times = [r.time for r in results]
     tots = [r.host_totals() for r in results]
     med = lambda k: statistics.median(t[k] for t in tots)  # noqa: E731
-    return {"time_s": statistics.median(times), "times_s": times,
-            "segments_retransmitted": med("segments_retransmitted"), "timeouts": med("timeouts"),
-            "port_drops": statistics.median(r.port_drops() for r in results)}
+    return {
+        "time_s": statistics.median(times),
+        "times_s": times,
+        "segments_retransmitted": med("segments_retransmitted"),
+        "timeouts": med("timeouts"),
+        "port_drops": statistics.median(r.port_drops() for r in results),
+    }
 
 
 def _print(rows: list[dict], keys: list[str], title: str, backends: list[str]) -> None:
@@ -86,8 +94,12 @@ def _common(f):
     opts = [
         click.option("--backends", default="sim,emu", show_default=True, help="comma list of sim, emu"),
         click.option("--rto-max", default=None, help="TCP RTO maximum for every host"),
-        click.option("--rto-scheme", type=click.Choice(SCHEMES), default=None,
-                     help="per-host RTO of seed 000 §5.2 with X = each --rto-min"),
+        click.option(
+            "--rto-scheme",
+            type=click.Choice(SCHEMES),
+            default=None,
+            help="per-host RTO of seed 000 §5.2 with X = each --rto-min",
+        ),
         click.option("--seed", type=int, default=1, show_default=True, help="simulator seed and RTO-scheme seed"),
         click.option("--repeat", type=int, default=3, show_default=True, help="emulated runs per point (median shown)"),
         click.option("--timeout", default="120s", show_default=True, help="time limit of each emulated run"),
@@ -116,8 +128,9 @@ def compare() -> None:
 
 
 @compare.command()
-@click.option("--platform", "platform_spec", default="star:16,rate=100M,buffer=32KiB", show_default=True,
-              help=EMU_PLATFORM_HELP)
+@click.option(
+    "--platform", "platform_spec", default="star:16,rate=100M,buffer=32KiB", show_default=True, help=EMU_PLATFORM_HELP
+)
 @click.option("--algo", default="A,B", show_default=True, help="comma list of A, B (seed 001 Figs. 6, 7)")
 @click.option("--size", default="4KiB,256KiB", show_default=True, help="comma list of bytes per rank pair")
 @click.option("--rto-min", default=None, help="TCP RTO minimum for every host")
@@ -159,7 +172,11 @@ def alltoall(platform_spec, algo, size, rto_min, backends, rto_max, rto_scheme, 
                     for row, (a, m) in zip(rows, points):
                         runs = []
                         for _ in range(repeat):
-                            runs.append(cl.run(f"parcomm.collectives:alltoall_{a.lower()}", kwargs={"nbytes": m}, timeout_s=limit))
+                            runs.append(
+                                cl.run(
+                                    f"parcomm.collectives:alltoall_{a.lower()}", kwargs={"nbytes": m}, timeout_s=limit
+                                )
+                            )
                             bar.advance(task)
                         row["emu"] = _emu_row(runs)
     except (CommError, ValueError) as e:
@@ -173,13 +190,20 @@ def alltoall(platform_spec, algo, size, rto_min, backends, rto_max, rto_scheme, 
 
 
 @compare.command()
-@click.option("--platform", "platform_spec", default="star:17,rate=100M,buffer=32KiB", show_default=True,
-              help=EMU_PLATFORM_HELP + "; host 0 receives")
+@click.option(
+    "--platform",
+    "platform_spec",
+    default="star:17,rate=100M,buffer=32KiB",
+    show_default=True,
+    help=EMU_PLATFORM_HELP + "; host 0 receives",
+)
 @click.option("--senders", default="4,8,16", show_default=True, help="comma list of sender counts (hosts 1..N send)")
 @click.option("--size", default="64KiB", show_default=True, help="bytes each sender sends")
 @click.option("--rto-min", default="200ms,5ms", show_default=True, help="comma list of RTO minima")
 @_common
-def incast(platform_spec, senders, size, rto_min, backends, rto_max, rto_scheme, seed, repeat, timeout, as_json) -> None:
+def incast(
+    platform_spec, senders, size, rto_min, backends, rto_max, rto_scheme, seed, repeat, timeout, as_json
+) -> None:
     """Incast (N senders, one receiver port): simulated gather vs raw kernel TCP."""
     from ..collectives import gather_linear
     from ..comm import CommError, run_sim
@@ -207,8 +231,14 @@ def incast(platform_spec, senders, size, rto_min, backends, rto_max, rto_scheme,
                 task = bar.add_task("simulating", total=len(rows))
                 for row in rows:
                     # Sent eagerly, as the raw sockets do: no rendezvous above 128 KiB.
-                    res = run_sim(gather_linear, plats[row["rto_min"]], row["senders"] + 1, seed=seed,
-                                  kwargs={"nbytes": nbytes}, eager_limit=max(nbytes + 1, 1 << 17))
+                    res = run_sim(
+                        gather_linear,
+                        plats[row["rto_min"]],
+                        row["senders"] + 1,
+                        seed=seed,
+                        kwargs={"nbytes": nbytes},
+                        eager_limit=max(nbytes + 1, 1 << 17),
+                    )
                     row["sim"] = _sim_row(res)
                     bar.advance(task)
             if "emu" in bks:
@@ -226,6 +256,8 @@ def incast(platform_spec, senders, size, rto_min, backends, rto_max, rto_scheme,
     except EmuError as e:
         raise click.ClickException(str(e)) from None
     if as_json:
-        emit_json({"workload": "incast", "platform": platform_spec, "size_bytes": nbytes, "backends": bks, "points": rows})
+        emit_json(
+            {"workload": "incast", "platform": platform_spec, "size_bytes": nbytes, "backends": bks, "points": rows}
+        )
         return
     _print(rows, ["rto_min", "senders"], f"incast of {nbytes} B per sender on {platform_spec}", bks)

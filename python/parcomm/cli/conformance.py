@@ -41,8 +41,13 @@ def _profiles(text: str) -> list[str]:
 
 def _commit() -> str | None:
     try:
-        out = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True, timeout=5,
-                             cwd=os.path.dirname(__file__))
+        out = subprocess.run(
+            ["git", "rev-parse", "--short", "HEAD"],
+            capture_output=True,
+            text=True,
+            timeout=5,
+            cwd=os.path.dirname(__file__),
+        )
         return out.stdout.strip() or None
     except (OSError, subprocess.SubprocessError):
         return None
@@ -57,8 +62,13 @@ def _document(rows: list[dict], profiles: list[str], matrix: str, complete: bool
     return {
         "complete": complete,
         "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
-        "parcomm": version("parcomm"), "commit": _commit(), "kernel": _platform.release(),
-        "cpus": os.cpu_count(), "matrix": matrix, "profiles": profiles, "noise_limit": NOISE_LIMIT,
+        "parcomm": version("parcomm"),
+        "commit": _commit(),
+        "kernel": _platform.release(),
+        "cpus": os.cpu_count(),
+        "matrix": matrix,
+        "profiles": profiles,
+        "noise_limit": NOISE_LIMIT,
         "metrics": {m: {"kernel": KERNEL_COUNTERS[m][0], "simulator": KERNEL_COUNTERS[m][1]} for m in METRICS},
         "summary": [summarize(rows, p) for p in profiles],
         "scenarios": rows,
@@ -87,63 +97,134 @@ def _print_tables(doc: dict) -> None:
         con = Console(width=170)
     for prof in doc["profiles"]:
         t = Table(title=f"simulator profile '{prof}' against real Linux TCP (counters: kernel/simulator)")
-        for c, j in (("scenario", "left"), ("kernel ms", "right"), ("spread", "right"), ("sim ms", "right"),
-                     ("error", "right"), ("RTOs", "right"), ("recov", "right"), ("TLPs", "right"),
-                     ("retx", "right"), ("drops", "right")):
+        for c, j in (
+            ("scenario", "left"),
+            ("kernel ms", "right"),
+            ("spread", "right"),
+            ("sim ms", "right"),
+            ("error", "right"),
+            ("RTOs", "right"),
+            ("recov", "right"),
+            ("TLPs", "right"),
+            ("retx", "right"),
+            ("drops", "right"),
+        ):
             t.add_column(c, justify=j, overflow="fold")
         for r in doc["scenarios"]:
             e, s = r.get("emu"), r["sim"].get(prof)
             cells = [r["name"]]
-            cells += [f"{e['median_s'] * 1e3:.2f}" if e else (r.get("emu_error") or "-")[:40],
-                      "-" if not e or e["spread"] is None else f"{e['spread']:.0%}" + (" !" if r["noisy"] else "")]
-            cells += [f"{s['median_s'] * 1e3:.2f}" if s else "-",
-                      "-" if not s or s["error"] is None else f"{s['error']:+.0%}"]
+            cells += [
+                f"{e['median_s'] * 1e3:.2f}" if e else (r.get("emu_error") or "-")[:40],
+                "-" if not e or e["spread"] is None else f"{e['spread']:.0%}" + (" !" if r["noisy"] else ""),
+            ]
+            cells += [
+                f"{s['median_s'] * 1e3:.2f}" if s else "-",
+                "-" if not s or s["error"] is None else f"{s['error']:+.0%}",
+            ]
             for m in ("timeouts", "recoveries", "loss_probes", "retransmitted", "port_drops"):
                 cells.append(_pair(e["counters"][m] if e else None, s["counters"][m] if s else None))
             t.add_row(*cells)
         con.print(t)
     for s in doc["summary"]:
         if s["median_abs_error"] is None:
-            con.print(f"[bold]{s['profile']}[/bold]: no scenario could decide agreement "
-                      f"({s['noisy']} too noisy, {s['emu_failed']} failed in the emulation)")
+            con.print(
+                f"[bold]{s['profile']}[/bold]: no scenario could decide agreement "
+                f"({s['noisy']} too noisy, {s['emu_failed']} failed in the emulation)"
+            )
             continue
         worst = ", ".join(f"{w['name']} {w['error']:+.0%}" for w in s["largest"])
-        con.print(f"[bold]{s['profile']}[/bold]: median |error| {s['median_abs_error']:.0%} over {s['decided']} scenarios; "
-                  f"{s['within_10pct']:.0%} within 10 %, {s['within_25pct']:.0%} within 25 %; RTO counts agree in "
-                  f"{s['timeouts_agree']:.0%}"
-                  f" ({s['noisy']} too noisy to decide, {s['emu_failed']} failed). Largest: {worst}")
+        con.print(
+            f"[bold]{s['profile']}[/bold]: median |error| {s['median_abs_error']:.0%} over {s['decided']} scenarios; "
+            f"{s['within_10pct']:.0%} within 10 %, {s['within_25pct']:.0%} within 25 %; RTO counts agree in "
+            f"{s['timeouts_agree']:.0%}"
+            f" ({s['noisy']} too noisy to decide, {s['emu_failed']} failed). Largest: {worst}"
+        )
 
 
 @click.command()
 @click.argument("matrix", required=False, type=click.Path(dir_okay=False))
-@click.option("--only", multiple=True, metavar="NAME",
-              help="run only scenarios whose name matches (shell pattern, e.g. 'incast-*-rto5ms-*'; repeatable or comma list)")
+@click.option(
+    "--only",
+    multiple=True,
+    metavar="NAME",
+    help="run only scenarios whose name matches (shell pattern, e.g. 'incast-*-rto5ms-*'; repeatable or comma list)",
+)
 @click.option("--quick", is_flag=True, help="run the matrix's quick subset (the CI check)")
-@click.option("--repeat", type=click.IntRange(1, 20), default=None,
-              help="emulated runs and simulator seeds per scenario [default: each scenario's own, 3 in the built-in matrix]")
-@click.option("--profile", "profile_list", default="default,sack-tlp,linux", show_default=True,
-              help="comma list of simulator TCP profiles: default (NewReno, no SACK), sack-tlp (SACK and tail loss "
-                   "probes), linux (the linux stack's mechanisms: Linux RTO rules, timestamps, RACK-TLP, PRR)")
-@click.option("--backends", type=click.Choice(["sim,emu", "sim", "emu"]), default="sim,emu", show_default=True,
-              help="sim alone runs anywhere; emu needs root and network namespaces")
-@click.option("--out", default=None, type=click.Path(dir_okay=False),
-              help=f"where the results go, rewritten after every scenario [default: {DEFAULT_OUT} in a parcomm "
-                   "checkout, else ./conformance.json]")
-@click.option("--plot", "plot_path", default=None, type=click.Path(dir_okay=False),
-              help="also draw the fidelity scatter (simulated vs real, log-log) to this PNG/SVG/PDF")
-@click.option("--report", "report_dir", default=None, type=click.Path(file_okay=False),
-              help="also add the fidelity page to the HTML report in this directory (e.g. results) and "
-                   "regenerate its index.html")
-@click.option("--trace", "trace_path", default=None, type=click.Path(dir_okay=False),
-              help="trace ONE scenario (--only NAME) on both sides instead: per-flow cwnd, retransmissions and "
-                   "RTOs over time, drawn to this file, data beside it as .json")
-@click.option("--reuse-emu", "reuse_path", default=None, type=click.Path(dir_okay=False, exists=True),
-              help="take the emulated runs of an earlier results file where a scenario is unchanged "
-                   "(same parameters and repeats), and run only the simulator for it")
+@click.option(
+    "--repeat",
+    type=click.IntRange(1, 20),
+    default=None,
+    help="emulated runs and simulator seeds per scenario [default: each scenario's own, 3 in the built-in matrix]",
+)
+@click.option(
+    "--profile",
+    "profile_list",
+    default="default,sack-tlp,linux",
+    show_default=True,
+    help="comma list of simulator TCP profiles: default (NewReno, no SACK), sack-tlp (SACK and tail loss "
+    "probes), linux (the linux stack's mechanisms: Linux RTO rules, timestamps, RACK-TLP, PRR)",
+)
+@click.option(
+    "--backends",
+    type=click.Choice(["sim,emu", "sim", "emu"]),
+    default="sim,emu",
+    show_default=True,
+    help="sim alone runs anywhere; emu needs root and network namespaces",
+)
+@click.option(
+    "--out",
+    default=None,
+    type=click.Path(dir_okay=False),
+    help=f"where the results go, rewritten after every scenario [default: {DEFAULT_OUT} in a parcomm "
+    "checkout, else ./conformance.json]",
+)
+@click.option(
+    "--plot",
+    "plot_path",
+    default=None,
+    type=click.Path(dir_okay=False),
+    help="also draw the fidelity scatter (simulated vs real, log-log) to this PNG/SVG/PDF",
+)
+@click.option(
+    "--report",
+    "report_dir",
+    default=None,
+    type=click.Path(file_okay=False),
+    help="also add the fidelity page to the HTML report in this directory (e.g. results) and regenerate its index.html",
+)
+@click.option(
+    "--trace",
+    "trace_path",
+    default=None,
+    type=click.Path(dir_okay=False),
+    help="trace ONE scenario (--only NAME) on both sides instead: per-flow cwnd, retransmissions and "
+    "RTOs over time, drawn to this file, data beside it as .json",
+)
+@click.option(
+    "--reuse-emu",
+    "reuse_path",
+    default=None,
+    type=click.Path(dir_okay=False, exists=True),
+    help="take the emulated runs of an earlier results file where a scenario is unchanged "
+    "(same parameters and repeats), and run only the simulator for it",
+)
 @click.option("--list", "list_only", is_flag=True, help="list the scenarios and exit")
 @click.option("--json", "as_json", is_flag=True, help="print the results document as JSON on stdout")
-def conformance(matrix, only, quick, repeat, profile_list, backends, out, plot_path, report_dir, trace_path, reuse_path,
-                list_only, as_json) -> None:
+def conformance(
+    matrix,
+    only,
+    quick,
+    repeat,
+    profile_list,
+    backends,
+    out,
+    plot_path,
+    report_dir,
+    trace_path,
+    reuse_path,
+    list_only,
+    as_json,
+) -> None:
     """The simulator against real Linux TCP (the emulation), scenario by scenario.
 
     Each scenario of MATRIX (default: the built-in matrix, see
@@ -208,8 +289,15 @@ def conformance(matrix, only, quick, repeat, profile_list, backends, out, plot_p
             bar.advance(task)
 
         try:
-            run_scenarios(chosen, profiles, backends=bks, repeat=repeat, on_result=on_result, recorded=recorded,
-                          on_step=lambda m: bar.update(task, description=m[:60]))
+            run_scenarios(
+                chosen,
+                profiles,
+                backends=bks,
+                repeat=repeat,
+                on_result=on_result,
+                recorded=recorded,
+                on_step=lambda m: bar.update(task, description=m[:60]),
+            )
         except KeyboardInterrupt:
             click.echo(f"interrupted: {len(rows)} of {len(chosen)} scenarios kept in {out}", err=True)
             raise SystemExit(130) from None
@@ -271,6 +359,8 @@ def _trace(chosen: list, profile: str, path: str, as_json: bool) -> None:
     for side in ("emu", "sim"):
         d = data.get(side) or {}
         fl = d.get("flows", [])
-        click.echo(f"{side}: {len(fl)} flows, {sum(len(f['retransmits']) for f in fl)} retransmissions, "
-                   f"{sum(len(f['timeouts']) for f in fl)} RTOs" + (f" ({d['note']})" if d.get("note") else ""))
+        click.echo(
+            f"{side}: {len(fl)} flows, {sum(len(f['retransmits']) for f in fl)} retransmissions, "
+            f"{sum(len(f['timeouts']) for f in fl)} RTOs" + (f" ({d['note']})" if d.get("note") else "")
+        )
     click.echo(f"figure: {path}; data: {base}.json", err=True)

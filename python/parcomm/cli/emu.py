@@ -40,20 +40,42 @@ def make_progress():
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
     con = Console(stderr=True)
-    return Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
-                    console=con, transient=True, disable=not con.is_terminal)
+    return Progress(
+        TextColumn("{task.description}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeElapsedColumn(),
+        console=con,
+        transient=True,
+        disable=not con.is_terminal,
+    )
 
 
 def _options(f):
     opts = [
-        click.option("--platform", "platform_spec", default="star:8,rate=100M,buffer=32KiB", show_default=True,
-                     help=EMU_PLATFORM_HELP),
+        click.option(
+            "--platform",
+            "platform_spec",
+            default="star:8,rate=100M,buffer=32KiB",
+            show_default=True,
+            help=EMU_PLATFORM_HELP,
+        ),
         click.option("--rto-min", default=None, help="TCP RTO minimum (route rto_min) for every host, e.g. 5ms"),
         click.option("--rto-max", default=None, help="TCP RTO maximum (tcp_rto_max_ms, kernel range 1s-120s)"),
-        click.option("--rto-scheme", type=click.Choice(SCHEMES), default=None,
-                     help="per-host RTO of seed 000 §5.2 with X = --rto-min (drawn with --seed)"),
+        click.option(
+            "--rto-scheme",
+            type=click.Choice(SCHEMES),
+            default=None,
+            help="per-host RTO of seed 000 §5.2 with X = --rto-min (drawn with --seed)",
+        ),
         click.option("--seed", type=int, default=1, show_default=True, help="seed of the random RTO schemes"),
-        click.option("--repeat", type=int, default=1, show_default=True, help="runs on the same cluster; reports each and the median"),
+        click.option(
+            "--repeat",
+            type=int,
+            default=1,
+            show_default=True,
+            help="runs on the same cluster; reports each and the median",
+        ),
         click.option("--timeout", default="120s", show_default=True, help="time limit of each run"),
         click.option("--json", "as_json", is_flag=True, help="print every run's full result as JSON"),
     ]
@@ -99,15 +121,24 @@ def run_on_cluster(plat: dict, repeat: int, job: Callable[[Any], Any], label: st
 def report(results: list[Any], info: dict, what: dict, as_json: bool) -> None:
     rows = [summary(r) for r in results]
     med = statistics.median(r["time_s"] for r in rows)
-    head = {**what, "platform": info.get("platform", ""), "hosts": len(info["hosts"]), "repeat": len(rows),
-            "median_time_s": med}
+    head = {
+        **what,
+        "platform": info.get("platform", ""),
+        "hosts": len(info["hosts"]),
+        "repeat": len(rows),
+        "median_time_s": med,
+    }
     if as_json:
-        emit_json({
-            "summary": head,
-            "runs": [{**s, "finish_times_s": r.finish_times, "counters": r.counters} for s, r in zip(rows, results)],
-            "cluster": info,
-            "notes": results[0].extra.get("tcp_notes", []) + results[0].extra.get("not_emulated", []),
-        })
+        emit_json(
+            {
+                "summary": head,
+                "runs": [
+                    {**s, "finish_times_s": r.finish_times, "counters": r.counters} for s, r in zip(rows, results)
+                ],
+                "cluster": info,
+                "notes": results[0].extra.get("tcp_notes", []) + results[0].extra.get("not_emulated", []),
+            }
+        )
         return
     from rich.console import Console
     from rich.table import Table
@@ -117,14 +148,24 @@ def report(results: list[Any], info: dict, what: dict, as_json: bool) -> None:
     for col in ("run", "time (ms)", "retx segs", "timeouts", "fast retx", "port drops", "wall (s)"):
         t.add_column(col, justify="right")
     for i, s in enumerate(rows):
-        t.add_row(str(i + 1), f"{s['time_s'] * 1e3:.2f}", str(s["segments_retransmitted"]), str(s["timeouts"]),
-                  str(s["fast_retransmits"]), str(s["port_drops"]), f"{s['wall_s']:.2f}")
+        t.add_row(
+            str(i + 1),
+            f"{s['time_s'] * 1e3:.2f}",
+            str(s["segments_retransmitted"]),
+            str(s["timeouts"]),
+            str(s["fast_retransmits"]),
+            str(s["port_drops"]),
+            f"{s['wall_s']:.2f}",
+        )
     if len(rows) > 1:
         t.add_row("median", f"{med * 1e3:.2f}", "", "", "", "", "")
     con.print(t)
     rto = sorted({h["rto_min_ms"] for h in info["hosts"]})
-    con.print(f"rto_min per host: {rto[0]}..{rto[-1]} ms" if len(rto) > 1 else f"rto_min {rto[0]} ms, "
-              f"rto_max {info['hosts'][0]['rto_max_ms']} ms")
+    con.print(
+        f"rto_min per host: {rto[0]}..{rto[-1]} ms"
+        if len(rto) > 1
+        else f"rto_min {rto[0]} ms, rto_max {info['hosts'][0]['rto_max_ms']} ms"
+    )
     for note in results[0].extra.get("tcp_notes", []) + results[0].extra.get("not_emulated", []):
         con.print(f"note: {note}")
 
@@ -172,8 +213,9 @@ def run_group() -> None:
 @click.option("-n", "--procs", type=int, default=None, help="ranks, one per host from h0 [default: every host]")
 @click.option("--kwargs", "kwargs_json", default=None, help="the program's keyword arguments as a JSON object")
 @_options
-def program_cmd(program, procs, kwargs_json, platform_spec, rto_min, rto_max, rto_scheme, seed, repeat, timeout,
-                as_json) -> None:
+def program_cmd(
+    program, procs, kwargs_json, platform_spec, rto_min, rto_max, rto_scheme, seed, repeat, timeout, as_json
+) -> None:
     """Your own rank program (an async def taking the communicator) over SocketComm, one rank per host."""
     import os
 
@@ -194,8 +236,9 @@ def program_cmd(program, procs, kwargs_json, platform_spec, rto_min, rto_max, rt
     if not 1 <= size <= n:
         raise UserError(f"-n/--procs must be in 1..{n} for {n} hosts, got {procs}")
     limit = _seconds(timeout, "--timeout")
-    results, info = run_on_cluster(plat, repeat, lambda cl: cl.run(program, size, kwargs=kwargs, timeout_s=limit),
-                                   "program")
+    results, info = run_on_cluster(
+        plat, repeat, lambda cl: cl.run(program, size, kwargs=kwargs, timeout_s=limit), "program"
+    )
     info["platform"] = platform_spec
     if repeat == 1:  # the table `sim run` and `run local|mpi|socket` print, and their --json document
         from .run import report_result
@@ -208,9 +251,14 @@ def program_cmd(program, procs, kwargs_json, platform_spec, rto_min, rto_max, rt
 @run_group.command()
 @click.option("--size", default="64KiB", show_default=True, help="bytes each sender sends")
 @click.option("--senders", type=int, default=None, help="number of senders (default: every host but the receiver)")
-@click.option("--via", type=click.Choice(["raw", "socket"]), default="raw", show_default=True,
-              help="raw: plain sockets, one connection per sender (the kernel alone); "
-                   "socket: the gather_linear rank program over SocketComm")
+@click.option(
+    "--via",
+    type=click.Choice(["raw", "socket"]),
+    default="raw",
+    show_default=True,
+    help="raw: plain sockets, one connection per sender (the kernel alone); "
+    "socket: the gather_linear rank program over SocketComm",
+)
 @_options
 def incast(size, senders, via, platform_spec, rto_min, rto_max, rto_scheme, seed, repeat, timeout, as_json) -> None:
     """N senders into one receiver through one shaped switch port (TCP incast)."""
@@ -225,16 +273,27 @@ def incast(size, senders, via, platform_spec, rto_min, rto_max, rto_scheme, seed
         job = lambda cl: cl.incast_raw(nbytes, senders, timeout_s=limit)  # noqa: E731
     else:
         size_ranks = n if senders is None else senders + 1
-        job = lambda cl: cl.run("parcomm.collectives:gather_linear", size_ranks, kwargs={"nbytes": nbytes}, timeout_s=limit)  # noqa: E731
+        job = lambda cl: cl.run(
+            "parcomm.collectives:gather_linear", size_ranks, kwargs={"nbytes": nbytes}, timeout_s=limit
+        )  # noqa: E731
     results, info = run_on_cluster(plat, repeat, job, "incast")
     info["platform"] = platform_spec
-    report(results, info, {"workload": "incast", "via": via, "size_bytes": nbytes,
-                           "senders": senders if senders is not None else n - 1}, as_json)
+    report(
+        results,
+        info,
+        {"workload": "incast", "via": via, "size_bytes": nbytes, "senders": senders if senders is not None else n - 1},
+        as_json,
+    )
 
 
 @run_group.command()
-@click.option("--algo", type=click.Choice(["A", "B"], case_sensitive=False), default="A", show_default=True,
-              help="seed 001 Fig. 6 (A) or Fig. 7 (B)")
+@click.option(
+    "--algo",
+    type=click.Choice(["A", "B"], case_sensitive=False),
+    default="A",
+    show_default=True,
+    help="seed 001 Fig. 6 (A) or Fig. 7 (B)",
+)
 @click.option("--size", default="64KiB", show_default=True, help="bytes each rank sends to each other rank")
 @_options
 def alltoall(algo, size, platform_spec, rto_min, rto_max, rto_scheme, seed, repeat, timeout, as_json) -> None:
@@ -247,14 +306,21 @@ def alltoall(algo, size, platform_spec, rto_min, rto_max, rto_scheme, seed, repe
         raise UserError(f"alltoall A/B need a power-of-two number of hosts, the platform has {n}")
     limit = _seconds(timeout, "--timeout")
     prog = f"parcomm.collectives:alltoall_{algo.lower()}"
-    results, info = run_on_cluster(plat, repeat, lambda cl: cl.run(prog, kwargs={"nbytes": nbytes}, timeout_s=limit), "alltoall")
+    results, info = run_on_cluster(
+        plat, repeat, lambda cl: cl.run(prog, kwargs={"nbytes": nbytes}, timeout_s=limit), "alltoall"
+    )
     info["platform"] = platform_spec
     report(results, info, {"workload": "alltoall", "algo": algo.upper(), "size_bytes": nbytes}, as_json)
 
 
 @run_group.command()
-@click.option("--algo", type=click.Choice(["binomial", "scatter_allgather"]), default="binomial", show_default=True,
-              help="binomial tree, or scatter + ring allgather (van de Geijn; for large messages)")
+@click.option(
+    "--algo",
+    type=click.Choice(["binomial", "scatter_allgather"]),
+    default="binomial",
+    show_default=True,
+    help="binomial tree, or scatter + ring allgather (van de Geijn; for large messages)",
+)
 @click.option("--size", default="1MiB", show_default=True, help="bytes broadcast from the root")
 @click.option("--root", type=int, default=0, show_default=True, help="rank that holds the data")
 @_options
@@ -268,7 +334,9 @@ def bcast(algo, size, root, platform_spec, rto_min, rto_max, rto_scheme, seed, r
         raise UserError(f"--root must be in 0..{n - 1}, got {root}")
     limit = _seconds(timeout, "--timeout")
     prog = f"parcomm.collectives:bcast_{algo}"
-    results, info = run_on_cluster(plat, repeat, lambda cl: cl.run(prog, kwargs={"nbytes": nbytes, "root": root}, timeout_s=limit), "bcast")
+    results, info = run_on_cluster(
+        plat, repeat, lambda cl: cl.run(prog, kwargs={"nbytes": nbytes, "root": root}, timeout_s=limit), "bcast"
+    )
     info["platform"] = platform_spec
     report(results, info, {"workload": "bcast", "algo": algo, "size_bytes": nbytes}, as_json)
 
@@ -289,9 +357,11 @@ def cleanup(all_runs, as_json) -> None:
     if as_json:
         emit_json({"removed": removed.namespaces, "workdirs": removed.workdirs})
     else:
-        click.echo(f"removed {len(removed.namespaces)} namespace(s)"
-                   + (": " + ", ".join(removed.namespaces) if removed.namespaces else "")
-                   + f" and {len(removed.workdirs)} work director{'y' if len(removed.workdirs) == 1 else 'ies'}")
+        click.echo(
+            f"removed {len(removed.namespaces)} namespace(s)"
+            + (": " + ", ".join(removed.namespaces) if removed.namespaces else "")
+            + f" and {len(removed.workdirs)} work director{'y' if len(removed.workdirs) == 1 else 'ies'}"
+        )
 
 
 @emu.command(name="list")
@@ -302,7 +372,10 @@ def list_cmd(as_json) -> None:
 
     try:
         require_root()
-        runs = [{"run_id": r.run_id, "pid": r.pid, "alive": owner_alive(r), "namespaces": len(r.namespaces)} for r in list_runs()]
+        runs = [
+            {"run_id": r.run_id, "pid": r.pid, "alive": owner_alive(r), "namespaces": len(r.namespaces)}
+            for r in list_runs()
+        ]
     except EmuError as e:
         raise UserError(str(e)) from None
     if as_json:
@@ -311,4 +384,6 @@ def list_cmd(as_json) -> None:
         click.echo("no emulated runs")
     else:
         for r in runs:
-            click.echo(f"{r['run_id']}  pid {r['pid']}  {'alive' if r['alive'] else 'STALE'}  {r['namespaces']} namespaces")
+            click.echo(
+                f"{r['run_id']}  pid {r['pid']}  {'alive' if r['alive'] else 'STALE'}  {r['namespaces']} namespaces"
+            )

@@ -66,12 +66,24 @@ def mcast() -> None:
 
 @mcast.command()
 @click.argument("tree_file")
-@click.option("--convention", type=click.Choice(["route", "fanout", "coverage"]), default="route", show_default=True, help=CONVENTION_HELP)
-@click.option("--repair", default=None, help="comma-separated routers that repair (overrides the file's flags; '' for none)")
-@click.option("--rate", default=None, help="stream rate B for the buffers, e.g. 622M (default: the smallest network rate)")
+@click.option(
+    "--convention",
+    type=click.Choice(["route", "fanout", "coverage"]),
+    default="route",
+    show_default=True,
+    help=CONVENTION_HELP,
+)
+@click.option(
+    "--repair", default=None, help="comma-separated routers that repair (overrides the file's flags; '' for none)"
+)
+@click.option(
+    "--rate", default=None, help="stream rate B for the buffers, e.g. 622M (default: the smallest network rate)"
+)
 @click.option("--serialization", is_flag=True, help="add each packet's transmission time per network to the delays")
 @click.option("--json", "as_json", is_flag=True, help="print the full result (every receiver and repair point) as JSON")
-def model(tree_file: str, convention: str, repair: str | None, rate: str | None, serialization: bool, as_json: bool) -> None:
+def model(
+    tree_file: str, convention: str, repair: str | None, rate: str | None, serialization: bool, as_json: bool
+) -> None:
     """Expected delay and retransmission buffers for TREE_FILE."""
     from ..models.multicast import analyze
 
@@ -83,12 +95,22 @@ def model(tree_file: str, convention: str, repair: str | None, rate: str | None,
     if as_json:
         emit_json(res.to_dict())
         return
-    click.echo(f"{t.name}: {len(t.receivers)} receivers, {len(t.routers)} routers, "
-               f"{len(res.repair_points) - 1} repair routers, B = {res.rate_bps / 1e6:g} Mbit/s, convention {convention}")
-    click.echo(f"  delay    mean {_ms(res.mean_delay_s)}  max {_ms(res.max_delay_s)}   (the paper's: reliable delivery over each stretch)")
-    click.echo(f"  arrival  mean {_ms(res.mean_arrival_s)}  max {_ms(res.max_arrival_s)}   (first arrival at the receiver)")
+    click.echo(
+        f"{t.name}: {len(t.receivers)} receivers, {len(t.routers)} routers, "
+        f"{len(res.repair_points) - 1} repair routers, B = {res.rate_bps / 1e6:g} Mbit/s, convention {convention}"
+    )
+    click.echo(
+        f"  delay    mean {_ms(res.mean_delay_s)}  max {_ms(res.max_delay_s)}   (the paper's: reliable delivery over each stretch)"
+    )
+    click.echo(
+        f"  arrival  mean {_ms(res.mean_arrival_s)}  max {_ms(res.max_arrival_s)}   (first arrival at the receiver)"
+    )
     click.echo(f"  buffer   system {_mb(res.buffer_total_bytes)}  per device max {_mb(res.buffer_max_bytes)}")
-    shown = res.repair_points if len(res.repair_points) <= 20 else sorted(res.repair_points, key=lambda p: -p.buffer_bytes)[:20]
+    shown = (
+        res.repair_points
+        if len(res.repair_points) <= 20
+        else sorted(res.repair_points, key=lambda p: -p.buffer_bytes)[:20]
+    )
     click.echo(f"  {'repair point':<16} {'RTT':>12} {'buffer':>14} {'frontier':>9} {'receivers':>10}")
     for p in shown:
         click.echo(f"  {p.node:<16} {_ms(p.rtt_s):>12} {_mb(p.buffer_bytes):>14} {p.frontier:>9} {p.receivers:>10}")
@@ -100,14 +122,35 @@ def model(tree_file: str, convention: str, repair: str | None, rate: str | None,
 @click.argument("tree_file")
 @click.option("--routers", "-k", type=IntIn(0), default=None, help="budget: at most K repair routers")
 @click.option("--buffer", "buffer", default=None, help="budget: system-wide buffer, e.g. 100MB (1 MB = 10^6 bytes)")
-@click.option("--convention", type=click.Choice(["route", "fanout", "coverage"]), default="route", show_default=True, help=CONVENTION_HELP)
-@click.option("--method", type=click.Choice(["auto", "dp", "exhaustive", "greedy"]), default="auto", show_default=True,
-              help="auto: exact DP for route, exhaustive search for small trees, else greedy")
+@click.option(
+    "--convention",
+    type=click.Choice(["route", "fanout", "coverage"]),
+    default="route",
+    show_default=True,
+    help=CONVENTION_HELP,
+)
+@click.option(
+    "--method",
+    type=click.Choice(["auto", "dp", "exhaustive", "greedy"]),
+    default="auto",
+    show_default=True,
+    help="auto: exact DP for route, exhaustive search for small trees, else greedy",
+)
 @click.option("--rate", default=None, help="stream rate B for the buffers (default: the smallest network rate)")
 @click.option("--json", "as_json", is_flag=True, help="print the placement and the trade-off curve as JSON")
-@click.option("--plot", type=click.Path(dir_okay=False), default=None, help="write the delay/buffer trade-off curve as a PNG")
-def place(tree_file: str, routers: int | None, buffer: str | None, convention: str, method: str, rate: str | None,
-          as_json: bool, plot: str | None) -> None:
+@click.option(
+    "--plot", type=click.Path(dir_okay=False), default=None, help="write the delay/buffer trade-off curve as a PNG"
+)
+def place(
+    tree_file: str,
+    routers: int | None,
+    buffer: str | None,
+    convention: str,
+    method: str,
+    rate: str | None,
+    as_json: bool,
+    plot: str | None,
+) -> None:
     """Choose repair routers in TREE_FILE for a budget (--routers K or --buffer SIZE)."""
     from ..apps.mcast import placement as P
     from ..platform.units import parse_size
@@ -130,8 +173,16 @@ def place(tree_file: str, routers: int | None, buffer: str | None, convention: s
         # re-evaluating greedy of other conventions is O(R^2 N), so skip it on large trees.
         want = as_json or plot or len(t.routers) <= 40
         cheap = (convention == "route" and method in ("auto", "dp")) or len(t.routers) <= 40
-        curve = P.tradeoff(t, convention=convention, method=method if method != "exhaustive" or len(t.routers) <= 16 else "auto",
-                           rate_bps=B) if (want and cheap) else []
+        curve = (
+            P.tradeoff(
+                t,
+                convention=convention,
+                method=method if method != "exhaustive" or len(t.routers) <= 16 else "auto",
+                rate_bps=B,
+            )
+            if (want and cheap)
+            else []
+        )
         none = P.evaluate(t, [], convention=convention, rate_bps=B)
         everywhere = P.evaluate(t, t.routers, convention=convention, rate_bps=B)
     except ValueError as e:
@@ -139,20 +190,35 @@ def place(tree_file: str, routers: int | None, buffer: str | None, convention: s
     if plot:
         _plot(plot, t.name, curve, best, none, everywhere)
     if as_json:
-        emit_json({
-            "tree": t.name, "budget": {"routers": routers, "buffer_bytes": budget},
-            "placement": best.to_dict(), "no_repair": none.to_dict(), "repair_everywhere": everywhere.to_dict(),
-            "tradeoff": [dict(k=p.k, mean_delay_s=p.mean_delay_s, buffer_total_bytes=p.buffer_total_bytes,
-                              routers=p.routers, method=p.method) for p in curve],
-        })
+        emit_json(
+            {
+                "tree": t.name,
+                "budget": {"routers": routers, "buffer_bytes": budget},
+                "placement": best.to_dict(),
+                "no_repair": none.to_dict(),
+                "repair_everywhere": everywhere.to_dict(),
+                "tradeoff": [
+                    dict(
+                        k=p.k,
+                        mean_delay_s=p.mean_delay_s,
+                        buffer_total_bytes=p.buffer_total_bytes,
+                        routers=p.routers,
+                        method=p.method,
+                    )
+                    for p in curve
+                ],
+            }
+        )
         return
     what = f"at most {routers} repair routers" if routers is not None else f"a buffer of {_mb(budget or 0)}"
     click.echo(f"{t.name}: best placement for {what} ({best.method}, convention {convention})")
     names = ", ".join(best.routers[:30]) + (f", ... ({best.k} in all)" if best.k > 30 else "")
     click.echo(f"  repair at    {names or '(none: the source alone, Comet RM)'}")
     for label, p in (("chosen", best), ("no repair", none), ("everywhere", everywhere)):
-        click.echo(f"  {label:<12} mean delay {_ms(p.mean_delay_s)}  max {_ms(p.max_delay_s)}  buffer {_mb(p.buffer_total_bytes)} "
-                   f"(max {_mb(p.buffer_max_bytes)}), k = {p.k}")
+        click.echo(
+            f"  {label:<12} mean delay {_ms(p.mean_delay_s)}  max {_ms(p.max_delay_s)}  buffer {_mb(p.buffer_total_bytes)} "
+            f"(max {_mb(p.buffer_max_bytes)}), k = {p.k}"
+        )
     if curve:
         click.echo(f"  trade-off ({curve[0].method}): k, mean delay, system buffer")
         for p in curve:
@@ -169,7 +235,12 @@ def _plot(path: str, name: str, curve, best, none, everywhere) -> None:
 
     fig, ax = plt.subplots(figsize=(6, 4))
     if curve:
-        ax.plot([p.buffer_total_bytes / 1e6 for p in curve], [p.mean_delay_s * 1e3 for p in curve], ".-", label=f"best for each k ({curve[0].method})")
+        ax.plot(
+            [p.buffer_total_bytes / 1e6 for p in curve],
+            [p.mean_delay_s * 1e3 for p in curve],
+            ".-",
+            label=f"best for each k ({curve[0].method})",
+        )
     for label, p, m in (("no repair", none, "s"), ("everywhere", everywhere, "^"), (f"chosen (k={best.k})", best, "o")):
         ax.plot([p.buffer_total_bytes / 1e6], [p.mean_delay_s * 1e3], m, ms=8, label=label)
     ax.set_xlabel("system-wide retransmission buffer (MB)")
@@ -188,11 +259,15 @@ def _plot(path: str, name: str, curve, best, none, everywhere) -> None:
 
 @mcast.command(context_settings={"ignore_unknown_options": False})
 @click.argument("tree_file")
-@click.option("--seed", type=SEED, default=1, show_default=True,
-              help="random seed (same seed, same result)")
+@click.option("--seed", type=SEED, default=1, show_default=True, help="random seed (same seed, same result)")
 @click.option("--repair", default=None, help="comma-separated routers that repair (overrides the file's flags)")
-@click.option("--set", "settings", multiple=True, metavar="KEY=VALUE",
-              help="any other keyword argument of parcomm.apps.mcast.sim.simulate (value parsed as JSON if it can be)")
+@click.option(
+    "--set",
+    "settings",
+    multiple=True,
+    metavar="KEY=VALUE",
+    help="any other keyword argument of parcomm.apps.mcast.sim.simulate (value parsed as JSON if it can be)",
+)
 @click.option("--json", "as_json", is_flag=True, help="print the full result as JSON")
 def sim(tree_file: str, seed: int, repair: str | None, settings: tuple[str, ...], as_json: bool) -> None:
     """Simulate TREE_FILE packet by packet (parcomm.apps.mcast.sim.simulate)."""
@@ -252,7 +327,7 @@ def _check_setting(key: str, value: Any) -> None:
 def as_plain(res: Any, full: bool = False) -> Any:
     """A simulator result as plain data: its summary() (or to_dict() when
     ``full``), its dataclass fields, or itself."""
-    for attr in (("to_dict", "summary") if full else ("summary", "to_dict")):
+    for attr in ("to_dict", "summary") if full else ("summary", "to_dict"):
         f = getattr(res, attr, None)
         if callable(f):
             return f()

@@ -34,27 +34,49 @@ def mine() -> None:
 
 @mine.command()
 @click.argument("out", type=click.Path(dir_okay=False))
-@click.option("--transactions", "-D", default="10k", show_default=True, help="number of transactions D (10M, 100k, ...)")
+@click.option(
+    "--transactions", "-D", default="10k", show_default=True, help="number of transactions D (10M, 100k, ...)"
+)
 @click.option("--avg-len", "-T", type=float, default=10.0, show_default=True, help="average transaction length T")
 @click.option("--avg-pattern-len", "-I", type=float, default=4.0, show_default=True, help="average pattern length I")
 @click.option("--items", "-N", default="1000", show_default=True, help="number of items N")
 @click.option("--patterns", "-L", default="2000", show_default=True, help="number of patterns L")
-@click.option("--correlation", type=float, default=0.5, show_default=True, help="correlation between consecutive patterns (Quest)")
-@click.option("--corruption", type=float, default=0.5, show_default=True, help="mean corruption level of patterns (Quest)")
+@click.option(
+    "--correlation", type=float, default=0.5, show_default=True, help="correlation between consecutive patterns (Quest)"
+)
+@click.option(
+    "--corruption", type=float, default=0.5, show_default=True, help="mean corruption level of patterns (Quest)"
+)
 @click.option("--seed", type=int, default=1, show_default=True, help="seed of the generator (same seed, same bytes)")
 @click.option("--parts", "-P", type=int, default=1, show_default=True, help="partitions (nodes) in the binary file")
-@click.option("--format", "fmt", type=click.Choice(["binary", "text"]), default="binary", show_default=True,
-              help="binary: checksummed .qtx chunks ranks read in parallel; text: one transaction per line")
+@click.option(
+    "--format",
+    "fmt",
+    type=click.Choice(["binary", "text"]),
+    default="binary",
+    show_default=True,
+    help="binary: checksummed .qtx chunks ranks read in parallel; text: one transaction per line",
+)
 @click.option("--json", "as_json", is_flag=True, help="print what was written as JSON")
-def gen(out, transactions, avg_len, avg_pattern_len, items, patterns, correlation, corruption, seed, parts, fmt, as_json) -> None:
+def gen(
+    out, transactions, avg_len, avg_pattern_len, items, patterns, correlation, corruption, seed, parts, fmt, as_json
+) -> None:
     """Generate IBM Quest synthetic transactions (Agrawal & Srikant, VLDB '94) into OUT."""
     from ..apps.hpa.quest import QuestParams, generate_transactions, write_quest, write_text
 
     d = parse_with(lambda v: parse_count(v, "--transactions"), transactions, "--transactions")
     n = parse_with(lambda v: parse_count(v, "--items"), items, "--items")
     l = parse_with(lambda v: parse_count(v, "--patterns"), patterns, "--patterns")
-    p = QuestParams(transactions=d, avg_len=avg_len, avg_pattern_len=avg_pattern_len, items=n, patterns=l,
-                    correlation=correlation, corruption=corruption, seed=seed)
+    p = QuestParams(
+        transactions=d,
+        avg_len=avg_len,
+        avg_pattern_len=avg_pattern_len,
+        items=n,
+        patterns=l,
+        correlation=correlation,
+        corruption=corruption,
+        seed=seed,
+    )
     try:
         p.check()
         if parts < 1:
@@ -64,24 +86,42 @@ def gen(out, transactions, avg_len, avg_pattern_len, items, patterns, correlatio
         else:
             tx = generate_transactions(p)
             write_text(out, tx)
-            info = {"transactions": len(tx), "items_total": int(len(tx.items)),
-                    "avg_len": len(tx.items) / max(1, len(tx)), "bytes": os.path.getsize(out)}
+            info = {
+                "transactions": len(tx),
+                "items_total": int(len(tx.items)),
+                "avg_len": len(tx.items) / max(1, len(tx)),
+                "bytes": os.path.getsize(out),
+            }
     except (ValueError, OSError) as e:
         raise UserError(str(e)) from None
     if as_json:
         emit_json({"file": out, **info})
     else:
-        click.echo(f"{out}: {info['transactions']} transactions, average length {info['avg_len']:.2f}, {info['bytes']} bytes")
+        click.echo(
+            f"{out}: {info['transactions']} transactions, average length {info['avg_len']:.2f}, {info['bytes']} bytes"
+        )
 
 
 @mine.command()
 @click.argument("file", type=click.Path(dir_okay=False))
-@click.option("--algo", type=click.Choice(["serial", "hpa"]), default="hpa", show_default=True,
-              help="serial: Apriori in this process; hpa: Hash Partitioned Apriori on --procs ranks")
+@click.option(
+    "--algo",
+    type=click.Choice(["serial", "hpa"]),
+    default="hpa",
+    show_default=True,
+    help="serial: Apriori in this process; hpa: Hash Partitioned Apriori on --procs ranks",
+)
 @click.option("--procs", "-n", type=int, default=None, help="ranks for hpa (default: hosts of the platform, or 4)")
-@click.option("--backend", type=click.Choice(["sim", "local", "mpi"]), default="sim", show_default=True,
-              help="sim: a simulated platform; local: TCP processes here; mpi: ranks under MPI")
-@click.option("--platform", "platform_spec", default="atm:16", show_default=True, help="simulated platform (--backend sim)")
+@click.option(
+    "--backend",
+    type=click.Choice(["sim", "local", "mpi"]),
+    default="sim",
+    show_default=True,
+    help="sim: a simulated platform; local: TCP processes here; mpi: ranks under MPI",
+)
+@click.option(
+    "--platform", "platform_spec", default="atm:16", show_default=True, help="simulated platform (--backend sim)"
+)
 @click.option("--rto-min", default=None, help="TCP RTO minimum (sim), e.g. 200ms")
 @click.option("--rto-max", default=None, help="TCP RTO maximum (sim), e.g. 60s")
 @click.option("--min-support", default="1%", show_default=True, help="fraction (0.007) or percentage (0.7%)")
@@ -91,11 +131,32 @@ def gen(out, transactions, avg_len, avg_pattern_len, items, patterns, correlatio
 @click.option("--seed", type=int, default=1, show_default=True, help="simulator seed")
 @click.option("--itemsets-out", type=click.Path(dir_okay=False), default=None, help="write frequent itemsets here")
 @click.option("--rules-out", type=click.Path(dir_okay=False), default=None, help="write rules here")
-@click.option("--timeout", type=Duration(), default="600s", show_default=True,
-              help="time limit of a real run, with a unit: 90s, 10min (--backend local/mpi)")
+@click.option(
+    "--timeout",
+    type=Duration(),
+    default="600s",
+    show_default=True,
+    help="time limit of a real run, with a unit: 90s, 10min (--backend local/mpi)",
+)
 @click.option("--json", "as_json", is_flag=True, help="print the large itemsets and timings as JSON")
-def run(file, algo, procs, backend, platform_spec, rto_min, rto_max, min_support, min_conf, block, max_len, seed,
-        itemsets_out, rules_out, timeout, as_json) -> None:
+def run(
+    file,
+    algo,
+    procs,
+    backend,
+    platform_spec,
+    rto_min,
+    rto_max,
+    min_support,
+    min_conf,
+    block,
+    max_len,
+    seed,
+    itemsets_out,
+    rules_out,
+    timeout,
+    as_json,
+) -> None:
     """Mine FILE (a `mine gen` binary file or a text file of integer item ids,
     one transaction per line) and print Table 2's columns per pass."""
     from ..apps.hpa.apriori import apriori, rules
@@ -113,15 +174,23 @@ def run(file, algo, procs, backend, platform_spec, rto_min, rto_max, min_support
     try:
         if algo == "serial":
             res = apriori(load(file), minsup, max_len)
-            summary = {"n_transactions": res.n_transactions, "min_count": res.min_count, "passes": res.passes,
-                       "time_s": sum(p["time_s"] for p in res.passes)}
+            summary = {
+                "n_transactions": res.n_transactions,
+                "min_count": res.min_count,
+                "passes": res.passes,
+                "time_s": sum(p["time_s"] for p in res.passes),
+            }
             itemsets = res.itemsets()
             procs = 1
             backend = "serial"
         else:
             count_transactions(file)  # a bad file is the user's error, said once, not once per rank
-            kwargs = {"path": os.path.abspath(file), "min_support": minsup, "block_bytes": block_bytes,
-                      "max_len": max_len}
+            kwargs = {
+                "path": os.path.abspath(file),
+                "min_support": minsup,
+                "block_bytes": block_bytes,
+                "max_len": max_len,
+            }
             prog = "parcomm.apps.hpa.hpa:hpa"
             if backend == "sim":
                 from ..apps.hpa.hpa import hpa
@@ -132,7 +201,12 @@ def run(file, algo, procs, backend, platform_spec, rto_min, rto_max, min_support
                 procs = procs or len(plat["hosts"])
                 r = run_sim(hpa, plat, procs, seed=seed, kwargs=kwargs)
                 results = r.results
-                extra = {"platform": platform_spec, "sim_time_s": r.time, **r.host_totals(), "port_drops": r.port_drops()}
+                extra = {
+                    "platform": platform_spec,
+                    "sim_time_s": r.time,
+                    **r.host_totals(),
+                    "port_drops": r.port_drops(),
+                }
             elif backend == "local":
                 from ..comm import run_local
 
@@ -165,28 +239,46 @@ def run(file, algo, procs, backend, platform_spec, rto_min, rto_max, min_support
         if rules_out:
             with open(rules_out, "w") as f:
                 for r_ in rl:
-                    f.write(f"{' '.join(map(str, r_.lhs))} -> {' '.join(map(str, r_.rhs))}\t{r_.count}\t"
-                            f"{r_.support:.6g}\t{r_.confidence:.6g}\n")
+                    f.write(
+                        f"{' '.join(map(str, r_.lhs))} -> {' '.join(map(str, r_.rhs))}\t{r_.count}\t"
+                        f"{r_.support:.6g}\t{r_.confidence:.6g}\n"
+                    )
     except OSError as e:
         raise UserError(str(e)) from None
-    out = {"file": file, "algo": algo, "backend": backend, "procs": procs, "min_support": minsup,
-           "min_confidence": minconf, **summary, "itemsets": len(itemsets), "rules": len(rl), **extra}
+    out = {
+        "file": file,
+        "algo": algo,
+        "backend": backend,
+        "procs": procs,
+        "min_support": minsup,
+        "min_confidence": minconf,
+        **summary,
+        "itemsets": len(itemsets),
+        "rules": len(rl),
+        **extra,
+    }
     if as_json:
         emit_json(out)
         return
     from rich.console import Console
     from rich.table import Table
 
-    t = Table(title=f"{algo} on {file} ({backend}, {procs} rank{'s' if procs != 1 else ''}), "
-                    f"{n} transactions, min support {minsup:g} (count {summary['min_count']})")
+    t = Table(
+        title=f"{algo} on {file} ({backend}, {procs} rank{'s' if procs != 1 else ''}), "
+        f"{n} transactions, min support {minsup:g} (count {summary['min_count']})"
+    )
     for col in ("pass", "C (candidates)", "L (large)", "T [s]"):
         t.add_column(col, justify="right", overflow="fold")
     for p in summary["passes"]:
         t.add_row(str(p["pass"]), str(p["candidates"]), str(p["large"]), f"{p['time_s']:.4f}")
     con = Console()
     con.print(t)
-    con.print(f"{len(itemsets)} frequent itemsets, {len(rl)} rules with confidence >= {minconf:g}; "
-              f"total {summary['time_s']:.4f} s" + (" (simulated)" if backend == "sim" else ""))
+    con.print(
+        f"{len(itemsets)} frequent itemsets, {len(rl)} rules with confidence >= {minconf:g}; "
+        f"total {summary['time_s']:.4f} s" + (" (simulated)" if backend == "sim" else "")
+    )
     if extra.get("bytes_retransmitted"):
-        con.print(f"retransmitted bytes {extra['bytes_retransmitted']}, timeouts {extra['timeouts']}, "
-                  f"port drops {extra['port_drops']}")
+        con.print(
+            f"retransmitted bytes {extra['bytes_retransmitted']}, timeouts {extra['timeouts']}, "
+            f"port drops {extra['port_drops']}"
+        )

@@ -43,30 +43,65 @@ def _pattern_ks(text: str | None) -> list[int] | None:
 
 
 @click.command()
-@click.option("--backend", type=click.Choice(["sim", "emu", "local", "mpi"]), default="sim", show_default=True,
-              help="sim: a simulated platform; emu: the platform emulated in network namespaces (root; "
-                   "kernel TCP, socket backend); local: TCP processes on this machine; mpi: ranks under mpiexec")
-@click.option("--platform", "platform_spec", default="opteron:8", show_default=True,
-              help="platform to measure (short form or TOML file; --backend sim or emu)")
-@click.option("--procs", "-n", type=IntIn(1, MAX_MEASURE_PROCS), default=None,
-              help="ranks (default: every host)")
-@click.option("--sizes", default="0,64,1KiB,4KiB,16KiB,64KiB,256KiB,1MiB", show_default=True,
-              help="message sizes at which g, o_s and o_r are measured")
-@click.option("--patterns", type=click.Choice(["alltoall", "none"]), default="alltoall", show_default=True,
-              help="measure g(m, C) for the XOR patterns Alltoall A and B use (eq. 3)")
+@click.option(
+    "--backend",
+    type=click.Choice(["sim", "emu", "local", "mpi"]),
+    default="sim",
+    show_default=True,
+    help="sim: a simulated platform; emu: the platform emulated in network namespaces (root; "
+    "kernel TCP, socket backend); local: TCP processes on this machine; mpi: ranks under mpiexec",
+)
+@click.option(
+    "--platform",
+    "platform_spec",
+    default="opteron:8",
+    show_default=True,
+    help="platform to measure (short form or TOML file; --backend sim or emu)",
+)
+@click.option("--procs", "-n", type=IntIn(1, MAX_MEASURE_PROCS), default=None, help="ranks (default: every host)")
+@click.option(
+    "--sizes",
+    default="0,64,1KiB,4KiB,16KiB,64KiB,256KiB,1MiB",
+    show_default=True,
+    help="message sizes at which g, o_s and o_r are measured",
+)
+@click.option(
+    "--patterns",
+    type=click.Choice(["alltoall", "none"]),
+    default="alltoall",
+    show_default=True,
+    help="measure g(m, C) for the XOR patterns Alltoall A and B use (eq. 3)",
+)
 @click.option("--pattern-ks", default=None, help="measure only these XOR patterns, e.g. 1,2,4 (others by symmetry)")
-@click.option("--rel-ci", type=float, default=0.05, show_default=True, callback=_rel_ci,
-              help="repeat until the 95%% confidence interval is within this fraction of the mean")
+@click.option(
+    "--rel-ci",
+    type=float,
+    default=0.05,
+    show_default=True,
+    callback=_rel_ci,
+    help="repeat until the 95%% confidence interval is within this fraction of the mean",
+)
 @click.option("--rto", default="200ms", show_default=True, help="T_RTO of the platform's TCP (RTO minimum)")
-@click.option("--rto-probe", is_flag=True,
-              help="also run PlogP-BR+'s RTO probe: Alltoall A and B at each size, counting the calls' RTO waits "
-                   "(needs a power-of-two --procs)")
-@click.option("--rto-calls", type=IntIn(1, 1000), default=4, show_default=True,
-              help="with --rto-probe: timed calls per size (after one untimed call)")
+@click.option(
+    "--rto-probe",
+    is_flag=True,
+    help="also run PlogP-BR+'s RTO probe: Alltoall A and B at each size, counting the calls' RTO waits "
+    "(needs a power-of-two --procs)",
+)
+@click.option(
+    "--rto-calls",
+    type=IntIn(1, 1000),
+    default=4,
+    show_default=True,
+    help="with --rto-probe: timed calls per size (after one untimed call)",
+)
 @click.option("--seed", type=SEED, default=1, show_default=True, help="seed of the simulated platform's random streams")
-@click.option("--out", type=click.Path(dir_okay=False, path_type=Path), required=True, help="parameter file to write (JSON)")
-def measure(backend, platform_spec, procs, sizes, patterns, pattern_ks, rel_ci, rto, rto_probe, rto_calls, seed,
-            out) -> None:
+@click.option(
+    "--out", type=click.Path(dir_okay=False, path_type=Path), required=True, help="parameter file to write (JSON)"
+)
+def measure(
+    backend, platform_spec, procs, sizes, patterns, pattern_ks, rel_ci, rto, rto_probe, rto_calls, seed, out
+) -> None:
     """Measure PlogP and PlogP-BR parameters (Kielmann's procedure, bidirectional
     g(m, C) of Nomura & Ishikawa §3.3, switch queue q of §3.1) and, with
     --rto-probe, PlogP-BR+'s expected RTO waits per Alltoall call.
@@ -111,11 +146,24 @@ def measure(backend, platform_spec, procs, sizes, patterns, pattern_ks, rel_ci, 
                 runner = mpi_runner(n, timeout=120)
         con = Console(stderr=True)
         with con.status("measuring") as status:
-            params = do_measure(runner, n, size_list, patterns=patterns, pattern_ks=ks,
-                                rel_ci=rel_ci, rto_s=rto_s, flow_control=fc, progress=status.update,
-                                rto_probe=rto_probe, rto_calls=rto_calls,
-                                meta={"platform": platform_spec if backend in ("sim", "emu") else backend,
-                                      "backend": backend, "seed": seed})
+            params = do_measure(
+                runner,
+                n,
+                size_list,
+                patterns=patterns,
+                pattern_ks=ks,
+                rel_ci=rel_ci,
+                rto_s=rto_s,
+                flow_control=fc,
+                progress=status.update,
+                rto_probe=rto_probe,
+                rto_calls=rto_calls,
+                meta={
+                    "platform": platform_spec if backend in ("sim", "emu") else backend,
+                    "backend": backend,
+                    "seed": seed,
+                },
+            )
         params.save(out)
     except (ValueError, OSError) as e:
         raise UserError(str(e)) from None
@@ -132,8 +180,10 @@ def measure(backend, platform_spec, procs, sizes, patterns, pattern_ks, rel_ci, 
     q = params.queue_bytes
     overflowed = params.meta.get("queue_overflow_seen")
     bound = " (a lower bound: the flood never overflowed the port)" if overflowed is False else ""
-    con.print(f"L = {params.L * 1e6:.2f} us, g(0) = {params.g[0] * 1e6:.2f} us, "
-              f"q = {q if q is None else round(q)} B{bound}; wrote {out}")
+    con.print(
+        f"L = {params.L * 1e6:.2f} us, g(0) = {params.g[0] * 1e6:.2f} us, "
+        f"q = {q if q is None else round(q)} B{bound}; wrote {out}"
+    )
 
 
 @click.group()
@@ -160,43 +210,69 @@ def _load(params_path: Path):
 
 #: ``model select``'s model when none is given, and why, as the command says it.
 DEFAULT_SELECT_MODEL = "plogp-br"
-DEFAULT_SELECT_WHY = ("the default without an RTO probe in the parameter file: it models RTO penalties, so it "
-                      "ranks algorithms better than PlogP in the nomura study; its absolute times are less accurate")
+DEFAULT_SELECT_WHY = (
+    "the default without an RTO probe in the parameter file: it models RTO penalties, so it "
+    "ranks algorithms better than PlogP in the nomura study; its absolute times are less accurate"
+)
 #: ... and when the parameter file holds the RTO probe (`parcomm measure --rto-probe`).
 PROBED_SELECT_MODEL = "plogp-br+"
-PROBED_SELECT_WHY = ("the default with an RTO probe in the parameter file: the lowest selection penalty and error "
-                     "in the nomura study")
+PROBED_SELECT_WHY = (
+    "the default with an RTO probe in the parameter file: the lowest selection penalty and error in the nomura study"
+)
 EMIT_SIZES = "1KiB,4KiB,16KiB,64KiB,256KiB,1MiB"
 #: Ceiling of a selection file --mpich-base names (MPICH's own is ~60 KiB).
 MAX_BASE_BYTES = 4 << 20
 
-_params_opt = click.option("--params", "params_path", type=click.Path(dir_okay=False, path_type=Path), required=True,
-                           help="parameter file written by `parcomm measure`")
+_params_opt = click.option(
+    "--params",
+    "params_path",
+    type=click.Path(dir_okay=False, path_type=Path),
+    required=True,
+    help="parameter file written by `parcomm measure`",
+)
 
 
 @model.command()
 @click.argument("collective", type=click.Choice(["alltoall", "bcast", "barrier"]))
-@click.option("--params", "params_paths", type=click.Path(dir_okay=False, path_type=Path), required=True,
-              multiple=True, help="parameter file written by `parcomm measure`; with --emit, one per "
-                                  "communicator size of the grid (each file's P), repeat the option")
-@click.option("--procs", "-n", type=IntIn(1, MAX_MODEL_PROCS), default=None,
-              help="ranks P (required without --emit)")
+@click.option(
+    "--params",
+    "params_paths",
+    type=click.Path(dir_okay=False, path_type=Path),
+    required=True,
+    multiple=True,
+    help="parameter file written by `parcomm measure`; with --emit, one per "
+    "communicator size of the grid (each file's P), repeat the option",
+)
+@click.option("--procs", "-n", type=IntIn(1, MAX_MODEL_PROCS), default=None, help="ranks P (required without --emit)")
 @click.option("--size", default="64KiB", show_default=True, help="message size m per rank pair (64KiB, 1MB, ...)")
-@click.option("--model", "model_name", default=None,
-              help="hockney, logp, loggp, plogp, plogp-br or plogp-br+ [default: plogp-br+ if the parameter "
-                   "file holds an RTO probe, else plogp-br; see below]")
+@click.option(
+    "--model",
+    "model_name",
+    default=None,
+    help="hockney, logp, loggp, plogp, plogp-br or plogp-br+ [default: plogp-br+ if the parameter "
+    "file holds an RTO probe, else plogp-br; see below]",
+)
 @click.option("--json", "as_json", is_flag=True, help="print the choice and every predicted time as JSON")
-@click.option("--emit", type=click.Choice(["mpich-json", "openmpi-rules"]), default=None,
-              help="write a selection file an MPI library reads, from the model's choice at every (P, m) of the "
-                   "grid (alltoall only): MPICH's MPIR_CVAR_COLL_SELECTION_TUNING_JSON_FILE or Open MPI's "
-                   "coll_tuned_dynamic_rules_filename")
+@click.option(
+    "--emit",
+    type=click.Choice(["mpich-json", "openmpi-rules"]),
+    default=None,
+    help="write a selection file an MPI library reads, from the model's choice at every (P, m) of the "
+    "grid (alltoall only): MPICH's MPIR_CVAR_COLL_SELECTION_TUNING_JSON_FILE or Open MPI's "
+    "coll_tuned_dynamic_rules_filename",
+)
 @click.option("--sizes", default=EMIT_SIZES, show_default=True, help="with --emit: the grid's message sizes m")
-@click.option("--out", type=click.Path(dir_okay=False, path_type=Path), default=None,
-              help="with --emit: the file to write")
-@click.option("--mpich-base", type=click.Path(dir_okay=False, path_type=Path), default=None,
-              help="with --emit mpich-json: the selection file whose other collectives the emitted file keeps "
-                   "(MPICH reads the file as its whole selection tree) [default: the installed MPICH's own, "
-                   "read from its libmpi]")
+@click.option(
+    "--out", type=click.Path(dir_okay=False, path_type=Path), default=None, help="with --emit: the file to write"
+)
+@click.option(
+    "--mpich-base",
+    type=click.Path(dir_okay=False, path_type=Path),
+    default=None,
+    help="with --emit mpich-json: the selection file whose other collectives the emitted file keeps "
+    "(MPICH reads the file as its whole selection tree) [default: the installed MPICH's own, "
+    "read from its libmpi]",
+)
 def select(collective, params_paths, procs, size, model_name, as_json, emit, sizes, out, mpich_base) -> None:
     """The fastest algorithm for COLLECTIVE under a model, with every algorithm's predicted time.
 
@@ -235,8 +311,17 @@ def select(collective, params_paths, procs, size, model_name, as_json, emit, siz
     except ValueError as e:
         raise UserError(str(e)) from None
     if as_json:
-        emit_json({"collective": collective, "model": model_name, "model_reason": why, "procs": procs,
-                   "size_bytes": nbytes, "best": best, "predicted_s": times})
+        emit_json(
+            {
+                "collective": collective,
+                "model": model_name,
+                "model_reason": why,
+                "procs": procs,
+                "size_bytes": nbytes,
+                "best": best,
+                "predicted_s": times,
+            }
+        )
         return
     click.echo(f"{collective}, {procs} procs, {nbytes} B, model {model_name} ({why}):")
     for algo, t in sorted(times.items(), key=lambda kv: kv[1]):
@@ -271,8 +356,9 @@ def _emit(collective, all_params, model_name, emit, sizes, out, mpich_base) -> N
     except (ValueError, OSError) as e:
         raise UserError(str(e)) from None
     for p, row in choices.items():
-        click.echo(f"P={p}: " + ", ".join(f"{m} B {algo.removeprefix('alltoall_').upper()}" for m, algo in row),
-                   err=True)
+        click.echo(
+            f"P={p}: " + ", ".join(f"{m} B {algo.removeprefix('alltoall_').upper()}" for m, algo in row), err=True
+        )
     click.echo(f"model {model_name}; wrote {out} ({emit})", err=True)
 
 
@@ -318,8 +404,9 @@ def predict(algorithm, params_path, procs, size, as_json) -> None:
     if not times:  # the same error for every model (bad algorithm, bad P): say it once
         raise UserError(next(iter(missing.values())))
     if as_json:
-        emit_json({"algorithm": algorithm, "procs": procs, "size_bytes": nbytes, "predicted_s": times,
-                   "unavailable": missing})
+        emit_json(
+            {"algorithm": algorithm, "procs": procs, "size_bytes": nbytes, "predicted_s": times, "unavailable": missing}
+        )
         return
     for name, t in times.items():
         click.echo(f"  {name:10} {t * 1e3:12.4f} ms")

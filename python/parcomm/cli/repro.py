@@ -29,7 +29,9 @@ def check_out_dir(out: Path) -> None:
         with tempfile.NamedTemporaryFile(dir=out, prefix=".parcomm-probe-"):
             pass
     except OSError as e:
-        raise UserError(f"--out {out}: cannot write a file in this directory: {_os_message(e, with_file=False)}") from None
+        raise UserError(
+            f"--out {out}: cannot write a file in this directory: {_os_message(e, with_file=False)}"
+        ) from None
 
 
 def _study_lines() -> str:
@@ -66,10 +68,20 @@ def _summary_rows(reports) -> list[dict]:
     rows = []
     for rep in reports:
         a, d, n = tally([{"agrees": c.agrees} for c in rep.comparisons])
-        rows.append({"study": rep.name, "agree": a, "differ": d, "not_comparable": n, "wall_s": round(rep.wall_s, 3),
-                     "quick": rep.quick,
-                     "comparisons": [{"quantity": c.quantity, "paper": c.paper, "parcomm": c.parcomm,
-                                      "agrees": c.agrees} for c in rep.comparisons]})
+        rows.append(
+            {
+                "study": rep.name,
+                "agree": a,
+                "differ": d,
+                "not_comparable": n,
+                "wall_s": round(rep.wall_s, 3),
+                "quick": rep.quick,
+                "comparisons": [
+                    {"quantity": c.quantity, "paper": c.paper, "parcomm": c.parcomm, "agrees": c.agrees}
+                    for c in rep.comparisons
+                ],
+            }
+        )
     return rows
 
 
@@ -82,8 +94,12 @@ def _print_results(reports, out: Path) -> None:
     con = Console(soft_wrap=False)  # stdout: the results; cells wrap, nothing is cut
     verdict = {True: "[green]agrees[/]", False: "[red]differs[/]", None: "not comparable"}
     for rep in reports:
-        table = Table(title=f"[bold]{rep.name}[/]: {user_text(rep.title)} ({rep.wall_s:.1f} s)", title_justify="left",
-                      show_lines=False, expand=False)
+        table = Table(
+            title=f"[bold]{rep.name}[/]: {user_text(rep.title)} ({rep.wall_s:.1f} s)",
+            title_justify="left",
+            show_lines=False,
+            expand=False,
+        )
         table.add_column("quantity", overflow="fold")
         table.add_column("paper", overflow="fold")
         table.add_column("parcomm", overflow="fold")
@@ -92,25 +108,50 @@ def _print_results(reports, out: Path) -> None:
             table.add_row(user_text(c.quantity), user_text(c.paper), user_text(c.parcomm), verdict[c.agrees])
         con.print(table)
     rows = _summary_rows(reports)
-    con.print(f"agree {sum(r['agree'] for r in rows)}, differ {sum(r['differ'] for r in rows)}, "
-              f"not comparable {sum(r['not_comparable'] for r in rows)}; report: {out / 'index.html'}")
+    con.print(
+        f"agree {sum(r['agree'] for r in rows)}, differ {sum(r['differ'] for r in rows)}, "
+        f"not comparable {sum(r['not_comparable'] for r in rows)}; report: {out / 'index.html'}"
+    )
 
 
 @click.command(cls=_ReproCommand)
 @click.argument("studies", nargs=-1, metavar="[STUDY]...")
 @click.option("--quick", is_flag=True, help="smaller sweeps that finish in minutes (CI and the demo)")
-@click.option("--out", type=click.Path(file_okay=False, path_type=Path), default=Path("results"), show_default=True,
-              help="directory for tables (CSV/JSON), figures (PNG) and index.html")
+@click.option(
+    "--out",
+    type=click.Path(file_okay=False, path_type=Path),
+    default=Path("results"),
+    show_default=True,
+    help="directory for tables (CSV/JSON), figures (PNG) and index.html",
+)
 @click.option("--seed", type=SEED, default=1, show_default=True, help="seed of every simulation's random streams")
-@click.option("--workers", "-j", type=IntIn(1, 4096), default=None,
-              help="processes that run simulations [default: one per core; 1 runs everything in this process]")
-@click.option("--executor", type=click.Choice(["local", "mpi"]), default="local", show_default=True,
-              help="local: a process pool on this machine; mpi: mpi4py.futures (run under "
-                   "`mpiexec -n N python -m mpi4py.futures -m parcomm repro --executor mpi`)")
+@click.option(
+    "--workers",
+    "-j",
+    type=IntIn(1, 4096),
+    default=None,
+    help="processes that run simulations [default: one per core; 1 runs everything in this process]",
+)
+@click.option(
+    "--executor",
+    type=click.Choice(["local", "mpi"]),
+    default="local",
+    show_default=True,
+    help="local: a process pool on this machine; mpi: mpi4py.futures (run under "
+    "`mpiexec -n N python -m mpi4py.futures -m parcomm repro --executor mpi`)",
+)
 @click.option("--list", "list_only", is_flag=True, help="list the studies, one line each, and exit")
 @click.option("--json", "as_json", is_flag=True, help="print the verdicts per study as JSON on stdout")
-def repro(studies: tuple[str, ...], quick: bool, out: Path, seed: int, workers: int | None, executor: str,
-          list_only: bool, as_json: bool) -> None:
+def repro(
+    studies: tuple[str, ...],
+    quick: bool,
+    out: Path,
+    seed: int,
+    workers: int | None,
+    executor: str,
+    list_only: bool,
+    as_json: bool,
+) -> None:
     """Reproduce the papers' tables and figures: run STUDY... (default: every study) and write
     their tables, figures and the report OUT/index.html.
 
@@ -143,8 +184,13 @@ def repro(studies: tuple[str, ...], quick: bool, out: Path, seed: int, workers: 
     except ValueError as e:
         raise UserError(str(e)) from None
     err = Console(stderr=True)
-    columns = (TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
-               TextColumn("{task.fields[what]}", style="dim"))
+    columns = (
+        TextColumn("{task.description}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeElapsedColumn(),
+        TextColumn("{task.fields[what]}", style="dim"),
+    )
     try:
         with pool, Progress(*columns, console=err, transient=not err.is_terminal) as bar:
             overall = bar.add_task("studies", total=len(names), what="")
@@ -166,11 +212,13 @@ def repro(studies: tuple[str, ...], quick: bool, out: Path, seed: int, workers: 
                         bar.remove_task(tasks.pop(rep.name))
                     bar.advance(overall)
                 a, d, n = tally([{"agrees": c.agrees} for c in rep.comparisons])
-                bar.console.print(f"{rep.name}: done in {rep.wall_s:.1f} s ({a} agree, {d} differ, "
-                                  f"{n} not comparable)", highlight=False, soft_wrap=True)
+                bar.console.print(
+                    f"{rep.name}: done in {rep.wall_s:.1f} s ({a} agree, {d} differ, {n} not comparable)",
+                    highlight=False,
+                    soft_wrap=True,
+                )
 
-            reports = run_studies(names, out, quick, seed, progress=progress, executor=pool, step=step,
-                                  done=finished)
+            reports = run_studies(names, out, quick, seed, progress=progress, executor=pool, step=step, done=finished)
     except ValueError as e:
         raise UserError(str(e)) from None
     except BrokenExecutor as e:  # a worker died (killed, out of memory): the run failed
@@ -178,7 +226,14 @@ def repro(studies: tuple[str, ...], quick: bool, out: Path, seed: int, workers: 
     except OSError as e:  # e.g. the disk filled up or --out vanished mid-run: the run failed, not the call
         raise RunFailed(f"writing the results in {out}: {_os_message(e)}") from None
     if as_json:
-        emit_json({"out": str(out), "report": str(out / "index.html"), "quick": quick, "seed": seed,
-                   "studies": _summary_rows(reports)})
+        emit_json(
+            {
+                "out": str(out),
+                "report": str(out / "index.html"),
+                "quick": quick,
+                "seed": seed,
+                "studies": _summary_rows(reports),
+            }
+        )
     else:
         _print_results(reports, out)

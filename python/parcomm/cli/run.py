@@ -23,7 +23,7 @@ PROGRAM_HELP = (
     "or a collective's name (alltoall_a, alltoall_b, barrier, bcast_binomial, bcast_scatter_allgather, "
     "gather_linear)"
 )
-KWARGS_HELP = 'keyword arguments for the program as a JSON object, e.g. \'{"nbytes": 65536}\''
+KWARGS_HELP = "keyword arguments for the program as a JSON object, e.g. '{\"nbytes\": 65536}'"
 
 
 def pick_program(positional: str | None, option: str | None) -> str:
@@ -32,8 +32,9 @@ def pick_program(positional: str | None, option: str | None) -> str:
         raise UserError(f"two programs given: {positional!r} and --program {option!r}; give one")
     ref = positional or option
     if not ref:
-        raise UserError("no program: give MODULE:FUNCTION (or path/file.py:FUNCTION) as the first argument "
-                        "or with --program")
+        raise UserError(
+            "no program: give MODULE:FUNCTION (or path/file.py:FUNCTION) as the first argument or with --program"
+        )
     return ref
 
 
@@ -139,11 +140,15 @@ def report_result(res: Any, backend: str, platform: str, as_json: bool, extra: d
         con.print(f"{label}: " + ", ".join(f"{k} {v}" for k, v in totals.items()))
 
 
-RENDEZVOUS_HELP = ("large-message protocol (the simulator's, the same engine): sender-driven (MPICH: RTS, CTS, "
-                   "data) or receiver-driven (YAMPII, seed 001: a posted receive sends its source a credit); "
-                   "every rank must use the same")
-TRACE_HELP = ("write each rank's timeline (sends, receives, waits, compute, collectives) to this file as "
-              "Chrome/Perfetto trace-event JSON (open it in ui.perfetto.dev)")
+RENDEZVOUS_HELP = (
+    "large-message protocol (the simulator's, the same engine): sender-driven (MPICH: RTS, CTS, "
+    "data) or receiver-driven (YAMPII, seed 001: a posted receive sends its source a credit); "
+    "every rank must use the same"
+)
+TRACE_HELP = (
+    "write each rank's timeline (sends, receives, waits, compute, collectives) to this file as "
+    "Chrome/Perfetto trace-event JSON (open it in ui.perfetto.dev)"
+)
 
 
 def write_trace(path: Path | None, res: Any, backend: str, platform: str) -> None:
@@ -195,12 +200,14 @@ def run() -> None:
 @click.option("--nodelay/--no-nodelay", default=True, show_default=True, help="TCP_NODELAY on every socket")
 @click.option("--sndbuf", default=None, help="SO_SNDBUF in bytes (default: the kernel's)")
 @click.option("--rcvbuf", default=None, help="SO_RCVBUF in bytes (default: the kernel's)")
-@click.option("--rendezvous", type=click.Choice(["sender", "receiver"]), default="sender", show_default=True,
-              help=RENDEZVOUS_HELP)
+@click.option(
+    "--rendezvous", type=click.Choice(["sender", "receiver"]), default="sender", show_default=True, help=RENDEZVOUS_HELP
+)
 @click.option("--trace", "trace_file", type=click.Path(dir_okay=False, path_type=Path), default=None, help=TRACE_HELP)
 @click.option("--json", "as_json", is_flag=True, help="print the full result as JSON")
-def local(program_arg, procs, program, kwargs_json, timeout, nodelay, sndbuf, rcvbuf, rendezvous, trace_file,
-          as_json) -> None:
+def local(
+    program_arg, procs, program, kwargs_json, timeout, nodelay, sndbuf, rcvbuf, rendezvous, trace_file, as_json
+) -> None:
     """Run PROGRAM on N local processes connected by TCP over 127.0.0.1 (SocketComm).
 
     PROGRAM is MODULE:FUNCTION or path/file.py:FUNCTION naming an `async def
@@ -218,8 +225,15 @@ def local(program_arg, procs, program, kwargs_json, timeout, nodelay, sndbuf, rc
     if (b := _bytes(rcvbuf, "--rcvbuf")) is not None:
         opts["rcvbuf"] = b
     try:
-        res = run_local(ref, n, kwargs=kwargs, timeout=_seconds(timeout, "--timeout"), sock_options=opts,
-                        trace=trace_file is not None, rendezvous=rendezvous)
+        res = run_local(
+            ref,
+            n,
+            kwargs=kwargs,
+            timeout=_seconds(timeout, "--timeout"),
+            sock_options=opts,
+            trace=trace_file is not None,
+            rendezvous=rendezvous,
+        )
     except CommError as e:
         raise RunFailed(str(e)) from None
     write_trace(trace_file, res, res.backend, res.platform)
@@ -227,22 +241,39 @@ def local(program_arg, procs, program, kwargs_json, timeout, nodelay, sndbuf, rc
 
 
 @run.command()
-@click.option("--procs", "-n", type=int, default=None,
-              help="number of ranks; mpiexec is started for you unless already under MPI")
+@click.option(
+    "--procs", "-n", type=int, default=None, help="number of ranks; mpiexec is started for you unless already under MPI"
+)
 @click.argument("program_arg", metavar="[PROGRAM]", required=False)
 @click.option("--program", "program", default=None, help=PROGRAM_HELP)
 @click.option("--kwargs", "kwargs_json", default=None, help=KWARGS_HELP)
 @click.option("--timeout", default="60s", show_default=True, help="time limit of each rank's program")
-@click.option("--out", type=click.Path(dir_okay=False, path_type=Path), default=None,
-              help="write the results as JSON to this file")
+@click.option(
+    "--out",
+    type=click.Path(dir_okay=False, path_type=Path),
+    default=None,
+    help="write the results as JSON to this file",
+)
 @click.option("--trace", "trace_file", type=click.Path(dir_okay=False, path_type=Path), default=None, help=TRACE_HELP)
 @click.option("--json", "as_json", is_flag=True, help="print the full result as JSON")
 @click.option("--call-pickle", type=click.Path(dir_okay=False, path_type=Path), default=None, hidden=True)
 @click.option("--pickle-out", type=click.Path(dir_okay=False, path_type=Path), default=None, hidden=True)
 @click.option("--spin", type=float, default=0.05, hidden=True)
 @click.option("--trace-ranks", is_flag=True, hidden=True)
-def mpi(program_arg, procs, program, kwargs_json, timeout, out, trace_file, as_json, call_pickle, pickle_out, spin,
-        trace_ranks) -> None:
+def mpi(
+    program_arg,
+    procs,
+    program,
+    kwargs_json,
+    timeout,
+    out,
+    trace_file,
+    as_json,
+    call_pickle,
+    pickle_out,
+    spin,
+    trace_ranks,
+) -> None:
     """Run PROGRAM under MPI (mpi4py + MPICH). Started by hand under
     `mpiexec -n N python -m parcomm run mpi ...`, it runs as one rank and rank 0
     reports; started alone with --procs N, it starts mpiexec itself."""
@@ -264,8 +295,16 @@ def mpi(program_arg, procs, program, kwargs_json, timeout, out, trace_file, as_j
 
         if procs is not None and procs != MPI.COMM_WORLD.Get_size():
             raise UserError(f"--procs {procs} differs from the {MPI.COMM_WORLD.Get_size()} ranks mpiexec started")
-        res = run_mpi_rank(ref, args=args, kwargs=kwargs, timeout=limit, out=out, pickle_out=pickle_out,
-                           spin_s=spin, trace=trace_ranks or trace_file is not None)
+        res = run_mpi_rank(
+            ref,
+            args=args,
+            kwargs=kwargs,
+            timeout=limit,
+            out=out,
+            pickle_out=pickle_out,
+            spin_s=spin,
+            trace=trace_ranks or trace_file is not None,
+        )
         if res is not None and pickle_out is None:  # rank 0 of a hand-started mpiexec reports
             write_trace(trace_file, res, "mpi", res.platform)
             _report(res, as_json)
@@ -281,14 +320,22 @@ def mpi(program_arg, procs, program, kwargs_json, timeout, out, trace_file, as_j
 
 @run.command(name="socket")
 @click.option("--rank", type=int, required=True, help="this process's rank")
-@click.option("--addresses", type=click.Path(dir_okay=False, path_type=Path), required=True,
-              help="file with one 'host port' line per rank (line r is rank r's listening address)")
+@click.option(
+    "--addresses",
+    type=click.Path(dir_okay=False, path_type=Path),
+    required=True,
+    help="file with one 'host port' line per rank (line r is rank r's listening address)",
+)
 @click.argument("program_arg", metavar="[PROGRAM]", required=False)
 @click.option("--program", "program", default=None, help=PROGRAM_HELP)
 @click.option("--kwargs", "kwargs_json", default=None, help=KWARGS_HELP)
-@click.option("--out", type=click.Path(dir_okay=False, path_type=Path), default=None,
-              help="write {rank, ok, result, start_s, finish_s, elapsed_s, counters} (or the error) as JSON "
-                   "to this file; without it, print that to stdout")
+@click.option(
+    "--out",
+    type=click.Path(dir_okay=False, path_type=Path),
+    default=None,
+    help="write {rank, ok, result, start_s, finish_s, elapsed_s, counters} (or the error) as JSON "
+    "to this file; without it, print that to stdout",
+)
 @click.option("--size", type=int, default=None, help="number of ranks (default: the addresses file's lines)")
 @click.option("--nodelay", is_flag=True, help="set TCP_NODELAY (default: Nagle on, the kernel's default)")
 @click.option("--sndbuf", default=None, help="SO_SNDBUF in bytes")
@@ -297,12 +344,33 @@ def mpi(program_arg, procs, program, kwargs_json, timeout, out, trace_file, as_j
 @click.option("--rto-max", default=None, help="per-socket TCP_RTO_MAX_MS, e.g. 1s (Linux >= 6.15)")
 @click.option("--timeout", default="600s", show_default=True, help="time limit of the program")
 @click.option("--connect-timeout", default="30s", show_default=True, help="time limit for building the mesh")
-@click.option("--rendezvous", type=click.Choice(["sender", "receiver"]), default="sender", show_default=True,
-              help=RENDEZVOUS_HELP)
-@click.option("--key-file", type=click.Path(dir_okay=False, path_type=Path), default=None,
-              help="the job's shared key (mode 600; `parcomm keygen FILE` writes one); default: $PARCOMM_JOB_KEY")
-def socket_cmd(program_arg, rank, addresses, program, kwargs_json, out, size, nodelay, sndbuf, rcvbuf, rto_min, rto_max,
-               timeout, connect_timeout, rendezvous, key_file) -> None:
+@click.option(
+    "--rendezvous", type=click.Choice(["sender", "receiver"]), default="sender", show_default=True, help=RENDEZVOUS_HELP
+)
+@click.option(
+    "--key-file",
+    type=click.Path(dir_okay=False, path_type=Path),
+    default=None,
+    help="the job's shared key (mode 600; `parcomm keygen FILE` writes one); default: $PARCOMM_JOB_KEY",
+)
+def socket_cmd(
+    program_arg,
+    rank,
+    addresses,
+    program,
+    kwargs_json,
+    out,
+    size,
+    nodelay,
+    sndbuf,
+    rcvbuf,
+    rto_min,
+    rto_max,
+    timeout,
+    connect_timeout,
+    rendezvous,
+    key_file,
+) -> None:
     """Run one rank of PROGRAM over a TCP mesh (SocketComm): start one such
     process per rank, each with the same addresses file (this is what the
     emulated cluster runs in each network namespace).
@@ -342,8 +410,18 @@ def socket_cmd(program_arg, rank, addresses, program, kwargs_json, out, size, no
     limit = _seconds(timeout, "--timeout")
     connect_limit = _seconds(connect_timeout, "--connect-timeout") or 30.0
     try:
-        res = run_rank(ref, rank, n, addrs, kwargs=kwargs, sock_options=opts, timeout=limit,
-                       connect_timeout=connect_limit, key=key, rendezvous=rendezvous)
+        res = run_rank(
+            ref,
+            rank,
+            n,
+            addrs,
+            kwargs=kwargs,
+            sock_options=opts,
+            timeout=limit,
+            connect_timeout=connect_limit,
+            key=key,
+            rendezvous=rendezvous,
+        )
     except CommError as e:
         from ..comm.launch import _classify
 

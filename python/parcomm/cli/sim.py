@@ -19,8 +19,7 @@ PLATFORM_HELP = (
 def _common(f):
     opts = [
         click.option("--platform", "platform_spec", default="star:64", show_default=True, help=PLATFORM_HELP),
-        click.option("--procs", "-n", type=IntIn(1), default=None,
-                     help="number of ranks (default: one per host)"),
+        click.option("--procs", "-n", type=IntIn(1), default=None, help="number of ranks (default: one per host)"),
         click.option("--rto-min", default=None, help="TCP RTO minimum for every host, e.g. 200ms"),
         click.option("--rto-max", default=None, help="TCP RTO maximum for every host, e.g. 60s"),
         click.option(
@@ -30,8 +29,7 @@ def _common(f):
             help="per-host RTO of seed 000 §5.2 with X = --rto-min: fixed (MIN=MAX=X), "
             "random_min (MIN in [X,X+100ms], MAX=MIN+100ms), random_both (MIN=MAX in [X,X+100ms])",
         ),
-        click.option("--seed", type=SEED, default=1, show_default=True,
-                     help="random seed (same seed, same result)"),
+        click.option("--seed", type=SEED, default=1, show_default=True, help="random seed (same seed, same result)"),
         click.option("--eager-limit", default="128KiB", show_default=True, help="larger messages use a rendezvous"),
         click.option("--time-limit", default="600s", show_default=True, help="give up after this much simulated time"),
         click.option("--json", "as_json", is_flag=True, help="print the full result as JSON"),
@@ -41,7 +39,20 @@ def _common(f):
     return f
 
 
-def _run(program, kwargs: dict, platform_spec, procs, rto_min, rto_max, rto_scheme, seed, eager_limit, time_limit, as_json, what: dict) -> None:
+def _run(
+    program,
+    kwargs: dict,
+    platform_spec,
+    procs,
+    rto_min,
+    rto_max,
+    rto_scheme,
+    seed,
+    eager_limit,
+    time_limit,
+    as_json,
+    what: dict,
+) -> None:
     from ..comm import CommError, run_sim
 
     plat = load_platform(platform_spec, rto_min, rto_max, rto_scheme)
@@ -86,8 +97,14 @@ def _print_tables(summary: dict, res) -> None:
         for col in ("host", "bytes sent", "retx bytes", "retx segs", "timeouts", "fast retx"):
             ht.add_column(col, justify="right")
         for i in rows[:20]:
-            ht.add_row(h["name"][i], str(h["bytes_sent"][i]), str(h["bytes_retransmitted"][i]),
-                       str(h["segments_retransmitted"][i]), str(h["timeouts"][i]), str(h["fast_retransmits"][i]))
+            ht.add_row(
+                h["name"][i],
+                str(h["bytes_sent"][i]),
+                str(h["bytes_retransmitted"][i]),
+                str(h["segments_retransmitted"][i]),
+                str(h["timeouts"][i]),
+                str(h["fast_retransmits"][i]),
+            )
         con.print(ht)
     p = res.counters["ports"]
     prow = [i for i in range(len(p["name"])) if p["drops"][i]]
@@ -96,7 +113,9 @@ def _print_tables(summary: dict, res) -> None:
         for col in ("port", "drops", "max queue", "capacity"):
             pt.add_column(col, justify="right")
         for i in prow[:20]:
-            pt.add_row(p["name"][i], str(p["drops"][i]), f"{p['max_occupancy'][i]} {p['unit'][i]}", str(p["capacity"][i]))
+            pt.add_row(
+                p["name"][i], str(p["drops"][i]), f"{p['max_occupancy'][i]} {p['unit'][i]}", str(p["capacity"][i])
+            )
         con.print(pt)
 
 
@@ -114,8 +133,13 @@ def sim() -> None:
 
 
 @sim.command()
-@click.option("--algo", type=click.Choice(["A", "B"], case_sensitive=False), default="A", show_default=True,
-              help="seed 001 Fig. 6 (A: post all receives, send to each) or Fig. 7 (B: one partner per phase)")
+@click.option(
+    "--algo",
+    type=click.Choice(["A", "B"], case_sensitive=False),
+    default="A",
+    show_default=True,
+    help="seed 001 Fig. 6 (A: post all receives, send to each) or Fig. 7 (B: one partner per phase)",
+)
 @click.option("--size", default="64KiB", show_default=True, help="bytes each rank sends to each other rank")
 @_common
 def alltoall(algo, size, **kw) -> None:
@@ -123,12 +147,22 @@ def alltoall(algo, size, **kw) -> None:
     from ..collectives import ALLTOALL_ALGORITHMS
 
     nbytes = parse_with(lambda v: parse_size(v, "--size"), size, "--size")
-    _run(ALLTOALL_ALGORITHMS[algo.upper()], {"nbytes": nbytes}, what={"collective": "alltoall", "algo": algo.upper(), "size_bytes": nbytes}, **kw)
+    _run(
+        ALLTOALL_ALGORITHMS[algo.upper()],
+        {"nbytes": nbytes},
+        what={"collective": "alltoall", "algo": algo.upper(), "size_bytes": nbytes},
+        **kw,
+    )
 
 
 @sim.command()
-@click.option("--algo", type=click.Choice(["binomial", "scatter_allgather"]), default="binomial", show_default=True,
-              help="binomial tree, or scatter + ring allgather (van de Geijn; for large messages)")
+@click.option(
+    "--algo",
+    type=click.Choice(["binomial", "scatter_allgather"]),
+    default="binomial",
+    show_default=True,
+    help="binomial tree, or scatter + ring allgather (van de Geijn; for large messages)",
+)
 @click.option("--size", default="1MiB", show_default=True, help="bytes broadcast from the root")
 @click.option("--root", type=int, default=0, show_default=True, help="rank that holds the data")
 @_common
@@ -137,7 +171,12 @@ def bcast(algo, size, root, **kw) -> None:
     from ..collectives import BCAST_ALGORITHMS
 
     nbytes = parse_with(lambda v: parse_size(v, "--size"), size, "--size")
-    _run(BCAST_ALGORITHMS[algo], {"nbytes": nbytes, "root": root}, what={"collective": "bcast", "algo": algo, "size_bytes": nbytes}, **kw)
+    _run(
+        BCAST_ALGORITHMS[algo],
+        {"nbytes": nbytes, "root": root},
+        what={"collective": "bcast", "algo": algo, "size_bytes": nbytes},
+        **kw,
+    )
 
 
 @sim.command()
@@ -151,20 +190,52 @@ def barrier(**kw) -> None:
 
 @sim.command(name="run")
 @click.argument("program_arg", metavar="[PROGRAM]", required=False)
-@click.option("--program", "program", default=None,
-              help="the rank program: MODULE:FUNCTION or path/file.py:FUNCTION naming an `async def f(comm, ...)`, "
-                   "or a collective's name (also accepted as the first argument)")
-@click.option("--kwargs", "kwargs_json", default=None,
-              help='keyword arguments for the program as a JSON object, e.g. \'{"nbytes": 65536}\'')
-@click.option("--rendezvous", type=click.Choice(["sender", "receiver"]), default="sender", show_default=True,
-              help="large-message protocol: sender-driven (MPICH: RTS, CTS, data) or receiver-driven "
-                   "(YAMPII, seed 001: a posted receive sends a credit)")
-@click.option("--trace", "trace_file", type=click.Path(dir_okay=False, path_type=Path), default=None,
-              help="write each rank's timeline (sends, receives, waits, compute, collectives; simulated time) to "
-                   "this file as Chrome/Perfetto trace-event JSON")
+@click.option(
+    "--program",
+    "program",
+    default=None,
+    help="the rank program: MODULE:FUNCTION or path/file.py:FUNCTION naming an `async def f(comm, ...)`, "
+    "or a collective's name (also accepted as the first argument)",
+)
+@click.option(
+    "--kwargs",
+    "kwargs_json",
+    default=None,
+    help="keyword arguments for the program as a JSON object, e.g. '{\"nbytes\": 65536}'",
+)
+@click.option(
+    "--rendezvous",
+    type=click.Choice(["sender", "receiver"]),
+    default="sender",
+    show_default=True,
+    help="large-message protocol: sender-driven (MPICH: RTS, CTS, data) or receiver-driven "
+    "(YAMPII, seed 001: a posted receive sends a credit)",
+)
+@click.option(
+    "--trace",
+    "trace_file",
+    type=click.Path(dir_okay=False, path_type=Path),
+    default=None,
+    help="write each rank's timeline (sends, receives, waits, compute, collectives; simulated time) to "
+    "this file as Chrome/Perfetto trace-event JSON",
+)
 @_common
-def run_program(program_arg, program, kwargs_json, rendezvous, trace_file, platform_spec, procs, rto_min, rto_max,
-                rto_scheme, seed, eager_limit, time_limit, as_json) -> None:
+def run_program(
+    program_arg,
+    program,
+    kwargs_json,
+    rendezvous,
+    trace_file,
+    platform_spec,
+    procs,
+    rto_min,
+    rto_max,
+    rto_scheme,
+    seed,
+    eager_limit,
+    time_limit,
+    as_json,
+) -> None:
     """Simulate your own rank program: PROGRAM is MODULE:FUNCTION or
     path/file.py:FUNCTION naming an `async def f(comm, ...)` (the same program
     `parcomm run local|mpi|socket` runs for real). Prints each rank's finish
@@ -184,8 +255,17 @@ def run_program(program_arg, program, kwargs_json, rendezvous, trace_file, platf
     eager = parse_with(lambda v: parse_size(v, "--eager-limit"), eager_limit, "--eager-limit")
     limit = parse_with(lambda v: parse_duration(v, "--time-limit", require_unit=True), time_limit, "--time-limit")
     try:
-        res = run_sim(prog, plat, procs, seed=seed, kwargs=kwargs, eager_limit=eager, time_limit=limit,
-                      rendezvous=rendezvous, trace=trace_file is not None)
+        res = run_sim(
+            prog,
+            plat,
+            procs,
+            seed=seed,
+            kwargs=kwargs,
+            eager_limit=eager,
+            time_limit=limit,
+            rendezvous=rendezvous,
+            trace=trace_file is not None,
+        )
     except CommError as e:
         from .common import RunFailed
 
@@ -193,5 +273,10 @@ def run_program(program_arg, program, kwargs_json, rendezvous, trace_file, platf
             raise RunFailed(f"{e} (--time-limit {time_limit})") from None
         raise RunFailed(str(e)) from None
     write_trace(trace_file, res, "sim", platform_spec)
-    report_result(res, "sim", platform_spec, as_json,
-                  extra={"seed": seed, "events": res.events, **res.host_totals(), "port_drops": res.port_drops()})
+    report_result(
+        res,
+        "sim",
+        platform_spec,
+        as_json,
+        extra={"seed": seed, "events": res.events, **res.host_totals(), "port_drops": res.port_drops()},
+    )

@@ -18,8 +18,9 @@ async def allgather_ring(comm: Any, data: Any, nbytes: int | None = None) -> lis
     for _ in range(p - 1):
         item = out[have]
         have = (have - 1) % p
-        out[have] = await comm.sendrecv(item, dest=right, sendtag=ALLGATHER_OBJ, source=left,
-                                        recvtag=ALLGATHER_OBJ, nbytes=nbytes)
+        out[have] = await comm.sendrecv(
+            item, dest=right, sendtag=ALLGATHER_OBJ, source=left, recvtag=ALLGATHER_OBJ, nbytes=nbytes
+        )
     return out
 
 
@@ -32,8 +33,9 @@ async def allgather_recursive_doubling(comm: Any, data: Any, nbytes: int | None 
     while mask < p:
         peer = r ^ mask
         size = len(have) * nbytes if nbytes is not None else payload_nbytes(have)
-        got = await comm.sendrecv(have, dest=peer, sendtag=ALLGATHER_OBJ, source=peer, recvtag=ALLGATHER_OBJ,
-                                  nbytes=size)
+        got = await comm.sendrecv(
+            have, dest=peer, sendtag=ALLGATHER_OBJ, source=peer, recvtag=ALLGATHER_OBJ, nbytes=size
+        )
         have.update(got)
         mask <<= 1
     return [have[i] for i in range(p)]

@@ -84,6 +84,7 @@ async def alltoall_pairwise(comm: Any, blocks: Sequence[Any], nbytes: int | None
     pow2 = not (p & (p - 1))
     for i in range(1, p):
         dst, src = (r ^ i, r ^ i) if pow2 else ((r + i) % p, (r - i) % p)
-        out[src] = await comm.sendrecv(blocks[dst], dest=dst, sendtag=ALLTOALL, source=src, recvtag=ALLTOALL,
-                                       nbytes=nbytes)
+        out[src] = await comm.sendrecv(
+            blocks[dst], dest=dst, sendtag=ALLTOALL, source=src, recvtag=ALLTOALL, nbytes=nbytes
+        )
     return out

@@ -43,14 +43,29 @@ from .gather import GATHER_ALGORITHMS
 from .reduce import ALLREDUCE_ALGORITHMS, REDUCE_ALGORITHMS
 from .scatter import SCATTER_ALGORITHMS
 
-__all__ = ["bcast", "reduce", "allreduce", "scatter", "gather", "allgather", "alltoall",
-           "Bcast", "Reduce", "Allreduce", "Allgather", "Alltoall", "Scatter", "Gather", "ALGORITHMS"]
+__all__ = [
+    "bcast",
+    "reduce",
+    "allreduce",
+    "scatter",
+    "gather",
+    "allgather",
+    "alltoall",
+    "Bcast",
+    "Reduce",
+    "Allreduce",
+    "Allgather",
+    "Alltoall",
+    "Scatter",
+    "Gather",
+    "ALGORITHMS",
+]
 
-BCAST_SHORT = 12288          # MPIR_CVAR_BCAST_SHORT_MSG_SIZE
-BCAST_MIN_PROCS = 8          # MPIR_CVAR_BCAST_MIN_PROCS
-ALLREDUCE_SHORT = 2048       # MPIR_CVAR_ALLREDUCE_SHORT_MSG_SIZE
-ALLGATHER_LONG = 524288      # MPIR_CVAR_ALLGATHER_LONG_MSG_SIZE
-ALLTOALL_MEDIUM = 32768      # MPIR_CVAR_ALLTOALL_MEDIUM_MSG_SIZE
+BCAST_SHORT = 12288  # MPIR_CVAR_BCAST_SHORT_MSG_SIZE
+BCAST_MIN_PROCS = 8  # MPIR_CVAR_BCAST_MIN_PROCS
+ALLREDUCE_SHORT = 2048  # MPIR_CVAR_ALLREDUCE_SHORT_MSG_SIZE
+ALLGATHER_LONG = 524288  # MPIR_CVAR_ALLGATHER_LONG_MSG_SIZE
+ALLTOALL_MEDIUM = 32768  # MPIR_CVAR_ALLTOALL_MEDIUM_MSG_SIZE
 
 
 async def _bcast_obj_sa(comm: Any, obj: Any, root: int, nbytes: int | None) -> Any:
@@ -62,8 +77,9 @@ async def _bcast_obj_sa(comm: Any, obj: Any, root: int, nbytes: int | None) -> A
     data = None
     if comm.rank == root:
         data = None if (obj is None and nbytes is not None) else pickle.dumps(obj, protocol=pickle.HIGHEST_PROTOCOL)
-    length = await bcast_binomial(comm, -1 if data is None and comm.rank == root else
-                                  (len(data) if data is not None else None), root, nbytes=8)
+    length = await bcast_binomial(
+        comm, -1 if data is None and comm.rank == root else (len(data) if data is not None else None), root, nbytes=8
+    )
     if length == -1:  # symbolic
         await bcast_scatter_allgather(comm, None, root, nbytes=nbytes)
         return None
@@ -116,8 +132,9 @@ def _pow2(p: int) -> bool:
 # --- objects ---------------------------------------------------------------------------------
 
 
-async def bcast(comm: Any, obj: Any = None, root: int = 0, *, algorithm: str | None = None,
-                nbytes: int | None = None) -> Any:
+async def bcast(
+    comm: Any, obj: Any = None, root: int = 0, *, algorithm: str | None = None, nbytes: int | None = None
+) -> Any:
     """``obj`` from ``root`` to every rank."""
     _root(comm, root, "bcast")
     nbytes = _nbytes(nbytes, "bcast")
@@ -130,8 +147,9 @@ async def bcast(comm: Any, obj: Any = None, root: int = 0, *, algorithm: str | N
     return await _bcast_obj_sa(comm, obj, root, nbytes)
 
 
-async def reduce(comm: Any, sendobj: Any, op: Any = None, root: int = 0, *, algorithm: str | None = None,
-                 nbytes: int | None = None) -> Any:
+async def reduce(
+    comm: Any, sendobj: Any, op: Any = None, root: int = 0, *, algorithm: str | None = None, nbytes: int | None = None
+) -> Any:
     """``op`` over every rank's ``sendobj``, at ``root`` (None elsewhere)."""
     _root(comm, root, "reduce")
     the_op = as_op("SUM" if op is None else op, "reduce: op")
@@ -143,8 +161,9 @@ def _is_array(x: Any) -> bool:
     return type(x).__module__ == "numpy" and hasattr(x, "shape")
 
 
-async def allreduce(comm: Any, sendobj: Any, op: Any = None, *, algorithm: str | None = None,
-                    nbytes: int | None = None) -> Any:
+async def allreduce(
+    comm: Any, sendobj: Any, op: Any = None, *, algorithm: str | None = None, nbytes: int | None = None
+) -> Any:
     """``op`` over every rank's ``sendobj``, at every rank."""
     the_op = as_op("SUM" if op is None else op, "allreduce: op")
     nbytes = _nbytes(nbytes, "allreduce")
@@ -156,24 +175,30 @@ async def allreduce(comm: Any, sendobj: Any, op: Any = None, *, algorithm: str |
     return await ALLREDUCE_ALGORITHMS[algo](comm, sendobj, the_op, nbytes)
 
 
-async def scatter(comm: Any, sendobj: Sequence[Any] | None = None, root: int = 0, *,
-                  algorithm: str | None = None, nbytes: int | None = None) -> Any:
+async def scatter(
+    comm: Any,
+    sendobj: Sequence[Any] | None = None,
+    root: int = 0,
+    *,
+    algorithm: str | None = None,
+    nbytes: int | None = None,
+) -> Any:
     """``sendobj[r]`` (given at the root) to each rank r."""
     _root(comm, root, "scatter")
     algo = _pick("scatter", algorithm, "binomial")
     return await SCATTER_ALGORITHMS[algo](comm, sendobj, root, _nbytes(nbytes, "scatter"))
 
 
-async def gather(comm: Any, sendobj: Any, root: int = 0, *, algorithm: str | None = None,
-                 nbytes: int | None = None) -> list[Any] | None:
+async def gather(
+    comm: Any, sendobj: Any, root: int = 0, *, algorithm: str | None = None, nbytes: int | None = None
+) -> list[Any] | None:
     """Every rank's ``sendobj`` as a list at ``root`` (None elsewhere)."""
     _root(comm, root, "gather")
     algo = _pick("gather", algorithm, "binomial")
     return await GATHER_ALGORITHMS[algo](comm, sendobj, root, _nbytes(nbytes, "gather"))
 
 
-async def allgather(comm: Any, sendobj: Any, *, algorithm: str | None = None,
-                    nbytes: int | None = None) -> list[Any]:
+async def allgather(comm: Any, sendobj: Any, *, algorithm: str | None = None, nbytes: int | None = None) -> list[Any]:
     """Every rank's ``sendobj`` as a list, at every rank."""
     nbytes = _nbytes(nbytes, "allgather")
     p = comm.size
@@ -182,8 +207,9 @@ async def allgather(comm: Any, sendobj: Any, *, algorithm: str | None = None,
     return await ALGORITHMS_ALLGATHER[algo](comm, sendobj, nbytes)
 
 
-async def alltoall(comm: Any, sendobj: Sequence[Any], *, algorithm: str | None = None,
-                   nbytes: int | None = None) -> list[Any]:
+async def alltoall(
+    comm: Any, sendobj: Sequence[Any], *, algorithm: str | None = None, nbytes: int | None = None
+) -> list[Any]:
     """``sendobj[d]`` to each rank d; returns what each rank sent this one, by source."""
     nbytes = _nbytes(nbytes, "alltoall")
     if sendobj is None or not hasattr(sendobj, "__len__") or len(sendobj) != comm.size:
@@ -192,8 +218,7 @@ async def alltoall(comm: Any, sendobj: Sequence[Any], *, algorithm: str | None =
     default = "pairwise" if nbytes is not None and nbytes > ALLTOALL_MEDIUM else "scattered"
     algo = _pick("alltoall", algorithm, default)
     if algo in ("A", "B") and not _pow2(comm.size):
-        raise ValueError(f"alltoall algorithm {algo} pairs ranks by XOR and needs a power-of-two size, "
-                         f"got {comm.size}")
+        raise ValueError(f"alltoall algorithm {algo} pairs ranks by XOR and needs a power-of-two size, got {comm.size}")
     return await _ALLTOALL[algo](comm, list(sendobj), nbytes=nbytes)
 
 
@@ -230,13 +255,22 @@ async def Bcast(comm: Any, buf: Any, root: int = 0, *, algorithm: str | None = N
         got = await bcast_scatter_allgather(comm, data, root, nbytes=n)
     if comm.rank != root:
         if not isinstance(got, bytes) or len(got) != n:
-            raise ValueError(f"rank {comm.rank}: Bcast: the root's buffer is {len(got) if isinstance(got, bytes) else '?'}"
-                             f" bytes, this rank's {n}")
+            raise ValueError(
+                f"rank {comm.rank}: Bcast: the root's buffer is {len(got) if isinstance(got, bytes) else '?'}"
+                f" bytes, this rank's {n}"
+            )
         buf.reshape(-1)[...] = np.frombuffer(got, dtype=buf.dtype)
 
 
-async def Reduce(comm: Any, sendbuf: Any, recvbuf: Any, op: Any = None, root: int = 0, *,  # noqa: N802
-                 algorithm: str | None = None) -> None:
+async def Reduce(
+    comm: Any,
+    sendbuf: Any,
+    recvbuf: Any,
+    op: Any = None,
+    root: int = 0,
+    *,  # noqa: N802
+    algorithm: str | None = None,
+) -> None:
     import numpy as np
 
     res = await reduce(comm, np.array(sendbuf, copy=True), op, root, algorithm=algorithm, nbytes=sendbuf.nbytes)
@@ -246,8 +280,14 @@ async def Reduce(comm: Any, sendbuf: Any, recvbuf: Any, op: Any = None, root: in
         _into(recvbuf, res, "Reduce")
 
 
-async def Allreduce(comm: Any, sendbuf: Any, recvbuf: Any, op: Any = None, *,  # noqa: N802
-                    algorithm: str | None = None) -> None:
+async def Allreduce(
+    comm: Any,
+    sendbuf: Any,
+    recvbuf: Any,
+    op: Any = None,
+    *,  # noqa: N802
+    algorithm: str | None = None,
+) -> None:
     import numpy as np
 
     res = await allreduce(comm, np.array(sendbuf, copy=True), op, algorithm=algorithm, nbytes=sendbuf.nbytes)
@@ -266,7 +306,7 @@ def _blocks(buf: Any, p: int, what: str) -> list[Any]:
     if flat.size % p:
         raise ValueError(f"{what}: a buffer of {flat.size} items does not split into {p} equal blocks")
     k = flat.size // p
-    return [flat[i * k:(i + 1) * k].copy() for i in range(p)]
+    return [flat[i * k : (i + 1) * k].copy() for i in range(p)]
 
 
 async def Alltoall(comm: Any, sendbuf: Any, recvbuf: Any, *, algorithm: str | None = None) -> None:  # noqa: N802

@@ -73,8 +73,9 @@ async def allreduce_recursive_doubling(comm: Any, data: Any, op: Op, nbytes: int
         while mask < pof2:
             newdst = newrank ^ mask
             dst = newdst * 2 + 1 if newdst < rem else newdst + rem
-            got = await comm.sendrecv(acc, dest=dst, sendtag=ALLREDUCE, source=dst, recvtag=ALLREDUCE,
-                                      nbytes=_size(acc, nbytes))
+            got = await comm.sendrecv(
+                acc, dest=dst, sendtag=ALLREDUCE, source=dst, recvtag=ALLREDUCE, nbytes=_size(acc, nbytes)
+            )
             acc = op(got, acc) if dst < r else op(acc, got)
             mask <<= 1
     if r < 2 * rem:
@@ -108,13 +109,15 @@ async def allreduce_ring(comm: Any, data: Any, op: Op, nbytes: int | None = None
     left, right = (r - 1) % p, (r + 1) % p
     for s in range(p - 1):
         out_i, in_i = (r - s) % p, (r - s - 1) % p
-        got = await comm.sendrecv(pieces[out_i], dest=right, sendtag=ALLREDUCE, source=left, recvtag=ALLREDUCE,
-                                  nbytes=size(pieces[out_i]))
+        got = await comm.sendrecv(
+            pieces[out_i], dest=right, sendtag=ALLREDUCE, source=left, recvtag=ALLREDUCE, nbytes=size(pieces[out_i])
+        )
         pieces[in_i] = op(got, pieces[in_i])
     for s in range(p - 1):
         out_i, in_i = (r + 1 - s) % p, (r - s) % p
-        pieces[in_i] = await comm.sendrecv(pieces[out_i], dest=right, sendtag=ALLREDUCE, source=left,
-                                           recvtag=ALLREDUCE, nbytes=size(pieces[out_i]))
+        pieces[in_i] = await comm.sendrecv(
+            pieces[out_i], dest=right, sendtag=ALLREDUCE, source=left, recvtag=ALLREDUCE, nbytes=size(pieces[out_i])
+        )
     return np.concatenate(pieces).reshape(data.shape)
 
 

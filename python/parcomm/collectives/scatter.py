@@ -22,8 +22,9 @@ def _check(comm: Any, items: Sequence[Any] | None, root: int) -> list[Any]:
     return list(items)
 
 
-async def scatter_binomial(comm: Any, items: Sequence[Any] | None = None, root: int = 0,
-                           nbytes: int | None = None) -> Any:
+async def scatter_binomial(
+    comm: Any, items: Sequence[Any] | None = None, root: int = 0, nbytes: int | None = None
+) -> Any:
     r, p = comm.rank, comm.size
     rel = (r - root) % p
     have: dict[int, Any] = {}
@@ -46,8 +47,9 @@ async def scatter_binomial(comm: Any, items: Sequence[Any] | None = None, root: 
     return have[rel]
 
 
-async def scatter_linear(comm: Any, items: Sequence[Any] | None = None, root: int = 0,
-                         nbytes: int | None = None) -> Any:
+async def scatter_linear(
+    comm: Any, items: Sequence[Any] | None = None, root: int = 0, nbytes: int | None = None
+) -> Any:
     r, p = comm.rank, comm.size
     if r != root:
         return await comm.recv(source=root, tag=SCATTER_OBJ)

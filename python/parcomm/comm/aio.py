@@ -182,16 +182,18 @@ class AioCommBase(Communicator):
     def sleep(self, seconds: float) -> Any:
         """``await comm.sleep(s)``: really sleep (the CPU is free for other processes)."""
         self._check_awaited()
-        return self._pending(self._traced("sleep", asyncio.sleep(max(0.0, float(seconds))), {"s": seconds}),
-                             "comm.sleep()")
+        return self._pending(
+            self._traced("sleep", asyncio.sleep(max(0.0, float(seconds))), {"s": seconds}), "comm.sleep()"
+        )
 
     async def _sync(self) -> None:
         """Start barrier (dissemination, on a tag of its own), so all programs start together."""
         await collective("barrier")(self, tag=SYNC_TAG)
 
     # transport hooks ------------------------------------------------------------------
-    def _send_pickled(self, dest: int, tag: int, data: bytes, size: int, req: Request,
-                      ctx: int = 0) -> None:  # pragma: no cover
+    def _send_pickled(
+        self, dest: int, tag: int, data: bytes, size: int, req: Request, ctx: int = 0
+    ) -> None:  # pragma: no cover
         raise NotImplementedError
 
     def _post_recv(self, source: int, tag: int, req: Request, ctx: int = 0) -> None:  # pragma: no cover
@@ -210,8 +212,13 @@ def wire_nbytes(nbytes: int, pickled_len: int) -> int:
     return max(int(nbytes), int(pickled_len))
 
 
-async def run_program(comm: Any, program: Callable[..., Awaitable[Any]], args: Sequence[Any],
-                      kwargs: dict[str, Any], timeout: float | None) -> Any:
+async def run_program(
+    comm: Any,
+    program: Callable[..., Awaitable[Any]],
+    args: Sequence[Any],
+    kwargs: dict[str, Any],
+    timeout: float | None,
+) -> Any:
     """Run one rank's program on ``comm`` with an optional time limit; errors
     become :class:`CommError` naming the rank (as SimComm does)."""
     coro = program(comm, *args, **kwargs)
@@ -224,9 +231,7 @@ async def run_program(comm: Any, program: Callable[..., Awaitable[Any]], args: S
             # what it waits for, read before cancelling it
             waiting = comm.pending_descriptions()
             what = ("; still waiting for: " + ", ".join(waiting[:6])) if waiting else ""
-            raise CommTimeout(
-                f"rank {comm.rank}: timed out after {timeout:g} s (a deadlock, or a rank too slow){what}"
-            )
+            raise CommTimeout(f"rank {comm.rank}: timed out after {timeout:g} s (a deadlock, or a rank too slow){what}")
         result = task.result()
         comm._check_awaited()  # a call dropped without await just before returning
         return result
@@ -249,7 +254,7 @@ def summarize_errors(messages: Sequence[str], limit: int = 4) -> str:
     groups: dict[str, list[str]] = {}
     for msg in messages:
         m = _RANK_PREFIX.match(msg)
-        key, who = (m.group(2) + " " + msg[m.end():], m.group(1)) if m else (msg, "")
+        key, who = (m.group(2) + " " + msg[m.end() :], m.group(1)) if m else (msg, "")
         groups.setdefault(key, []).append(who)
     parts = []
     for key, who in groups.items():
@@ -327,9 +332,7 @@ def resolve_program(ref: str | Callable[..., Awaitable[Any]]) -> Callable[..., A
     if ":" not in ref:
         if ref in NAMED_PROGRAMS:
             return collective(ref)
-        raise ProgramError(
-            f"program {ref!r} is neither MODULE:FUNCTION nor a collective ({', '.join(NAMED_PROGRAMS)})"
-        )
+        raise ProgramError(f"program {ref!r} is neither MODULE:FUNCTION nor a collective ({', '.join(NAMED_PROGRAMS)})")
     mod_name, _, func_name = ref.rpartition(":")
     if not mod_name or not func_name:
         raise ProgramError(f"program {ref!r}: expected MODULE:FUNCTION")
@@ -356,8 +359,10 @@ def resolve_program(ref: str | Callable[..., Awaitable[Any]]) -> Callable[..., A
     if not inspect.iscoroutinefunction(obj):
         code = getattr(obj, "__code__", None)
         where = f" ({code.co_filename}:{code.co_firstlineno})" if code is not None else ""
-        raise ProgramError(f"program {ref!r}{where} is not an `async def` function: rank programs are "
-                           "`async def f(comm, ...)` and `await` the communicator's calls")
+        raise ProgramError(
+            f"program {ref!r}{where} is not an `async def` function: rank programs are "
+            "`async def f(comm, ...)` and `await` the communicator's calls"
+        )
     return obj
 
 
@@ -460,14 +465,28 @@ class RunResult(CompletionTime):
         return {k: int(sum(v)) for k, v in h.items() if k != "name" and all(isinstance(x, (int, float)) for x in v)}
 
     @staticmethod
-    def from_ranks(ranks: Sequence[RankResult], backend: str, wall_s: float, counters: dict[str, Any] | None = None,
-                   platform: str = "", extra: dict[str, Any] | None = None) -> "RunResult":
+    def from_ranks(
+        ranks: Sequence[RankResult],
+        backend: str,
+        wall_s: float,
+        counters: dict[str, Any] | None = None,
+        platform: str = "",
+        extra: dict[str, Any] | None = None,
+    ) -> "RunResult":
         t0 = min(r.start_s for r in ranks)
         traces = [r.trace for r in ranks]
         if any(t is not None for t in traces):
             # on the common clock: each rank's wtime() counts from its own start
-            extra = {**(extra or {}), "trace": [[(ph, n, a + r.start_s - t0, None if b is None else b + r.start_s - t0, g)
-                                                for ph, n, a, b, g in (r.trace or ())] for r in ranks]}
+            extra = {
+                **(extra or {}),
+                "trace": [
+                    [
+                        (ph, n, a + r.start_s - t0, None if b is None else b + r.start_s - t0, g)
+                        for ph, n, a, b, g in (r.trace or ())
+                    ]
+                    for r in ranks
+                ],
+            }
         return RunResult(
             finish_times=[r.finish_s - t0 for r in ranks],
             results=[r.result for r in ranks],

@@ -55,6 +55,7 @@ def collective(name: str) -> Callable[..., Any]:
     except KeyError:
         raise CommError(f"comm.{name}(): no implementation registered (import parcomm.collectives)") from None
 
+
 __all__ = ["Communicator", "Request", "Pending", "SubComm", "UNDEFINED", "user_frames", "rank_error"]
 
 _PKG_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -164,8 +165,10 @@ class Request:
         """``values = await Request.waitall(reqs)`` (mpi4py's ``MPI.Request.waitall``)."""
         reqs = list(requests)
         if not reqs:
+
             async def nothing() -> list[Any]:
                 return []
+
             return nothing()
         comm = reqs[0]._comm
         return comm._pending(comm._wait_all(reqs, statuses), "Request.waitall()")
@@ -216,8 +219,10 @@ def _fill(buf: Any, data: Any, what: str) -> None:
     if isinstance(data, np.ndarray):
         data = _to_bytes(data)
     if not isinstance(data, (bytes, bytearray, memoryview)):
-        raise CommError(f"{what}: the message is a {type(data).__name__} object, not a buffer "
-                        "(it was sent with lowercase send; receive it with recv)")
+        raise CommError(
+            f"{what}: the message is a {type(data).__name__} object, not a buffer "
+            "(it was sent with lowercase send; receive it with recv)"
+        )
     n = len(data)
     if n > buf.nbytes:
         raise CommError(f"{what}: message truncated: {n} bytes arrived for a buffer of {buf.nbytes} bytes")
@@ -305,8 +310,10 @@ class Communicator:
         if self._unawaited is not None:
             what, (path, line) = self._unawaited
             self._unawaited = None
-            raise CommError(f"rank {self.rank}: {_short(path)}:{line}: {what} was not awaited, so it never "
-                            f"happened; write `await {what.split('(')[0]}(...)`")
+            raise CommError(
+                f"rank {self.rank}: {_short(path)}:{line}: {what} was not awaited, so it never "
+                f"happened; write `await {what.split('(')[0]}(...)`"
+            )
 
     # mpi4py spellings
     def Get_rank(self) -> int:  # noqa: N802
@@ -361,7 +368,8 @@ class Communicator:
         self._check_rank(source, "source", allow_any=True)
         self._check_tag(tag, allow_any=True)
         req = self._new_request(
-            f"recv from {'any' if source == ANY_SOURCE else source} tag {'any' if tag == ANY_TAG else tag}", "recv")
+            f"recv from {'any' if source == ANY_SOURCE else source} tag {'any' if tag == ANY_TAG else tag}", "recv"
+        )
         if self._trace is not None:
             self._event("i", "irecv", self.wtime(), None, {"source": source, "tag": tag})
         self._post_recv(source, tag, req)
@@ -375,8 +383,9 @@ class Communicator:
     async def _send(self, obj: Any, dest: int, tag: int, nbytes: int | None) -> None:
         await self._wait_one(self.isend(obj, dest, tag, nbytes=nbytes), None)
 
-    def recv(self, buf: Any = None, source: int = ANY_SOURCE, tag: int = ANY_TAG,
-             status: Status | None = None) -> Awaitable[Any]:
+    def recv(
+        self, buf: Any = None, source: int = ANY_SOURCE, tag: int = ANY_TAG, status: Status | None = None
+    ) -> Awaitable[Any]:
         """``obj = await comm.recv(source=..., tag=..., status=st)``."""
         if self._unawaited is not None:
             self._check_awaited()
@@ -384,9 +393,18 @@ class Communicator:
         req = self.irecv(None, source, tag)
         return self._pending(self._wait_one(req, status), "comm.recv()")
 
-    def sendrecv(self, sendobj: Any, dest: int, sendtag: int = 0, recvbuf: Any = None,
-                 source: int = ANY_SOURCE, recvtag: int = ANY_TAG, status: Status | None = None,
-                 *, nbytes: int | None = None) -> Awaitable[Any]:
+    def sendrecv(
+        self,
+        sendobj: Any,
+        dest: int,
+        sendtag: int = 0,
+        recvbuf: Any = None,
+        source: int = ANY_SOURCE,
+        recvtag: int = ANY_TAG,
+        status: Status | None = None,
+        *,
+        nbytes: int | None = None,
+    ) -> Awaitable[Any]:
         """Send to ``dest`` and receive from ``source`` at once (no deadlock
         between two ranks exchanging); gives the received object."""
         if self._unawaited is not None:
@@ -476,63 +494,90 @@ class Communicator:
 
     Barrier = barrier
 
-    def bcast(self, obj: Any = None, root: int = 0, *, algorithm: str | None = None,
-              nbytes: int | None = None) -> Awaitable[Any]:
+    def bcast(
+        self, obj: Any = None, root: int = 0, *, algorithm: str | None = None, nbytes: int | None = None
+    ) -> Awaitable[Any]:
         """``obj = await comm.bcast(obj, root=0)``; algorithm ``binomial`` or
         ``scatter_allgather`` (default: MPICH's rule on ``nbytes`` when given, else binomial)."""
         if self._unawaited is not None:
             self._check_awaited()
-        return self._pending(self._traced("bcast", collective("bcast")(self, obj, root, algorithm=algorithm, nbytes=nbytes)), "comm.bcast()")
+        return self._pending(
+            self._traced("bcast", collective("bcast")(self, obj, root, algorithm=algorithm, nbytes=nbytes)),
+            "comm.bcast()",
+        )
 
-    def reduce(self, sendobj: Any, op: Any = SUM, root: int = 0, *, algorithm: str | None = None,
-               nbytes: int | None = None) -> Awaitable[Any]:
+    def reduce(
+        self, sendobj: Any, op: Any = SUM, root: int = 0, *, algorithm: str | None = None, nbytes: int | None = None
+    ) -> Awaitable[Any]:
         """``result = await comm.reduce(x, op=MPI.SUM, root=0)``: the result at the root, None elsewhere."""
         if self._unawaited is not None:
             self._check_awaited()
-        return self._pending(self._traced("reduce", collective("reduce")(self, sendobj, op, root, algorithm=algorithm, nbytes=nbytes)),
-                             "comm.reduce()")
+        return self._pending(
+            self._traced("reduce", collective("reduce")(self, sendobj, op, root, algorithm=algorithm, nbytes=nbytes)),
+            "comm.reduce()",
+        )
 
-    def allreduce(self, sendobj: Any, op: Any = SUM, *, algorithm: str | None = None,
-                  nbytes: int | None = None) -> Awaitable[Any]:
+    def allreduce(
+        self, sendobj: Any, op: Any = SUM, *, algorithm: str | None = None, nbytes: int | None = None
+    ) -> Awaitable[Any]:
         """``result = await comm.allreduce(x, op=MPI.SUM)``; algorithm
         ``recursive_doubling``, ``ring`` (numpy arrays, commutative ops) or ``reduce_bcast``."""
         if self._unawaited is not None:
             self._check_awaited()
-        return self._pending(self._traced("allreduce", collective("allreduce")(self, sendobj, op, algorithm=algorithm, nbytes=nbytes)),
-                             "comm.allreduce()")
+        return self._pending(
+            self._traced("allreduce", collective("allreduce")(self, sendobj, op, algorithm=algorithm, nbytes=nbytes)),
+            "comm.allreduce()",
+        )
 
-    def scatter(self, sendobj: Sequence[Any] | None = None, root: int = 0, *, algorithm: str | None = None,
-                nbytes: int | None = None) -> Awaitable[Any]:
+    def scatter(
+        self,
+        sendobj: Sequence[Any] | None = None,
+        root: int = 0,
+        *,
+        algorithm: str | None = None,
+        nbytes: int | None = None,
+    ) -> Awaitable[Any]:
         """``mine = await comm.scatter(items, root=0)``: ``items[r]`` to rank r (``items`` only at the root)."""
         if self._unawaited is not None:
             self._check_awaited()
-        return self._pending(self._traced("scatter", collective("scatter")(self, sendobj, root, algorithm=algorithm, nbytes=nbytes)),
-                             "comm.scatter()")
+        return self._pending(
+            self._traced("scatter", collective("scatter")(self, sendobj, root, algorithm=algorithm, nbytes=nbytes)),
+            "comm.scatter()",
+        )
 
-    def gather(self, sendobj: Any, root: int = 0, *, algorithm: str | None = None,
-               nbytes: int | None = None) -> Awaitable[list[Any] | None]:
+    def gather(
+        self, sendobj: Any, root: int = 0, *, algorithm: str | None = None, nbytes: int | None = None
+    ) -> Awaitable[list[Any] | None]:
         """``items = await comm.gather(x, root=0)``: the list at the root, None elsewhere."""
         if self._unawaited is not None:
             self._check_awaited()
-        return self._pending(self._traced("gather", collective("gather")(self, sendobj, root, algorithm=algorithm, nbytes=nbytes)),
-                             "comm.gather()")
+        return self._pending(
+            self._traced("gather", collective("gather")(self, sendobj, root, algorithm=algorithm, nbytes=nbytes)),
+            "comm.gather()",
+        )
 
-    def allgather(self, sendobj: Any, *, algorithm: str | None = None,
-                  nbytes: int | None = None) -> Awaitable[list[Any]]:
+    def allgather(
+        self, sendobj: Any, *, algorithm: str | None = None, nbytes: int | None = None
+    ) -> Awaitable[list[Any]]:
         """``items = await comm.allgather(x)``: every rank's x, by rank."""
         if self._unawaited is not None:
             self._check_awaited()
-        return self._pending(self._traced("allgather", collective("allgather")(self, sendobj, algorithm=algorithm, nbytes=nbytes)),
-                             "comm.allgather()")
+        return self._pending(
+            self._traced("allgather", collective("allgather")(self, sendobj, algorithm=algorithm, nbytes=nbytes)),
+            "comm.allgather()",
+        )
 
-    def alltoall(self, sendobj: Sequence[Any], *, algorithm: str | None = None,
-                 nbytes: int | None = None) -> Awaitable[list[Any]]:
+    def alltoall(
+        self, sendobj: Sequence[Any], *, algorithm: str | None = None, nbytes: int | None = None
+    ) -> Awaitable[list[Any]]:
         """``got = await comm.alltoall(items)``: ``items[d]`` goes to rank d; ``got[s]`` came from s.
         Algorithms ``scattered``, ``pairwise``, ``A``, ``B`` (seed 001; power-of-two sizes)."""
         if self._unawaited is not None:
             self._check_awaited()
-        return self._pending(self._traced("alltoall", collective("alltoall")(self, sendobj, algorithm=algorithm, nbytes=nbytes)),
-                             "comm.alltoall()")
+        return self._pending(
+            self._traced("alltoall", collective("alltoall")(self, sendobj, algorithm=algorithm, nbytes=nbytes)),
+            "comm.alltoall()",
+        )
 
     # --- buffers (numpy arrays) ----------------------------------------------------------
     def Isend(self, buf: Any, dest: int, tag: int = 0) -> Request:  # noqa: N802
@@ -552,14 +597,27 @@ class Communicator:
         req = self.Isend(buf, dest, tag)
         return self._pending(self._wait_one(req, None), "comm.Send()")
 
-    def Recv(self, buf: Any, source: int = ANY_SOURCE, tag: int = ANY_TAG,  # noqa: N802
-             status: Status | None = None) -> Awaitable[None]:
+    def Recv(
+        self,
+        buf: Any,
+        source: int = ANY_SOURCE,
+        tag: int = ANY_TAG,  # noqa: N802
+        status: Status | None = None,
+    ) -> Awaitable[None]:
         """``await comm.Recv(array, source=..., tag=...)``: fills ``array``."""
         req = self.Irecv(buf, source, tag)
         return self._pending(self._wait_one(req, status), "comm.Recv()")
 
-    def Sendrecv(self, sendbuf: Any, dest: int, sendtag: int = 0, recvbuf: Any = None,  # noqa: N802
-                 source: int = ANY_SOURCE, recvtag: int = ANY_TAG, status: Status | None = None) -> Awaitable[None]:
+    def Sendrecv(
+        self,
+        sendbuf: Any,
+        dest: int,
+        sendtag: int = 0,
+        recvbuf: Any = None,  # noqa: N802
+        source: int = ANY_SOURCE,
+        recvtag: int = ANY_TAG,
+        status: Status | None = None,
+    ) -> Awaitable[None]:
         rreq = self.Irecv(recvbuf, source, recvtag)
         sreq = self.Isend(sendbuf, dest, sendtag)
         return self._pending(self._sendrecv(sreq, rreq, status), "comm.Sendrecv()")
@@ -567,33 +625,59 @@ class Communicator:
     def Bcast(self, buf: Any, root: int = 0, *, algorithm: str | None = None) -> Awaitable[None]:  # noqa: N802
         """``await comm.Bcast(array, root=0)``: every rank's array becomes the root's."""
         arr = _as_buffer(buf, f"rank {self.rank}: Bcast buffer")
-        return self._pending(self._traced("Bcast", collective("Bcast")(self, arr, root, algorithm=algorithm)), "comm.Bcast()")
+        return self._pending(
+            self._traced("Bcast", collective("Bcast")(self, arr, root, algorithm=algorithm)), "comm.Bcast()"
+        )
 
-    def Reduce(self, sendbuf: Any, recvbuf: Any, op: Any = SUM, root: int = 0, *,  # noqa: N802
-               algorithm: str | None = None) -> Awaitable[None]:
+    def Reduce(
+        self,
+        sendbuf: Any,
+        recvbuf: Any,
+        op: Any = SUM,
+        root: int = 0,
+        *,  # noqa: N802
+        algorithm: str | None = None,
+    ) -> Awaitable[None]:
         """``await comm.Reduce(send, recv, op=MPI.SUM, root=0)`` (``recv`` used at the root only)."""
         send = _as_buffer(sendbuf, f"rank {self.rank}: Reduce sendbuf")
         recv = None if recvbuf is None else _as_buffer(recvbuf, f"rank {self.rank}: Reduce recvbuf")
-        return self._pending(self._traced("Reduce", collective("Reduce")(self, send, recv, op, root, algorithm=algorithm)), "comm.Reduce()")
+        return self._pending(
+            self._traced("Reduce", collective("Reduce")(self, send, recv, op, root, algorithm=algorithm)),
+            "comm.Reduce()",
+        )
 
-    def Allreduce(self, sendbuf: Any, recvbuf: Any, op: Any = SUM, *,  # noqa: N802
-                  algorithm: str | None = None) -> Awaitable[None]:
+    def Allreduce(
+        self,
+        sendbuf: Any,
+        recvbuf: Any,
+        op: Any = SUM,
+        *,  # noqa: N802
+        algorithm: str | None = None,
+    ) -> Awaitable[None]:
         """``await comm.Allreduce(send, recv, op=MPI.SUM)``."""
         send = _as_buffer(sendbuf, f"rank {self.rank}: Allreduce sendbuf")
         recv = _as_buffer(recvbuf, f"rank {self.rank}: Allreduce recvbuf")
-        return self._pending(self._traced("Allreduce", collective("Allreduce")(self, send, recv, op, algorithm=algorithm)), "comm.Allreduce()")
+        return self._pending(
+            self._traced("Allreduce", collective("Allreduce")(self, send, recv, op, algorithm=algorithm)),
+            "comm.Allreduce()",
+        )
 
     def Allgather(self, sendbuf: Any, recvbuf: Any, *, algorithm: str | None = None) -> Awaitable[None]:  # noqa: N802
         """``await comm.Allgather(send, recv)``: ``recv`` holds every rank's ``send``, by rank."""
         send = _as_buffer(sendbuf, f"rank {self.rank}: Allgather sendbuf")
         recv = _as_buffer(recvbuf, f"rank {self.rank}: Allgather recvbuf")
-        return self._pending(self._traced("Allgather", collective("Allgather")(self, send, recv, algorithm=algorithm)), "comm.Allgather()")
+        return self._pending(
+            self._traced("Allgather", collective("Allgather")(self, send, recv, algorithm=algorithm)),
+            "comm.Allgather()",
+        )
 
     def Alltoall(self, sendbuf: Any, recvbuf: Any, *, algorithm: str | None = None) -> Awaitable[None]:  # noqa: N802
         """``await comm.Alltoall(send, recv)``: block d of ``send`` goes to rank d, block s of ``recv`` came from s."""
         send = _as_buffer(sendbuf, f"rank {self.rank}: Alltoall sendbuf")
         recv = _as_buffer(recvbuf, f"rank {self.rank}: Alltoall recvbuf")
-        return self._pending(self._traced("Alltoall", collective("Alltoall")(self, send, recv, algorithm=algorithm)), "comm.Alltoall()")
+        return self._pending(
+            self._traced("Alltoall", collective("Alltoall")(self, send, recv, algorithm=algorithm)), "comm.Alltoall()"
+        )
 
     def Scatter(self, sendbuf: Any, recvbuf: Any, root: int = 0) -> Awaitable[None]:  # noqa: N802
         send = None if sendbuf is None else _as_buffer(sendbuf, f"rank {self.rank}: Scatter sendbuf")
@@ -715,12 +799,15 @@ def user_frames(exc: BaseException, limit: int = 6) -> list[tuple[str, int, str]
     import sysconfig
     import traceback
 
-    stdlib = {os.path.abspath(p) for p in (sysconfig.get_paths().get("stdlib"), sysconfig.get_paths().get("platstdlib")) if p}
+    stdlib = {
+        os.path.abspath(p) for p in (sysconfig.get_paths().get("stdlib"), sysconfig.get_paths().get("platstdlib")) if p
+    }
     out = []
     for fs in traceback.extract_tb(exc.__traceback__):
         path = os.path.abspath(fs.filename)
-        if path.startswith(_PKG_DIR) or any(path.startswith(s + os.sep) and "site-packages" not in path
-                                            for s in stdlib):
+        if path.startswith(_PKG_DIR) or any(
+            path.startswith(s + os.sep) and "site-packages" not in path for s in stdlib
+        ):
             continue
         if fs.filename.startswith("<frozen"):
             continue
@@ -744,6 +831,8 @@ def not_async_error(rank: int, program: Any) -> CommError:
     name = getattr(program, "__qualname__", None) or repr(program)
     code = getattr(program, "__code__", None)
     where = f"{_short(code.co_filename)}:{code.co_firstlineno}: " if code is not None else ""
-    return CommError(f"rank {rank}: {where}the program {name} is a plain function; rank programs must be "
-                     f"`async def {getattr(program, '__name__', 'program')}(comm, ...)` and `await` the "
-                     "communicator's calls")
+    return CommError(
+        f"rank {rank}: {where}the program {name} is a plain function; rank programs must be "
+        f"`async def {getattr(program, '__name__', 'program')}(comm, ...)` and `await` the "
+        "communicator's calls"
+    )

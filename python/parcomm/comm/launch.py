@@ -33,13 +33,32 @@ from .sockopts import _check_sock_options, kernel_tcp_counters, read_addresses
 # --- running one rank -------------------------------------------------------------------
 
 
-async def _run_rank_async(program: Callable[..., Awaitable[Any]], rank: int, size: int,
-                          addresses: Sequence[tuple[str, int]], args: Sequence[Any], kwargs: dict[str, Any],
-                          sock_options: dict[str, Any] | None, timeout: float | None, connect_timeout: float,
-                          eager_limit: int, listener: _socket.socket | None, key: JobKey | None,
-                          trace: bool = False, rendezvous: str = "sender") -> RankResult:
-    comm = SocketComm(rank, size, addresses, sock_options=sock_options, eager_limit=eager_limit,
-                      connect_timeout=connect_timeout, key=key, rendezvous=rendezvous)
+async def _run_rank_async(
+    program: Callable[..., Awaitable[Any]],
+    rank: int,
+    size: int,
+    addresses: Sequence[tuple[str, int]],
+    args: Sequence[Any],
+    kwargs: dict[str, Any],
+    sock_options: dict[str, Any] | None,
+    timeout: float | None,
+    connect_timeout: float,
+    eager_limit: int,
+    listener: _socket.socket | None,
+    key: JobKey | None,
+    trace: bool = False,
+    rendezvous: str = "sender",
+) -> RankResult:
+    comm = SocketComm(
+        rank,
+        size,
+        addresses,
+        sock_options=sock_options,
+        eager_limit=eager_limit,
+        connect_timeout=connect_timeout,
+        key=key,
+        rendezvous=rendezvous,
+    )
     loop = asyncio.get_running_loop()
     try:
         await comm._open(listener)
@@ -66,13 +85,23 @@ async def _run_rank_async(program: Callable[..., Awaitable[Any]], rank: int, siz
         raise
 
 
-def run_rank(program: str | Callable[..., Awaitable[Any]], rank: int, size: int,
-             addresses: str | os.PathLike | Sequence[tuple[str, int]], *, args: Sequence[Any] = (),
-             kwargs: dict[str, Any] | None = None, sock_options: dict[str, Any] | None = None,
-             timeout: float | None = None, connect_timeout: float = 30.0,
-             eager_limit: int = DEFAULT_EAGER_LIMIT, key: JobKey | None = None,
-             _listener: _socket.socket | None = None, trace: bool = False,
-             rendezvous: str = "sender") -> RankResult:
+def run_rank(
+    program: str | Callable[..., Awaitable[Any]],
+    rank: int,
+    size: int,
+    addresses: str | os.PathLike | Sequence[tuple[str, int]],
+    *,
+    args: Sequence[Any] = (),
+    kwargs: dict[str, Any] | None = None,
+    sock_options: dict[str, Any] | None = None,
+    timeout: float | None = None,
+    connect_timeout: float = 30.0,
+    eager_limit: int = DEFAULT_EAGER_LIMIT,
+    key: JobKey | None = None,
+    _listener: _socket.socket | None = None,
+    trace: bool = False,
+    rendezvous: str = "sender",
+) -> RankResult:
     """Run rank ``rank`` of ``size`` in this process over the TCP mesh.
 
     ``addresses`` is an addresses file or a list of ``(host, port)``, one per
@@ -89,9 +118,24 @@ def run_rank(program: str | Callable[..., Awaitable[Any]], rank: int, size: int,
     addrs = read_addresses(addresses)
     if size > len(addrs):
         raise CommError(f"{size} ranks need {size} addresses; the list has {len(addrs)}")
-    return asyncio.run(_run_rank_async(prog, rank, size, addrs, tuple(args), dict(kwargs or {}),
-                                       sock_options, timeout, connect_timeout, eager_limit, _listener, key,
-                                       trace, rendezvous))
+    return asyncio.run(
+        _run_rank_async(
+            prog,
+            rank,
+            size,
+            addrs,
+            tuple(args),
+            dict(kwargs or {}),
+            sock_options,
+            timeout,
+            connect_timeout,
+            eager_limit,
+            _listener,
+            key,
+            trace,
+            rendezvous,
+        )
+    )
 
 
 # --- running N local ranks ---------------------------------------------------------------
@@ -111,10 +155,22 @@ def _classify(exc: BaseException) -> str:
     return "raised" if not isinstance(exc, CommError) else "setup"
 
 
-def _local_rank_main(conn: multiprocessing.connection.Connection, program: Any, rank: int, size: int,
-                     args: Sequence[Any], kwargs: dict[str, Any], sock_options: dict[str, Any] | None,
-                     timeout: float | None, connect_timeout: float, eager_limit: int, host: str,
-                     key: JobKey, trace: bool = False, rendezvous: str = "sender") -> None:
+def _local_rank_main(
+    conn: multiprocessing.connection.Connection,
+    program: Any,
+    rank: int,
+    size: int,
+    args: Sequence[Any],
+    kwargs: dict[str, Any],
+    sock_options: dict[str, Any] | None,
+    timeout: float | None,
+    connect_timeout: float,
+    eager_limit: int,
+    host: str,
+    key: JobKey,
+    trace: bool = False,
+    rendezvous: str = "sender",
+) -> None:
     """Body of one local rank process (started by :func:`run_local`)."""
     listener = None
     try:
@@ -127,9 +183,22 @@ def _local_rank_main(conn: multiprocessing.connection.Connection, program: Any, 
             msg = conn.recv()
             if msg[0] != "addresses":
                 return
-            res = run_rank(prog, rank, size, msg[1], args=args, kwargs=kwargs, sock_options=sock_options,
-                           timeout=timeout, connect_timeout=connect_timeout, eager_limit=eager_limit,
-                           key=key, _listener=listener, trace=trace, rendezvous=rendezvous)
+            res = run_rank(
+                prog,
+                rank,
+                size,
+                msg[1],
+                args=args,
+                kwargs=kwargs,
+                sock_options=sock_options,
+                timeout=timeout,
+                connect_timeout=connect_timeout,
+                eager_limit=eager_limit,
+                key=key,
+                _listener=listener,
+                trace=trace,
+                rendezvous=rendezvous,
+            )
             listener = None
         except BaseException as e:  # report every failure to the launcher, in one line
             if listener is not None:
@@ -141,8 +210,14 @@ def _local_rank_main(conn: multiprocessing.connection.Connection, program: Any, 
         try:
             conn.send(("done", res))
         except Exception as e:  # the result does not pickle
-            conn.send(("error", "raised", f"rank {rank}: its result cannot be sent back to the launcher "
-                                          f"({type(e).__name__}: {e})", ""))
+            conn.send(
+                (
+                    "error",
+                    "raised",
+                    f"rank {rank}: its result cannot be sent back to the launcher ({type(e).__name__}: {e})",
+                    "",
+                )
+            )
     finally:
         conn.close()
 
@@ -190,11 +265,20 @@ def _context(program: Any) -> Any:
     return ctx
 
 
-def run_local(program: str | Callable[..., Awaitable[Any]], size: int, *, args: Sequence[Any] = (),
-              kwargs: dict[str, Any] | None = None, timeout: float = 60.0,
-              sock_options: dict[str, Any] | None = None, connect_timeout: float = 30.0,
-              eager_limit: int = DEFAULT_EAGER_LIMIT, host: str = "127.0.0.1", trace: bool = False,
-              rendezvous: str = "sender") -> RunResult:
+def run_local(
+    program: str | Callable[..., Awaitable[Any]],
+    size: int,
+    *,
+    args: Sequence[Any] = (),
+    kwargs: dict[str, Any] | None = None,
+    timeout: float = 60.0,
+    sock_options: dict[str, Any] | None = None,
+    connect_timeout: float = 30.0,
+    eager_limit: int = DEFAULT_EAGER_LIMIT,
+    host: str = "127.0.0.1",
+    trace: bool = False,
+    rendezvous: str = "sender",
+) -> RunResult:
     """Run ``program`` on ``size`` ranks, one local process each (forked by
     multiprocessing's fork server: a clean interpreter, started once per
     launching process, that has parcomm and the program's module imported;
@@ -247,9 +331,27 @@ def run_local(program: str | Callable[..., Awaitable[Any]], size: int, *, args: 
     try:
         for r in range(size):
             parent_end, child_end = ctx.Pipe()
-            p = ctx.Process(target=_local_rank_main, name=f"parcomm-rank-{r}", daemon=True,
-                            args=(child_end, program, r, size, tuple(args), kwargs, opts, timeout,
-                                  connect_timeout, eager_limit, host, key, trace, rendezvous))
+            p = ctx.Process(
+                target=_local_rank_main,
+                name=f"parcomm-rank-{r}",
+                daemon=True,
+                args=(
+                    child_end,
+                    program,
+                    r,
+                    size,
+                    tuple(args),
+                    kwargs,
+                    opts,
+                    timeout,
+                    connect_timeout,
+                    eager_limit,
+                    host,
+                    key,
+                    trace,
+                    rendezvous,
+                ),
+            )
             p.start()
             child_end.close()
             procs.append(p)
@@ -265,9 +367,12 @@ def run_local(program: str | Callable[..., Awaitable[Any]], size: int, *, args: 
                     msg = c.recv()
                 except (EOFError, OSError):
                     procs[r].join(2.0)
-                    errors[r] = ("died", f"rank {r} exited with code {procs[r].exitcode} while starting (see its "
-                                         "stderr; a script that calls run_local must do so under "
-                                         "`if __name__ == '__main__':`)")
+                    errors[r] = (
+                        "died",
+                        f"rank {r} exited with code {procs[r].exitcode} while starting (see its "
+                        "stderr; a script that calls run_local must do so under "
+                        "`if __name__ == '__main__':`)",
+                    )
                     continue
                 if msg[0] == "port":
                     ports[r] = msg[1]
@@ -330,8 +435,14 @@ def run_local(program: str | Callable[..., Awaitable[Any]], size: int, *, args: 
         "kernel": {k: after[k] - before.get(k, 0) for k in after},
         "kernel_scope": "machine-wide: every TCP socket in this network namespace during the run, not only parcomm's",
     }
-    return RunResult.from_ranks(ranks, backend="socket", wall_s=time.perf_counter() - wall0, counters=counters,
-                                platform=f"local:{size}@{host}", extra={"sock_options": opts})
+    return RunResult.from_ranks(
+        ranks,
+        backend="socket",
+        wall_s=time.perf_counter() - wall0,
+        counters=counters,
+        platform=f"local:{size}@{host}",
+        extra={"sock_options": opts},
+    )
 
 
 def local_runner(procs: int, **run_kw: Any) -> Callable[[Any, dict], list]:
@@ -343,5 +454,3 @@ def local_runner(procs: int, **run_kw: Any) -> Callable[[Any, dict], list]:
         return run_local(program, procs, kwargs=kwargs, **run_kw).results
 
     return run
-
-

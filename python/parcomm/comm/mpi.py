@@ -109,8 +109,9 @@ def find_mpiexec() -> str:
 class MPIComm(AioCommBase):
     """The communicator a rank program receives under MPI."""
 
-    def __init__(self, comm: Any = None, *, spin_s: float = 0.05, max_backoff_s: float = 1e-3,
-                 collective_comm: Any = None):
+    def __init__(
+        self, comm: Any = None, *, spin_s: float = 0.05, max_backoff_s: float = 1e-3, collective_comm: Any = None
+    ):
         super().__init__()
         try:
             from mpi4py import MPI
@@ -146,8 +147,7 @@ class MPIComm(AioCommBase):
         from .communicator import UNDEFINED
 
         if not isinstance(color, int) or isinstance(color, bool) or (color < 0 and color != UNDEFINED):
-            raise CommError(f"rank {self.rank}: Split color must be a non-negative int or MPI.UNDEFINED, "
-                            f"got {color!r}")
+            raise CommError(f"rank {self.rank}: Split color must be a non-negative int or MPI.UNDEFINED, got {color!r}")
         if not isinstance(key, int) or isinstance(key, bool):
             raise CommError(f"rank {self.rank}: Split key must be an int, got {key!r}")
         MPI = self._MPI
@@ -169,7 +169,7 @@ class MPIComm(AioCommBase):
         pad = wire_nbytes(size, len(data)) - len(data)
         frame = bytearray(_HDR.size + len(data) + pad)
         _HDR.pack_into(frame, 0, len(data), size)
-        frame[_HDR.size:_HDR.size + len(data)] = data
+        frame[_HDR.size : _HDR.size + len(data)] = data
         mcomm = self._ccomm if tag >= RESERVED_TAG_BASE else self._comm
         mreq = mcomm.Isend([frame, self._MPI.BYTE], dest=dest, tag=tag)
         self._active.append((mreq, req, frame, "send", None))
@@ -217,10 +217,14 @@ class MPIComm(AioCommBase):
     def _deliver(self, req: Request, buf: bytearray, source: int, tag: int) -> None:
         plen, nbytes = _HDR.unpack_from(buf, 0)
         try:
-            value = pickle.loads(memoryview(buf)[_HDR.size:_HDR.size + plen])
+            value = pickle.loads(memoryview(buf)[_HDR.size : _HDR.size + plen])
         except Exception as e:
-            req._fail(CommError(f"rank {self.rank}: cannot unpickle the message from rank {source} tag {tag}: "
-                                f"{type(e).__name__}: {e}"))
+            req._fail(
+                CommError(
+                    f"rank {self.rank}: cannot unpickle the message from rank {source} tag {tag}: "
+                    f"{type(e).__name__}: {e}"
+                )
+            )
             return
         req._finish(value, Status(source, tag, nbytes))
 
@@ -240,7 +244,6 @@ class MPIComm(AioCommBase):
                 await asyncio.sleep(backoff)
                 backoff = min(backoff * 2, self.max_backoff_s)
 
-
     async def _flush(self) -> None:
         sends = [r for r in self._pending_reqs if r.kind == "send" and not r.done]
         if sends:
@@ -256,10 +259,17 @@ def _rank_error_text(rank: int, e: BaseException) -> str:
     return f"rank {rank} raised {type(e).__name__}: {e}"
 
 
-def run_mpi_rank(program: str | Callable[..., Awaitable[Any]], *, args: Sequence[Any] = (),
-                 kwargs: dict[str, Any] | None = None, timeout: float | None = None,
-                 out: str | os.PathLike | None = None, pickle_out: str | os.PathLike | None = None,
-                 spin_s: float = 0.05, trace: bool = False) -> RunResult | None:
+def run_mpi_rank(
+    program: str | Callable[..., Awaitable[Any]],
+    *,
+    args: Sequence[Any] = (),
+    kwargs: dict[str, Any] | None = None,
+    timeout: float | None = None,
+    out: str | os.PathLike | None = None,
+    pickle_out: str | os.PathLike | None = None,
+    spin_s: float = 0.05,
+    trace: bool = False,
+) -> RunResult | None:
     """Run this process's rank of ``program`` (we are under mpiexec).
 
     All ranks pass a start barrier, run the program, complete their sends,
@@ -281,8 +291,9 @@ def run_mpi_rank(program: str | Callable[..., Awaitable[Any]], *, args: Sequence
         if ranks is None:
             return None
         _write_outputs(ranks, out, pickle_out)
-        return RunResult.from_ranks(ranks, backend="mpi", wall_s=time.perf_counter() - wall0, counters={},
-                                    platform=f"mpi:{len(ranks)}")
+        return RunResult.from_ranks(
+            ranks, backend="mpi", wall_s=time.perf_counter() - wall0, counters={}, platform=f"mpi:{len(ranks)}"
+        )
     except BaseException as e:  # noqa: BLE001 - any failure must end the whole job, not hang it
         sys.stdout.flush()
         sys.stderr.write(f"error: {_rank_error_text(rank, e)}\n")
@@ -301,8 +312,15 @@ async def _mpi_main(prog, args, kwargs, timeout, spin_s, trace=False) -> tuple[R
     # never take a message that is not the program's (MPI contexts).
     world_p, world_c, world_k = MPI.COMM_WORLD.Dup(), MPI.COMM_WORLD.Dup(), MPI.COMM_WORLD.Dup()
     try:
-        return await _mpi_main_on(MPIComm(world_p, spin_s=spin_s, collective_comm=world_k),
-                                  MPIComm(world_c, spin_s=spin_s), prog, args, kwargs, timeout, trace)
+        return await _mpi_main_on(
+            MPIComm(world_p, spin_s=spin_s, collective_comm=world_k),
+            MPIComm(world_c, spin_s=spin_s),
+            prog,
+            args,
+            kwargs,
+            timeout,
+            trace,
+        )
     finally:
         world_p.Free()
         world_c.Free()
@@ -327,8 +345,10 @@ async def _mpi_main_on(comm: MPIComm, ctl: MPIComm, prog, args, kwargs, timeout,
     try:
         await asyncio.wait_for(comm._flush(), remaining())
     except asyncio.TimeoutError:
-        raise CommTimeout(f"rank {comm.rank}: finished, but its sends never completed (no matching receive?): "
-                          + ", ".join(comm.pending_descriptions())) from None
+        raise CommTimeout(
+            f"rank {comm.rank}: finished, but its sends never completed (no matching receive?): "
+            + ", ".join(comm.pending_descriptions())
+        ) from None
     mine = RankResult(comm.rank, result, start_s, finish_s, elapsed, trace=comm._trace)
     if comm.rank != 0:
         await asyncio.wait_for(ctl.send(mine, dest=0, tag=_RESULT_TAG), remaining())
@@ -365,7 +385,7 @@ def _write_outputs(ranks: list[RankResult] | None, out, pickle_out) -> None:
 
 def _mpi_failure(stderr: str, returncode: int) -> CommError:
     lines = [ln.strip() for ln in stderr.splitlines()]
-    ours = [ln[len("error: "):] for ln in lines if ln.startswith("error: rank ")]
+    ours = [ln[len("error: ") :] for ln in lines if ln.startswith("error: rank ")]
     if ours:
         text = summarize_errors(list(dict.fromkeys(ours)))
         if all("timed out" in o for o in ours):
@@ -375,10 +395,20 @@ def _mpi_failure(stderr: str, returncode: int) -> CommError:
     return CommError(f"mpiexec failed with exit status {returncode}: {tail}")
 
 
-def run_mpi(program: str | Callable[..., Awaitable[Any]], size: int, *, args: Sequence[Any] = (),
-            kwargs: dict[str, Any] | None = None, timeout: float = 60.0, start_timeout: float = 60.0,
-            mpiexec: str | None = None, mpiexec_args: Sequence[str] = (), spin_s: float = 0.05,
-            out: str | os.PathLike | None = None, trace: bool = False) -> RunResult:
+def run_mpi(
+    program: str | Callable[..., Awaitable[Any]],
+    size: int,
+    *,
+    args: Sequence[Any] = (),
+    kwargs: dict[str, Any] | None = None,
+    timeout: float = 60.0,
+    start_timeout: float = 60.0,
+    mpiexec: str | None = None,
+    mpiexec_args: Sequence[str] = (),
+    spin_s: float = 0.05,
+    out: str | os.PathLike | None = None,
+    trace: bool = False,
+) -> RunResult:
     """Run ``program`` on ``size`` MPI ranks: ``mpiexec -n size python -m
     parcomm run mpi ...``, then return a :class:`RunResult` with the exact
     Python results (rank 0 pickles them). ``program`` must be importable by
@@ -398,17 +428,39 @@ def run_mpi(program: str | Callable[..., Awaitable[Any]], size: int, *, args: Se
         with open(call, "wb") as f:
             pickle.dump({"args": tuple(args), "kwargs": dict(kwargs or {})}, f)
         pout = Path(tmp) / "result.pkl"
-        cmd = [exe, *mpiexec_args, "-n", str(size), sys.executable, "-m", "parcomm", "run", "mpi",
-               "--program", ref, "--call-pickle", str(call), "--pickle-out", str(pout),
-               "--spin", str(spin_s)]
+        cmd = [
+            exe,
+            *mpiexec_args,
+            "-n",
+            str(size),
+            sys.executable,
+            "-m",
+            "parcomm",
+            "run",
+            "mpi",
+            "--program",
+            ref,
+            "--call-pickle",
+            str(call),
+            "--pickle-out",
+            str(pout),
+            "--spin",
+            str(spin_s),
+        ]
         cmd += ["--timeout", f"{timeout:g}s" if timeout is not None else "none"]
         if out is not None:
             cmd += ["--out", str(Path(out).resolve())]
         if trace:
             cmd += ["--trace-ranks"]
         limit = (timeout if timeout is not None else 1e9) + start_timeout
-        proc = subprocess.Popen(cmd, env=import_path_env(), stdin=subprocess.DEVNULL, stderr=subprocess.PIPE,
-                                text=True, start_new_session=True)
+        proc = subprocess.Popen(
+            cmd,
+            env=import_path_env(),
+            stdin=subprocess.DEVNULL,
+            stderr=subprocess.PIPE,
+            text=True,
+            start_new_session=True,
+        )
         try:
             _, err = proc.communicate(timeout=limit)
         except subprocess.TimeoutExpired:
@@ -426,8 +478,14 @@ def run_mpi(program: str | Callable[..., Awaitable[Any]], size: int, *, args: Se
                 ranks = pickle.load(f)
         except (OSError, EOFError, pickle.UnpicklingError) as e:
             raise CommError(f"mpiexec succeeded but rank 0 wrote no results ({e})") from None
-    return RunResult.from_ranks(ranks, backend="mpi", wall_s=time.perf_counter() - wall0, counters={},
-                                platform=f"mpi:{size}", extra={"mpiexec": exe})
+    return RunResult.from_ranks(
+        ranks,
+        backend="mpi",
+        wall_s=time.perf_counter() - wall0,
+        counters={},
+        platform=f"mpi:{size}",
+        extra={"mpiexec": exe},
+    )
 
 
 def mpi_runner(procs: int, **run_kw: Any) -> Callable[[Any, dict], list]:

@@ -19,8 +19,23 @@ from typing import Any, Callable
 
 from .base import ANY_SOURCE, ANY_TAG, Status
 
-__all__ = ["Op", "SUM", "PROD", "MAX", "MIN", "LAND", "LOR", "LXOR", "BAND", "BOR", "BXOR", "MAXLOC", "MINLOC",
-           "MPI", "as_op"]
+__all__ = [
+    "Op",
+    "SUM",
+    "PROD",
+    "MAX",
+    "MIN",
+    "LAND",
+    "LOR",
+    "LXOR",
+    "BAND",
+    "BOR",
+    "BXOR",
+    "MAXLOC",
+    "MINLOC",
+    "MPI",
+    "as_op",
+]
 
 
 def _is_array(x: Any) -> bool:
@@ -66,7 +81,9 @@ class Op:
         return self.commute
 
     def __repr__(self) -> str:
-        return f"MPI.{self.name}" if self._ufunc is not None or self.name in ("MAXLOC", "MINLOC") else f"<Op {self.name}>"
+        return (
+            f"MPI.{self.name}" if self._ufunc is not None or self.name in ("MAXLOC", "MINLOC") else f"<Op {self.name}>"
+        )
 
     def __reduce__(self):  # ops travel by name between processes
         if self.name in _BUILTIN:

@@ -122,8 +122,9 @@ class P2PEngine:
         return env
 
     # --- the network ------------------------------------------------------------------
-    def on_frame(self, source: int, kind: int, tag: int, size: int, msgid: int = 0,
-                 payload: Any = None, ctx: int = 0) -> Envelope | None:
+    def on_frame(
+        self, source: int, kind: int, tag: int, size: int, msgid: int = 0, payload: Any = None, ctx: int = 0
+    ) -> Envelope | None:
         """A frame from ``source`` arrived; returns the message if it was queued unexpected."""
         if kind == EAGER or kind == RTS:
             env = Envelope(source, tag, size, payload=payload, handle=msgid if kind == RTS else None, ctx=ctx)

@@ -146,7 +146,10 @@ class SimResult(CompletionTime):
 
     def host_totals(self) -> dict[str, int]:
         h = self.counters["hosts"]
-        return {k: int(sum(h[k])) for k in ("bytes_sent", "bytes_retransmitted", "segments_retransmitted", "timeouts", "fast_retransmits")}
+        return {
+            k: int(sum(h[k]))
+            for k in ("bytes_sent", "bytes_retransmitted", "segments_retransmitted", "timeouts", "fast_retransmits")
+        }
 
     def port_drops(self) -> int:
         return int(sum(self.counters["ports"]["drops"]))
@@ -156,8 +159,16 @@ class _World:
     """The simulated ranks: one :class:`~parcomm.comm.p2p.P2PEngine` per rank
     (matching, eager and rendezvous), whose frames travel through the core."""
 
-    def __init__(self, platform: dict, size: int, seed: int, eager_limit: int, envelope_bytes: int,
-                 hosts: Sequence[int] | None, rendezvous: str = "sender"):
+    def __init__(
+        self,
+        platform: dict,
+        size: int,
+        seed: int,
+        eager_limit: int,
+        envelope_bytes: int,
+        hosts: Sequence[int] | None,
+        rendezvous: str = "sender",
+    ):
         self.sim = _core.Simulation(json.dumps(platform), seed)
         self.size = size
         n = self.sim.host_count
@@ -208,8 +219,9 @@ class _World:
                     frame.sent._finish()
                 return
             del self.ops[op]
-            self.engines[frame.dest].on_frame(src, frame.kind, frame.tag, frame.size, frame.msgid, frame.payload,
-                                              frame.ctx)
+            self.engines[frame.dest].on_frame(
+                src, frame.kind, frame.tag, frame.size, frame.msgid, frame.payload, frame.ctx
+            )
             self._flush(frame.dest)
         elif what == "compute":
             info[1]._finish()
@@ -250,7 +262,9 @@ def run_sim(
     if size < 1:
         raise CommError(f"size must be at least 1, got {size}")
     if envelope_bytes < 1:
-        raise CommError(f"envelope_bytes must be at least 1 (a message crosses the network as at least its envelope), got {envelope_bytes}")
+        raise CommError(
+            f"envelope_bytes must be at least 1 (a message crosses the network as at least its envelope), got {envelope_bytes}"
+        )
     world = _World(plat, size, seed, eager_limit, envelope_bytes, hosts, rendezvous)
     comms = [SimComm(world, r) for r in range(size)]
     if trace:
@@ -286,9 +300,7 @@ def run_sim(
             except Exception as e:  # a bug in the rank program: say which rank, and where
                 raise CommError(rank_error(r, e)) from e
             if not isinstance(y, _Block):
-                raise CommError(
-                    f"rank {r} awaited {y!r}; rank programs may only await communicator methods"
-                )
+                raise CommError(f"rank {r} awaited {y!r}; rank programs may only await communicator methods")
             if all(q.done for q in y.requests):
                 value = [q.value for q in y.requests]
                 continue

@@ -102,8 +102,14 @@ _WIRE_ANY_TAG = 0xFFFFFFFF
 #: Communicator contexts a frame can name (sub-communicators made by Split/Dup).
 MAX_CONTEXT = 0xFFFF
 _EAGER, _RTS, _CTS, _DATA, _BYE = EAGER, RTS, CTS, DATA, 5  # the first four are P2PEngine's frames
-_KIND_NAMES = {_EAGER: "eager", _RTS: "ready-to-send", _CTS: "clear-to-send", _DATA: "data", _BYE: "goodbye",
-               CREDIT: "credit"}
+_KIND_NAMES = {
+    _EAGER: "eager",
+    _RTS: "ready-to-send",
+    _CTS: "clear-to-send",
+    _DATA: "data",
+    _BYE: "goodbye",
+    CREDIT: "credit",
+}
 
 # Tag of the start barrier, far above the collectives' reserved tags.
 # Frames up to this size go to the kernel in one write (header and payload
@@ -163,11 +169,21 @@ class SocketComm(AioCommBase):
     ``waitall``/``barrier``/``compute``/``sleep``/``wtime``).
     """
 
-    def __init__(self, rank: int, size: int, addresses: Sequence[tuple[str, int]], *,
-                 sock_options: dict[str, Any] | None = None, eager_limit: int = DEFAULT_EAGER_LIMIT,
-                 connect_timeout: float = 30.0, connect_attempts: int = 400, key: JobKey | None = None,
-                 max_message: int = DEFAULT_MAX_MESSAGE, max_unexpected: int = DEFAULT_MAX_UNEXPECTED,
-                 rendezvous: str = "sender"):
+    def __init__(
+        self,
+        rank: int,
+        size: int,
+        addresses: Sequence[tuple[str, int]],
+        *,
+        sock_options: dict[str, Any] | None = None,
+        eager_limit: int = DEFAULT_EAGER_LIMIT,
+        connect_timeout: float = 30.0,
+        connect_attempts: int = 400,
+        key: JobKey | None = None,
+        max_message: int = DEFAULT_MAX_MESSAGE,
+        max_unexpected: int = DEFAULT_MAX_UNEXPECTED,
+        rendezvous: str = "sender",
+    ):
         super().__init__()
         if rendezvous not in ("sender", "receiver"):
             raise CommError(f"rendezvous must be 'sender' or 'receiver', got {rendezvous!r}")
@@ -216,6 +232,7 @@ class SocketComm(AioCommBase):
             if not expected_in:
                 listener.close()
             else:
+
                 async def on_accept(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
                     await self._accept(reader, writer, expected_in, inbound_done, deadline)
 
@@ -259,8 +276,9 @@ class SocketComm(AioCommBase):
 
     async def _accept(self, reader, writer, expected: set[int], done: asyncio.Event, deadline: float) -> None:
         loop = asyncio.get_running_loop()
-        if not await self._gate.admit(reader, writer, self._key, context=_AUTH_CONTEXT,
-                                      timeout=max(0.01, min(10.0, deadline - loop.time()))):
+        if not await self._gate.admit(
+            reader, writer, self._key, context=_AUTH_CONTEXT, timeout=max(0.01, min(10.0, deadline - loop.time()))
+        ):
             return  # not a member of this job: dropped (and logged) before anything was read
         try:
             hello = await asyncio.wait_for(reader.readexactly(_HELLO.size), max(0.01, deadline - loop.time()))
@@ -298,8 +316,14 @@ class SocketComm(AioCommBase):
                 reader, writer = await asyncio.open_connection(sock=sock, limit=_READ_LIMIT)
                 sock = None  # owned by the transport now
                 try:
-                    await authenticate(reader, writer, self._key, initiator=True, context=_AUTH_CONTEXT,
-                                       timeout=max(0.01, min(10.0, deadline - loop.time())))
+                    await authenticate(
+                        reader,
+                        writer,
+                        self._key,
+                        initiator=True,
+                        context=_AUTH_CONTEXT,
+                        timeout=max(0.01, min(10.0, deadline - loop.time())),
+                    )
                 except AuthError as e:
                     raise ConnectionError(f"the process at {host}:{port} is not a member of this job ({e})") from None
                 writer.write(self._hello())
@@ -323,7 +347,6 @@ class SocketComm(AioCommBase):
             f"rank {self.rank}: could not connect to rank {peer} at {host}:{port} "
             f"({attempts} attempts in {loop.time() - t0:.1f} s; last: {last})"
         )
-
 
     # --- sending ----------------------------------------------------------------------
     def _send_pickled(self, dest: int, tag: int, data: bytes, size: int, req: Request, ctx: int = 0) -> None:
@@ -361,8 +384,13 @@ class SocketComm(AioCommBase):
         """Queue a frame for the peer's writer task or, when that task is idle
         and the frame small, hand it to the transport at once (one event-loop
         round trip less per message); frames on a connection keep their order."""
-        if (peer.busy or not peer.queue.empty() or peer.lost or peer.writer.transport.is_closing()
-                or len(hdr) + len(data) + pad > _ONE_WRITE):
+        if (
+            peer.busy
+            or not peer.queue.empty()
+            or peer.lost
+            or peer.writer.transport.is_closing()
+            or len(hdr) + len(data) + pad > _ONE_WRITE
+        ):
             peer.queue.put_nowait((hdr, data, pad, req))
             return
         peer.writer.write(b"".join((hdr, data, _ZEROS[:pad])))
@@ -417,8 +445,9 @@ class SocketComm(AioCommBase):
             self._orphaned(source)
         self._flush()
 
-    def _on_frame(self, source: int, kind: int, tag: int, size: int, msgid: int, payload: Any = None,
-                  ctx: int = 0) -> None:
+    def _on_frame(
+        self, source: int, kind: int, tag: int, size: int, msgid: int, payload: Any = None, ctx: int = 0
+    ) -> None:
         try:
             env = self._engine.on_frame(source, kind, tag, size, msgid, payload, ctx)
         except ProtocolError as e:
@@ -430,17 +459,22 @@ class SocketComm(AioCommBase):
             if peer.unexpected > self.max_unexpected:
                 raise _ProtocolViolation(
                     f"rank {peer.rank} has sent more than {self.max_unexpected} bytes of messages that rank "
-                    f"{self.rank} has not received yet (max_unexpected)")
+                    f"{self.rank} has not received yet (max_unexpected)"
+                )
 
     def _check_frame(self, peer: _Peer, kind: int, nbytes: int, plen: int, tag: int = 0) -> None:
         """Refuse a frame's declared sizes before reading (let alone buffering) its payload."""
         wire = wire_nbytes(nbytes, plen)
         if wire > self.max_message:
-            raise _ProtocolViolation(f"rank {peer.rank} announced a message of {wire} bytes ({_KIND_NAMES[kind]} "
-                                     f"frame); rank {self.rank} accepts at most {self.max_message} (max_message)")
+            raise _ProtocolViolation(
+                f"rank {peer.rank} announced a message of {wire} bytes ({_KIND_NAMES[kind]} "
+                f"frame); rank {self.rank} accepts at most {self.max_message} (max_message)"
+            )
         if kind == _EAGER and wire > self.eager_limit and not self._use_credit(peer.rank, tag):
-            raise _ProtocolViolation(f"rank {peer.rank} sent an eager message of {wire} bytes, above the eager "
-                                     f"limit of {self.eager_limit} bytes")
+            raise _ProtocolViolation(
+                f"rank {peer.rank} sent an eager message of {wire} bytes, above the eager "
+                f"limit of {self.eager_limit} bytes"
+            )
 
     def _use_credit(self, peer: int, tag: int) -> bool:
         """Receiver-driven: a large eager frame is allowed once per credit this rank sent for it
@@ -455,8 +489,12 @@ class SocketComm(AioCommBase):
         try:
             value = pickle.loads(data)
         except Exception as e:
-            req._fail(CommError(f"rank {self.rank}: cannot unpickle the message from rank {source} tag {tag}: "
-                                f"{type(e).__name__}: {e}"))
+            req._fail(
+                CommError(
+                    f"rank {self.rank}: cannot unpickle the message from rank {source} tag {tag}: "
+                    f"{type(e).__name__}: {e}"
+                )
+            )
             self._pending_reqs.discard(req)
             return
         self._complete(req, value, Status(source, tag, nbytes))
@@ -470,10 +508,12 @@ class SocketComm(AioCommBase):
         keep = []
         for recv in self._engine.matcher.posted:
             if recv.source == source:
-                recv.handle._fail(CommError(
-                    f"rank {self.rank}: {recv.handle.describe} can never complete: rank {source} has finished "
-                    "without sending a matching message"
-                ))
+                recv.handle._fail(
+                    CommError(
+                        f"rank {self.rank}: {recv.handle.describe} can never complete: rank {source} has finished "
+                        "without sending a matching message"
+                    )
+                )
                 self._pending_reqs.discard(recv.handle)
             else:
                 keep.append(recv)
@@ -538,13 +578,16 @@ class SocketComm(AioCommBase):
             self._fail_all(CommError(f"rank {self.rank}: dropped the connection to rank {peer.rank}: {reason}"))
             return
         if peer.bye_received:
-            self._fail_all(CommError(f"rank {self.rank}: the connection to rank {peer.rank} failed after it "
-                                     f"finished ({reason})"))
+            self._fail_all(
+                CommError(f"rank {self.rank}: the connection to rank {peer.rank} failed after it finished ({reason})")
+            )
             return
-        self._fail_all(CommError(
-            f"rank {self.rank}: lost the connection to rank {peer.rank} before it finished ({reason}); "
-            "it crashed, timed out or was killed"
-        ))
+        self._fail_all(
+            CommError(
+                f"rank {self.rank}: lost the connection to rank {peer.rank} before it finished ({reason}); "
+                "it crashed, timed out or was killed"
+            )
+        )
 
     async def _wait_until(self, requests: Sequence[Request]) -> None:
         for r in requests:
@@ -567,8 +610,9 @@ class SocketComm(AioCommBase):
                 await asyncio.wait_for(self._wait_until(sends), remaining())
             except asyncio.TimeoutError:
                 waiting = ", ".join(r.describe for r in sends if not r.done)
-                raise CommTimeout(f"rank {self.rank}: finished, but its sends never completed "
-                                  f"(no matching receive?): {waiting}") from None
+                raise CommTimeout(
+                    f"rank {self.rank}: finished, but its sends never completed (no matching receive?): {waiting}"
+                ) from None
         for peer in self._peers.values():
             peer.queue.put_nowait(_BYE_ITEM)
         tasks = [t for p in self._peers.values() for t in (p.reader_task, p.writer_task) if t is not None]
@@ -633,7 +677,5 @@ def _listen(host: str, port: int, opts: dict[str, Any] | None, backlog: int = 10
     return sock
 
 
-
 if __name__ == "__main__":  # pragma: no cover
     sys.exit("use `python -m parcomm run socket ...`")
-

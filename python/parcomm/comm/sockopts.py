@@ -24,7 +24,6 @@ TCP_RTO_MIN_US = 45
 SOCK_OPTION_KEYS = ("nodelay", "sndbuf", "rcvbuf", "rto_min_us", "rto_max_ms")
 
 
-
 def read_addresses(source: str | os.PathLike | Sequence[Sequence[Any]]) -> list[tuple[str, int]]:
     """The ranks' addresses from a file (one ``host port`` per line, line r for
     rank r; blank lines and ``#`` comments ignored) or a list of pairs."""
@@ -168,5 +167,3 @@ def kernel_tcp_counters(proc_net: str | os.PathLike = "/proc/net") -> dict[str, 
 def _token(addresses: Sequence[tuple[str, int]]) -> int:
     digest = hashlib.sha256(repr([(h, int(p)) for h, p in addresses]).encode()).digest()
     return int.from_bytes(digest[:8], "big")
-
-

@@ -42,8 +42,9 @@ def chrome_trace(traces: Sequence[Sequence[tuple] | None], backend: str = "", pl
     return {"traceEvents": events, "displayTimeUnit": "ms"}
 
 
-def write_chrome_trace(path: str | os.PathLike, traces: Sequence[Sequence[tuple] | None], backend: str = "",
-                       platform: str = "") -> None:
+def write_chrome_trace(
+    path: str | os.PathLike, traces: Sequence[Sequence[tuple] | None], backend: str = "", platform: str = ""
+) -> None:
     with open(path, "w") as f:
         json.dump(chrome_trace(traces, backend, platform), f, default=repr)
         f.write("\n")

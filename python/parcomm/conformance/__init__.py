@@ -14,6 +14,16 @@ from .runner import METRICS, ScenarioResult, run_scenarios
 from .summary import NOISE_LIMIT, summarize
 
 __all__ = [
-    "DEFAULT_MATRIX", "MatrixError", "Scenario", "load_matrix", "parse_matrix", "PROFILES", "profile_overrides",
-    "METRICS", "ScenarioResult", "run_scenarios", "NOISE_LIMIT", "summarize",
+    "DEFAULT_MATRIX",
+    "MatrixError",
+    "Scenario",
+    "load_matrix",
+    "parse_matrix",
+    "PROFILES",
+    "profile_overrides",
+    "METRICS",
+    "ScenarioResult",
+    "run_scenarios",
+    "NOISE_LIMIT",
+    "summarize",
 ]

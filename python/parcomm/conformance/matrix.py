@@ -46,8 +46,21 @@ MAX_SCENARIOS = 1000
 MAX_FILE_BYTES = 1 << 20
 
 _SCENARIO_KEYS = {
-    "name", "workload", "hosts", "rate", "buffer", "rates", "tcp", "senders", "size", "program", "kwargs",
-    "ranks", "repeat", "timeout", "about",
+    "name",
+    "workload",
+    "hosts",
+    "rate",
+    "buffer",
+    "rates",
+    "tcp",
+    "senders",
+    "size",
+    "program",
+    "kwargs",
+    "ranks",
+    "repeat",
+    "timeout",
+    "about",
 }
 _SWEEPABLE = {"hosts", "rate", "buffer", "senders", "size", "ranks"} | {f"tcp.{k}" for k in TCP_KEYS}
 
@@ -81,8 +94,14 @@ class Scenario:
         from ..platform.star import star
 
         t = self.tcp
-        tcp = {"rto_min_s": t["rto_min_s"], "rto_max_s": t["rto_max_s"], "delayed_ack": t["delayed_ack"],
-               "sack": t["sack"], "initial_cwnd_segments": t["initial_window"], **tcp_overrides}
+        tcp = {
+            "rto_min_s": t["rto_min_s"],
+            "rto_max_s": t["rto_max_s"],
+            "delayed_ack": t["delayed_ack"],
+            "sack": t["sack"],
+            "initial_cwnd_segments": t["initial_window"],
+            **tcp_overrides,
+        }
         buf = f"{self.buffer['size']} packets" if self.buffer["unit"] == "packets" else self.buffer["size"]
         plat = star(self.hosts, rate_bps=self.rate_bps, buffer=buf, tcp=tcp, name=f"conformance-{self.name}")
         for ln in plat["links"]:
@@ -140,7 +159,9 @@ def _check_tcp(raw: Any, where: str) -> dict:
     }
     # What the emulation can set: route rto_min in whole ms (>= 1), tcp_rto_max_ms in [1 s, 120 s].
     if not 0.001 <= out["rto_min_s"] <= 120:
-        raise _err(f"{where}.rto_min", f"{out['rto_min_s']:g} s is outside 1 ms..120 s (what Linux's route metric takes)")
+        raise _err(
+            f"{where}.rto_min", f"{out['rto_min_s']:g} s is outside 1 ms..120 s (what Linux's route metric takes)"
+        )
     if not 1 <= out["rto_max_s"] <= 120:
         raise _err(f"{where}.rto_max", f"{out['rto_max_s']:g} s is outside 1 s..120 s (net.ipv4.tcp_rto_max_ms)")
     if out["rto_max_s"] < out["rto_min_s"]:
@@ -182,8 +203,18 @@ def _check(raw: Mapping[str, Any], source: str, where: str) -> Scenario:
     about = raw.get("about", "")
     if not isinstance(about, str) or len(about) > 500:
         raise _err(f"{where}.about", "expected a string of at most 500 characters")
-    common = dict(name=name, workload=workload, hosts=hosts, rate_bps=rate, buffer=buffer, tcp=tcp, repeat=repeat,
-                  timeout_s=timeout, rates_bps=rates_bps, about=about)
+    common = dict(
+        name=name,
+        workload=workload,
+        hosts=hosts,
+        rate_bps=rate,
+        buffer=buffer,
+        tcp=tcp,
+        repeat=repeat,
+        timeout_s=timeout,
+        rates_bps=rates_bps,
+        about=about,
+    )
     if workload == "incast":
         for k in ("program", "kwargs", "ranks"):
             if k in raw:

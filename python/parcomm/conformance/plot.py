@@ -29,15 +29,24 @@ def plot_fidelity(doc: dict, path: str) -> None:
             continue
         c = _COLORS[i % len(_COLORS)]
         s = next((x for x in doc["summary"] if x["profile"] == prof), None)
-        label = prof if not s or s["median_abs_error"] is None else (
-            f"{prof}: median |error| {s['median_abs_error']:.0%}, {s['within_25pct']:.0%} within 25 %")
+        label = (
+            prof
+            if not s or s["median_abs_error"] is None
+            else (f"{prof}: median |error| {s['median_abs_error']:.0%}, {s['within_25pct']:.0%} within 25 %")
+        )
         solid = [(x, y) for x, y, n in pts if not n]
         hollow = [(x, y) for x, y, n in pts if n]
         if solid:
             ax.scatter(*zip(*solid), color=c, s=28, label=label, zorder=3)
         if hollow:
-            ax.scatter(*zip(*hollow), facecolors="none", edgecolors=c, s=28, zorder=3,
-                       label=f"{prof}: emulation too noisy to decide")
+            ax.scatter(
+                *zip(*hollow),
+                facecolors="none",
+                edgecolors=c,
+                s=28,
+                zorder=3,
+                label=f"{prof}: emulation too noisy to decide",
+            )
         for x, y, _ in pts:
             lo, hi = min(lo, x, y), max(hi, x, y)
     if hi > 0:
@@ -74,7 +83,10 @@ def plot_trace(data: dict[str, Any], path: str) -> None:
 
     fig, axes = plt.subplots(2, 1, figsize=(11, 7.5), sharex=True)
     emu, sim = data.get("emu") or {}, data.get("sim") or {}
-    for ax, side, title in ((axes[0], emu, "real Linux TCP (emulation)"), (axes[1], sim, f"simulator ({data.get('profile')})")):
+    for ax, side, title in (
+        (axes[0], emu, "real Linux TCP (emulation)"),
+        (axes[1], sim, f"simulator ({data.get('profile')})"),
+    ):
         flows = side.get("flows", [])
         for i, fl in enumerate(flows):
             c = plt.cm.tab20(i % 20)
@@ -82,8 +94,13 @@ def plot_trace(data: dict[str, Any], path: str) -> None:
             if fl.get("retransmits"):
                 ax.plot(fl["retransmits"], [0] * len(fl["retransmits"]), "|", color=c, ms=8)
             if fl.get("timeouts"):
-                ax.plot(fl["timeouts"], [fl["cwnd_at_timeouts"][j] for j in range(len(fl["timeouts"]))],
-                        "x", color="red", ms=6)
+                ax.plot(
+                    fl["timeouts"],
+                    [fl["cwnd_at_timeouts"][j] for j in range(len(fl["timeouts"]))],
+                    "x",
+                    color="red",
+                    ms=6,
+                )
         note = side.get("note")
         ax.set_title(f"{title}: {len(flows)} flows" + (f" ({note})" if note else ""), fontsize=10)
         ax.set_ylabel("cwnd [segments]")
@@ -91,8 +108,11 @@ def plot_trace(data: dict[str, Any], path: str) -> None:
     end = max([t for side in (emu, sim) for fl in side.get("flows", []) for t in fl["t"][-1:]] or [1.0])
     axes[1].set_xlim(-0.02 * end, end * 1.03)  # the kernel's samples start before the go; the run starts at 0
     axes[1].set_xlabel("time since start [s]")
-    fig.suptitle(f"{data.get('scenario')}: cwnd per flow; | retransmission, x RTO "
-                 f"(kernel {data.get('emu_s', 0) * 1e3:.1f} ms, simulator {data.get('sim_s', 0) * 1e3:.1f} ms)", fontsize=11)
+    fig.suptitle(
+        f"{data.get('scenario')}: cwnd per flow; | retransmission, x RTO "
+        f"(kernel {data.get('emu_s', 0) * 1e3:.1f} ms, simulator {data.get('sim_s', 0) * 1e3:.1f} ms)",
+        fontsize=11,
+    )
     fig.tight_layout()
     fig.savefig(path, dpi=110)
     plt.close(fig)

@@ -33,8 +33,10 @@ def write_fidelity(doc: dict, results_dir: str | Path) -> Path:
     rows = doc["scenarios"]
     with open(out / "scenarios.csv", "w", newline="") as f:
         w = csv.writer(f)
-        w.writerow(["scenario", "kernel_median_s", "kernel_spread", "noisy"]
-                   + [f"{p}_{k}" for p in doc["profiles"] for k in ("sim_s", "error")])
+        w.writerow(
+            ["scenario", "kernel_median_s", "kernel_spread", "noisy"]
+            + [f"{p}_{k}" for p in doc["profiles"] for k in ("sim_s", "error")]
+        )
         for r in rows:
             e = r.get("emu") or {}
             cells = [r["name"], e.get("median_s"), e.get("spread"), r.get("noisy")]
@@ -52,21 +54,27 @@ def write_fidelity(doc: dict, results_dir: str | Path) -> Path:
     ]
     for s in doc["summary"]:
         worst = "; ".join(f"{w['name']} {w['error']:+.0%}" for w in s["largest"])
-        notes.append(f"Profile {s['profile']}: median |error| {_pct(s['median_abs_error'])} over {s['decided']} "
-                     f"scenarios, {_pct(s['within_10pct'])} within 10 %, {_pct(s['within_25pct'])} within 25 %, RTO counts "
-                     f"within ±30 % or ±2 of the kernel's in {_pct(s.get('timeouts_agree'))}; "
-                     f"largest: {worst or 'none'}.")
-    notes.append("Rerun: parcomm conformance --report results (root); diagnose one scenario: "
-                 "parcomm conformance --only NAME --trace FILE.png. Guide: docs/conformance.md.")
+        notes.append(
+            f"Profile {s['profile']}: median |error| {_pct(s['median_abs_error'])} over {s['decided']} "
+            f"scenarios, {_pct(s['within_10pct'])} within 10 %, {_pct(s['within_25pct'])} within 25 %, RTO counts "
+            f"within ±30 % or ±2 of the kernel's in {_pct(s.get('timeouts_agree'))}; "
+            f"largest: {worst or 'none'}."
+        )
+    notes.append(
+        "Rerun: parcomm conformance --report results (root); diagnose one scenario: "
+        "parcomm conformance --only NAME --trace FILE.png. Guide: docs/conformance.md."
+    )
     rep = {
         "name": "fidelity",
         "title": "Fidelity: the simulator against real Linux TCP",
         "source": "the conformance suite (parcomm conformance), not a paper",
         "comparisons": [],
         "figures": [str(out / FIGURE)],
-        "captions": {FIGURE: "Simulated against emulated (real Linux TCP) completion time, one point per scenario "
-                             "and simulator profile, log-log; the line is agreement, the band ±25 %. Hollow: the "
-                             "kernel's own runs spread too much to decide."},
+        "captions": {
+            FIGURE: "Simulated against emulated (real Linux TCP) completion time, one point per scenario "
+            "and simulator profile, log-log; the line is agreement, the band ±25 %. Hollow: the "
+            "kernel's own runs spread too much to decide."
+        },
         "notes": notes,
         "tables": {"scenarios": None},
         "quick": False,

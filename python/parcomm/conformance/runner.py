@@ -89,8 +89,13 @@ def _median_metrics(runs: list[dict]) -> dict[str, float | None]:
 
 
 def _side(times: list[float], runs: list[dict]) -> dict:
-    return {"times_s": times, "median_s": statistics.median(times), "spread": spread(times),
-            "counters": _median_metrics(runs), "runs": runs}
+    return {
+        "times_s": times,
+        "median_s": statistics.median(times),
+        "spread": spread(times),
+        "counters": _median_metrics(runs),
+        "runs": runs,
+    }
 
 
 def emu_sysctls(sc: Scenario) -> dict[str, int]:
@@ -100,8 +105,14 @@ def emu_sysctls(sc: Scenario) -> dict[str, int]:
 
 def emu_key(sc: Scenario) -> tuple:
     """Scenarios with the same key run on one emulated cluster."""
-    return (sc.hosts, sc.rate_bps, sc.buffer["size"], sc.buffer["unit"], tuple(sorted(sc.rates_bps.items())),
-            tuple(sorted(sc.tcp.items())))
+    return (
+        sc.hosts,
+        sc.rate_bps,
+        sc.buffer["size"],
+        sc.buffer["unit"],
+        tuple(sorted(sc.rates_bps.items())),
+        tuple(sorted(sc.tcp.items())),
+    )
 
 
 #: Version of the emulated side's measurement: rows recorded by another
@@ -112,8 +123,20 @@ EMU_HARNESS = 2
 
 def _identity(d: dict) -> dict:
     """The parameters that make two runs of a scenario the same experiment."""
-    keys = ("workload", "hosts", "rate_bps", "buffer", "rates_bps", "tcp", "senders", "size_bytes", "program",
-            "kwargs", "ranks", "emu_harness")
+    keys = (
+        "workload",
+        "hosts",
+        "rate_bps",
+        "buffer",
+        "rates_bps",
+        "tcp",
+        "senders",
+        "size_bytes",
+        "program",
+        "kwargs",
+        "ranks",
+        "emu_harness",
+    )
     return {k: d.get(k) for k in keys}
 
 
@@ -147,8 +170,9 @@ def sim_side(sc: Scenario, profile: str, seeds: Iterable[int]) -> dict:
             times.append(r.time)
             runs.append(sim_metrics(r.counters))
         else:
-            res = run_sim(_program(sc.program), plat, sc.ranks, seed=seed, kwargs=dict(sc.kwargs),
-                          time_limit=SIM_TIME_LIMIT_S)
+            res = run_sim(
+                _program(sc.program), plat, sc.ranks, seed=seed, kwargs=dict(sc.kwargs), time_limit=SIM_TIME_LIMIT_S
+            )
             times.append(res.time)
             runs.append(sim_metrics(res.counters))
     return _side(times, runs)
@@ -171,9 +195,17 @@ class ScenarioResult:
     def as_dict(self, noise_limit: float) -> dict:
         sc = self.scenario
         out: dict[str, Any] = {
-            "name": sc.name, "workload": sc.workload, "describe": sc.describe(), "about": sc.about,
-            "hosts": sc.hosts, "rate_bps": sc.rate_bps, "buffer": sc.buffer, "rates_bps": sc.rates_bps,
-            "tcp": sc.tcp, "repeat": sc.repeat, "emu_harness": EMU_HARNESS,
+            "name": sc.name,
+            "workload": sc.workload,
+            "describe": sc.describe(),
+            "about": sc.about,
+            "hosts": sc.hosts,
+            "rate_bps": sc.rate_bps,
+            "buffer": sc.buffer,
+            "rates_bps": sc.rates_bps,
+            "tcp": sc.tcp,
+            "repeat": sc.repeat,
+            "emu_harness": EMU_HARNESS,
         }
         if sc.workload == "incast":
             out.update(senders=sc.senders, size_bytes=sc.size)
@@ -234,7 +266,11 @@ def run_scenarios(
                 r = results[sc.name]
                 old = reusable(sc, (recorded or {}).get(sc.name), repeat) if "emu" in backends else None
                 if old is not None:
-                    r.emu, r.emu_error, r.emu_reused = _side(old["emu"]["times_s"], old["emu"]["runs"]), old.get("emu_error"), True
+                    r.emu, r.emu_error, r.emu_reused = (
+                        _side(old["emu"]["times_s"], old["emu"]["runs"]),
+                        old.get("emu_error"),
+                        True,
+                    )
                 elif cluster is not None:
                     times, runs = [], []
                     try:

@@ -17,8 +17,11 @@ NOISE_LIMIT = 0.25
 
 
 def decided(rows: list[dict], profile: str) -> list[dict]:
-    return [r for r in rows
-            if r.get("emu") and not r.get("noisy") and (r.get("sim") or {}).get(profile, {}).get("error") is not None]
+    return [
+        r
+        for r in rows
+        if r.get("emu") and not r.get("noisy") and (r.get("sim") or {}).get(profile, {}).get("error") is not None
+    ]
 
 
 def timeouts_agree(kernel: float | None, sim: float | None) -> bool | None:
@@ -32,8 +35,9 @@ def summarize(rows: list[dict], profile: str, largest: int = 3) -> dict:
     """Median |error|, shares within 10 % and 25 %, RTO-count agreement, the largest disagreements."""
     ok = decided(rows, profile)
     errs = [abs(r["sim"][profile]["error"]) for r in ok]
-    rto = [timeouts_agree(r["emu"]["counters"].get("timeouts"), r["sim"][profile]["counters"].get("timeouts"))
-           for r in ok]
+    rto = [
+        timeouts_agree(r["emu"]["counters"].get("timeouts"), r["sim"][profile]["counters"].get("timeouts")) for r in ok
+    ]
     rto = [x for x in rto if x is not None]
     worst = sorted(ok, key=lambda r: -abs(r["sim"][profile]["error"]))[:largest]
     return {
@@ -45,6 +49,13 @@ def summarize(rows: list[dict], profile: str, largest: int = 3) -> dict:
         "within_10pct": sum(e <= 0.10 for e in errs) / len(errs) if errs else None,
         "within_25pct": sum(e <= 0.25 for e in errs) / len(errs) if errs else None,
         "timeouts_agree": sum(rto) / len(rto) if rto else None,
-        "largest": [{"name": r["name"], "error": r["sim"][profile]["error"],
-                     "emu_s": r["emu"]["median_s"], "sim_s": r["sim"][profile]["median_s"]} for r in worst],
+        "largest": [
+            {
+                "name": r["name"],
+                "error": r["sim"][profile]["error"],
+                "emu_s": r["emu"]["median_s"],
+                "sim_s": r["sim"][profile]["median_s"],
+            }
+            for r in worst
+        ],
     }

@@ -35,9 +35,20 @@ def _kernel_flows(samples: list[dict], kt: Any, t0: float) -> list[dict]:
     flows: dict[tuple, dict] = {}
     for p in samples:
         key = (p["src"], p["sport"], p["dst"], p["dport"])
-        fl = flows.setdefault(key, {"flow": f"{p['src']}:{p['sport']}->{p['dst']}:{p['dport']}", "t": [], "cwnd": [],
-                                    "ssthresh": [], "rto_s": [], "srtt_us": [], "acked": 0, "retransmits": [],
-                                    "timeouts": []})
+        fl = flows.setdefault(
+            key,
+            {
+                "flow": f"{p['src']}:{p['sport']}->{p['dst']}:{p['dport']}",
+                "t": [],
+                "cwnd": [],
+                "ssthresh": [],
+                "rto_s": [],
+                "srtt_us": [],
+                "acked": 0,
+                "retransmits": [],
+                "timeouts": [],
+            },
+        )
         fl["t"].append(p["t"] - t0)
         fl["cwnd"].append(p["cwnd"])
         fl["ssthresh"].append(p["ssthresh"])
@@ -68,8 +79,18 @@ def _sim_flows(tr: dict, mss: int) -> list[dict]:
     for i in range(len(tr["t"])):
         key = (tr["src"][i], tr["dst"][i])
         t = tr["t"][i] * 1e-9
-        fl = flows.setdefault(key, {"flow": f"h{key[0]}->h{key[1]}", "t": [], "cwnd": [], "rto_s": [], "srtt_us": [],
-                                    "retransmits": [], "timeouts": []})
+        fl = flows.setdefault(
+            key,
+            {
+                "flow": f"h{key[0]}->h{key[1]}",
+                "t": [],
+                "cwnd": [],
+                "rto_s": [],
+                "srtt_us": [],
+                "retransmits": [],
+                "timeouts": [],
+            },
+        )
         fl["t"].append(t)
         fl["cwnd"].append(tr["cwnd"][i] / mss)
         fl["rto_s"].append(tr["rto"][i] * 1e-9)
@@ -94,14 +115,17 @@ def trace_scenario(sc: Scenario, profile: str, *, emulate: bool = True, seed: in
         from ..emu.sockdiag import SocketSampler
 
         with EmuCluster(sc.platform(), sysctls=emu_sysctls(sc)) as cl:
-            senders = cl.namespaces[1:sc.senders + 1] if sc.workload == "incast" else cl.namespaces[:sc.ranks]
+            senders = cl.namespaces[1 : sc.senders + 1] if sc.workload == "incast" else cl.namespaces[: sc.ranks]
             with KernelTrace(cl.addresses) as kt, SocketSampler(senders, SAMPLE_INTERVAL_S) as sampler:
                 res = emu_once(cl, sc)
             ex = res.extra
             t0 = ex["t0_monotonic"] if "t0_monotonic" in ex else ex["t0_wall"] - (time.time() - time.monotonic())
             assert kt.result is not None
-            data["emu"] = {"flows": _kernel_flows(sampler.samples, kt.result, t0), "lost_events": kt.result.lost_events,
-                           "samples": len(sampler.samples)}
+            data["emu"] = {
+                "flows": _kernel_flows(sampler.samples, kt.result, t0),
+                "lost_events": kt.result.lost_events,
+                "samples": len(sampler.samples),
+            }
             data["emu_s"] = res.time
     if sc.workload == "incast":
         plat = sc.platform(**profile_overrides(profile, sc.tcp["sack"]))

@@ -34,8 +34,16 @@ class SimRun:
         self.trace = trace
 
 
-def sim_incast(platform: dict, senders: int, nbytes: int, *, receiver: int = 0, seed: int = 1,
-               trace: bool = False, time_limit_s: float = 3600.0) -> SimRun:
+def sim_incast(
+    platform: dict,
+    senders: int,
+    nbytes: int,
+    *,
+    receiver: int = 0,
+    seed: int = 1,
+    trace: bool = False,
+    time_limit_s: float = 3600.0,
+) -> SimRun:
     """Hosts ``1..senders`` (skipping ``receiver``) each send ``nbytes`` to ``receiver`` at t = 0.
 
     The time is when the last byte arrives, as the emulated receiver's clock

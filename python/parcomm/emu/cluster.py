@@ -72,8 +72,7 @@ def program_ref(program: "str | Callable[..., Any]") -> str:
     qual = getattr(program, "__qualname__", "")
     if not mod or "<" in qual or "." in qual:
         raise EmuError(
-            f"rank program {qual or program!r} must be a top-level function "
-            "(each rank imports it in its own process)"
+            f"rank program {qual or program!r} must be a top-level function (each rank imports it in its own process)"
         )
     if mod == "parcomm" or mod.startswith("parcomm."):
         return f"{mod}:{qual}"
@@ -89,7 +88,17 @@ def _root_routes() -> list[str]:
     dests = []
     for line in proc.stdout.splitlines():
         toks = line.split()
-        if toks and toks[0] in ("local", "broadcast", "unicast", "multicast", "anycast", "unreachable", "blackhole", "prohibit", "throw"):
+        if toks and toks[0] in (
+            "local",
+            "broadcast",
+            "unicast",
+            "multicast",
+            "anycast",
+            "unreachable",
+            "blackhole",
+            "prohibit",
+            "throw",
+        ):
             toks = toks[1:]
         if toks and toks[0] != "default":
             dests.append(toks[0])
@@ -268,8 +277,13 @@ class EmuCluster:
         sampler = None
         if self.sample_interval_s:
             devs = {h.port: h.port for h in lay.hosts}
-            sampler = QueueSampler(lay.switch_ns, devs, {h.port: lay.buffer["unit"] for h in lay.hosts},
-                                   leaf_handle=shaping.LEAF_HANDLE_ID, interval_s=self.sample_interval_s)
+            sampler = QueueSampler(
+                lay.switch_ns,
+                devs,
+                {h.port: lay.buffer["unit"] for h in lay.hosts},
+                leaf_handle=shaping.LEAF_HANDLE_ID,
+                interval_s=self.sample_interval_s,
+            )
         t0 = time.monotonic()
         try:
             if sampler:
@@ -303,7 +317,9 @@ class EmuCluster:
         assert self.workdir is not None
         return os.path.join(self.workdir, f"r{self._runs}-{name}")
 
-    def incast_raw(self, nbytes: int, senders: int | None = None, *, receiver: int = 0, timeout_s: float = 60.0) -> EmuResult:
+    def incast_raw(
+        self, nbytes: int, senders: int | None = None, *, receiver: int = 0, timeout_s: float = 60.0
+    ) -> EmuResult:
         """``senders`` hosts each send ``nbytes`` to host ``receiver`` at once, over plain sockets.
 
         No communicator: one TCP connection per sender, opened before the
@@ -322,15 +338,49 @@ class EmuCluster:
         # The probe imports nothing of parcomm: run it as a file, so each of
         # the N processes starts in tens of milliseconds, not with the package.
         probe = [sys.executable, os.path.join(os.path.dirname(__file__), "_probe.py")]
-        specs = [RankSpec(receiver, lay.hosts[receiver].netns,
-                          [*probe, "recv", "--port", str(port), "--senders", str(senders),
-                           "--bytes", str(nbytes), "--timeout", str(timeout_s), "--out", self._path(f"{receiver}.json")],
-                          self._path(f"{receiver}.log"))]
+        specs = [
+            RankSpec(
+                receiver,
+                lay.hosts[receiver].netns,
+                [
+                    *probe,
+                    "recv",
+                    "--port",
+                    str(port),
+                    "--senders",
+                    str(senders),
+                    "--bytes",
+                    str(nbytes),
+                    "--timeout",
+                    str(timeout_s),
+                    "--out",
+                    self._path(f"{receiver}.json"),
+                ],
+                self._path(f"{receiver}.log"),
+            )
+        ]
         for i in tx:
-            specs.append(RankSpec(i, lay.hosts[i].netns,
-                                  [*probe, "send", "--to", lay.hosts[receiver].addr, "--port", str(port),
-                                   "--bytes", str(nbytes), "--timeout", str(timeout_s), "--out", self._path(f"{i}.json")],
-                                  self._path(f"{i}.log")))
+            specs.append(
+                RankSpec(
+                    i,
+                    lay.hosts[i].netns,
+                    [
+                        *probe,
+                        "send",
+                        "--to",
+                        lay.hosts[receiver].addr,
+                        "--port",
+                        str(port),
+                        "--bytes",
+                        str(nbytes),
+                        "--timeout",
+                        str(timeout_s),
+                        "--out",
+                        self._path(f"{i}.json"),
+                    ],
+                    self._path(f"{i}.log"),
+                )
+            )
 
         def work():
             launch(specs, timeout_s + 15)
@@ -343,8 +393,17 @@ class EmuCluster:
             by_addr = outs[receiver]["bytes"]
             results: list[Any] = [None] * n
             results[receiver] = {lay.hosts[i].name: by_addr.get(lay.hosts[i].addr) for i in tx}
-            return finish, results, {"program": "incast_raw", "nbytes": nbytes, "senders": senders, "receiver": receiver,
-                                     "t0_monotonic": t0}
+            return (
+                finish,
+                results,
+                {
+                    "program": "incast_raw",
+                    "nbytes": nbytes,
+                    "senders": senders,
+                    "receiver": receiver,
+                    "t0_monotonic": t0,
+                },
+            )
 
         return self._measure(work)
 
@@ -393,12 +452,34 @@ class EmuCluster:
         JobKey.generate().write(key_file)
         py = sys.executable
         specs = [
-            RankSpec(r, lay.hosts[r].netns,
-                     [py, *ENTRY_POINT, "--rank", str(r), "--size", str(size), "--addresses", addr_file,
-                      "--program", ref, "--kwargs", kw, "--out", self._path(f"{r}.json"), "--nodelay",
-                      "--key-file", key_file,
-                      "--timeout", f"{timeout_s:g}s", "--connect-timeout", f"{connect_timeout_s:g}s"],
-                     self._path(f"{r}.log"))
+            RankSpec(
+                r,
+                lay.hosts[r].netns,
+                [
+                    py,
+                    *ENTRY_POINT,
+                    "--rank",
+                    str(r),
+                    "--size",
+                    str(size),
+                    "--addresses",
+                    addr_file,
+                    "--program",
+                    ref,
+                    "--kwargs",
+                    kw,
+                    "--out",
+                    self._path(f"{r}.json"),
+                    "--nodelay",
+                    "--key-file",
+                    key_file,
+                    "--timeout",
+                    f"{timeout_s:g}s",
+                    "--connect-timeout",
+                    f"{connect_timeout_s:g}s",
+                ],
+                self._path(f"{r}.log"),
+            )
             for r in range(size)
         ]
 
@@ -415,10 +496,17 @@ class EmuCluster:
                     raise EmuError(f"rank {r} failed: {outs[-1].get('error', 'unknown error')}")
             t0 = min(o["start_s"] for o in outs)
             finish = [o["finish_s"] - t0 for o in outs]
-            return finish, [o.get("result") for o in outs], {
-                "program": ref, "kwargs": dict(kwargs or {}), "size": size, "t0_wall": t0,
-                "socket_counters": [o.get("counters", {}) for o in outs],
-            }
+            return (
+                finish,
+                [o.get("result") for o in outs],
+                {
+                    "program": ref,
+                    "kwargs": dict(kwargs or {}),
+                    "size": size,
+                    "t0_wall": t0,
+                    "socket_counters": [o.get("counters", {}) for o in outs],
+                },
+            )
 
         res = self._measure(work)
         _fill_payload_bytes(res, n)

@@ -44,15 +44,35 @@ from .shaping import qdisc_stats
 __all__ = ["parse_proc_tables", "read_proc_counters", "Snapshot", "snapshot", "delta", "HOST_COLUMNS", "PORT_COLUMNS"]
 
 HOST_COLUMNS = (
-    "name", "bytes_sent", "bytes_retransmitted", "segments_sent", "segments_retransmitted",
-    "timeouts", "fast_retransmits", "nic_drops", "corrupt_discards", "cpu_busy_s",
+    "name",
+    "bytes_sent",
+    "bytes_retransmitted",
+    "segments_sent",
+    "segments_retransmitted",
+    "timeouts",
+    "fast_retransmits",
+    "nic_drops",
+    "corrupt_discards",
+    "cpu_busy_s",
     # kernel extras
-    "out_segs", "lost_retransmits", "loss_probes", "spurious_rtos", "syn_retransmits", "ip_out_octets",
+    "out_segs",
+    "lost_retransmits",
+    "loss_probes",
+    "spurious_rtos",
+    "syn_retransmits",
+    "ip_out_octets",
     "recoveries",
 )
 PORT_COLUMNS = (
-    "name", "unit", "capacity", "tx_packets", "drops", "cell_drops", "wire_losses",
-    "max_occupancy", "mean_occupancy",
+    "name",
+    "unit",
+    "capacity",
+    "tx_packets",
+    "drops",
+    "cell_drops",
+    "wire_losses",
+    "max_occupancy",
+    "mean_occupancy",
 )
 
 _KERNEL = {  # our column: (table, field)
@@ -131,7 +151,11 @@ def delta(layout: Layout, before: Snapshot, after: Snapshot, max_backlog: dict[s
         b, a = before["hosts"][h.name], after["hosts"][h.name]
         d = {k: _d(a.get(k), b.get(k)) for k in _KERNEL}
         nic_drops = _d(after["nics"][h.name].get("drops"), before["nics"][h.name].get("drops"))
-        seg = None if d["orig_data_sent"] is None or d["retrans_segs"] is None else d["orig_data_sent"] + d["retrans_segs"]
+        seg = (
+            None
+            if d["orig_data_sent"] is None or d["retrans_segs"] is None
+            else d["orig_data_sent"] + d["retrans_segs"]
+        )
         row = {
             "name": h.name,
             "bytes_sent": None,
@@ -149,7 +173,8 @@ def delta(layout: Layout, before: Snapshot, after: Snapshot, max_backlog: dict[s
             "spurious_rtos": d["spurious_rtos"],
             "syn_retransmits": d["syn_retransmits"],
             "ip_out_octets": d["ip_out_octets"],
-            "recoveries": None if d["sack_recoveries"] is None or d["reno_recoveries"] is None
+            "recoveries": None
+            if d["sack_recoveries"] is None or d["reno_recoveries"] is None
             else d["sack_recoveries"] + d["reno_recoveries"],
         }
         for c in HOST_COLUMNS:
@@ -160,8 +185,22 @@ def delta(layout: Layout, before: Snapshot, after: Snapshot, max_backlog: dict[s
     port_unit = layout.buffer["unit"]
     for h in layout.hosts:
         for name, b, a, unit, cap, key in (
-            (f"{h.name}->{sw}", before["nics"][h.name], after["nics"][h.name], "packets", h.nic_queue_packets, f"{h.name}:{HOST_DEV}"),
-            (f"{sw}->{h.name}", before["ports"].get(h.port, {}), after["ports"].get(h.port, {}), port_unit, layout.buffer["size"], h.port),
+            (
+                f"{h.name}->{sw}",
+                before["nics"][h.name],
+                after["nics"][h.name],
+                "packets",
+                h.nic_queue_packets,
+                f"{h.name}:{HOST_DEV}",
+            ),
+            (
+                f"{sw}->{h.name}",
+                before["ports"].get(h.port, {}),
+                after["ports"].get(h.port, {}),
+                port_unit,
+                layout.buffer["size"],
+                h.port,
+            ),
         ):
             pc["name"].append(name)
             pc["unit"].append(unit)
@@ -172,5 +211,9 @@ def delta(layout: Layout, before: Snapshot, after: Snapshot, max_backlog: dict[s
             pc["wire_losses"].append(None)
             pc["max_occupancy"].append(None if max_backlog is None else max_backlog.get(key))
             pc["mean_occupancy"].append(None)
-    return {"hosts": hc, "ports": pc, "buses": {"name": [], "frames": [], "collisions": [], "drops": [], "utilization": []},
-            "routers": {"name": [], "forwarded": [], "drops": [], "max_occupancy": []}}
+    return {
+        "hosts": hc,
+        "ports": pc,
+        "buses": {"name": [], "frames": [], "collisions": [], "drops": [], "utilization": []},
+        "routers": {"name": [], "forwarded": [], "drops": [], "max_occupancy": []},
+    }

@@ -88,21 +88,46 @@ def parse_trace(text: str, keep: Iterable[str] | None = None) -> KernelTraceResu
                 (src, sport), (dst, dport) = _addr(kv["src"]), _addr(kv["dest"])
                 if keep is not None and src not in keep:
                     continue
-                out.probes.append({"t": t, "src": src, "sport": sport, "dst": dst, "dport": dport,
-                                   "cwnd": int(kv["snd_cwnd"]), "ssthresh": int(kv["ssthresh"]),
-                                   "srtt_us": int(kv["srtt"]), "snd_una": int(kv["snd_una"], 16),
-                                   "data_len": int(kv["data_len"])})
+                out.probes.append(
+                    {
+                        "t": t,
+                        "src": src,
+                        "sport": sport,
+                        "dst": dst,
+                        "dport": dport,
+                        "cwnd": int(kv["snd_cwnd"]),
+                        "ssthresh": int(kv["ssthresh"]),
+                        "srtt_us": int(kv["srtt"]),
+                        "snd_una": int(kv["snd_una"], 16),
+                        "data_len": int(kv["data_len"]),
+                    }
+                )
             elif ev == "tcp_retransmit_skb":
                 if keep is not None and kv["saddr"] not in keep:
                     continue
-                out.retransmits.append({"t": t, "src": kv["saddr"], "sport": int(kv["sport"]), "dst": kv["daddr"],
-                                        "dport": int(kv["dport"])})
+                out.retransmits.append(
+                    {
+                        "t": t,
+                        "src": kv["saddr"],
+                        "sport": int(kv["sport"]),
+                        "dst": kv["daddr"],
+                        "dport": int(kv["dport"]),
+                    }
+                )
             elif ev == "tcp_cong_state_set":
                 if keep is not None and kv["saddr"] not in keep:
                     continue
                 st = int(kv["cong_state"])
-                out.states.append({"t": t, "src": kv["saddr"], "sport": int(kv["sport"]), "dst": kv["daddr"],
-                                   "dport": int(kv["dport"]), "state": CONG_STATES.get(st, str(st))})
+                out.states.append(
+                    {
+                        "t": t,
+                        "src": kv["saddr"],
+                        "sport": int(kv["sport"]),
+                        "dst": kv["daddr"],
+                        "dport": int(kv["dport"]),
+                        "state": CONG_STATES.get(st, str(st)),
+                    }
+                )
         except (KeyError, ValueError):
             continue  # a line of another format: not ours to read
     return out

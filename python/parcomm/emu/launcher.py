@@ -116,5 +116,7 @@ def launch(specs: Sequence[RankSpec], timeout_s: float, *, poll_s: float = 0.02)
         raise EmuError(f"rank {first.rank} exited with status {first.returncode}: {first.log_tail() or '(no output)'}")
     if bad:
         ranks = ", ".join(str(o.rank) for o in bad[:8])
-        raise EmuError(f"ranks {ranks} still running after the {timeout_s:g} s timeout; killed. Last words of rank {bad[0].rank}: {bad[0].log_tail() or '(none)'}")
+        raise EmuError(
+            f"ranks {ranks} still running after the {timeout_s:g} s timeout; killed. Last words of rank {bad[0].rank}: {bad[0].log_tail() or '(none)'}"
+        )
     return outcomes

@@ -125,7 +125,9 @@ def plan(platform: Mapping[str, Any], run: RunName, subnet: str = "10.213.0.0/24
         if host_end in link_of:
             _refuse(f"host {host_end}: more than one link")
         if float(ln.get("loss") or 0) > 0:
-            _refuse(f"link {a}-{b}: random loss needs netem, which this kernel lacks (losses here come from full queues)")
+            _refuse(
+                f"link {a}-{b}: random loss needs netem, which this kernel lacks (losses here come from full queues)"
+            )
         if float(ln.get("propagation_s") or 0) > 0:
             _refuse(f"link {a}-{b}: propagation_s > 0 needs netem, which this kernel lacks")
         if ln.get("drop_nth"):

@@ -94,7 +94,9 @@ def set_offloads(netns: str, devs: list[str], *, tso: bool = False, gso: bool = 
                     try:
                         _ethtool_value(s, dev, set_, int(on))
                     except OSError as e:
-                        raise EmuError(f"{netns}: cannot turn {feat} {'on' if on else 'off'} on {dev}: {e.strerror}") from None
+                        raise EmuError(
+                            f"{netns}: cannot turn {feat} {'on' if on else 'off'} on {dev}: {e.strerror}"
+                        ) from None
                     if bool(_ethtool_value(s, dev, get)) != on:
                         raise EmuError(f"{netns}: {feat} on {dev} stayed {'off' if on else 'on'}")
 

@@ -72,7 +72,9 @@ class QueueSampler:
     "bytes" (report the backlog in bytes) or "packets" (report qlen).
     """
 
-    def __init__(self, netns: str, devs: dict[str, str], units: dict[str, str], leaf_handle: int, interval_s: float = 0.002):
+    def __init__(
+        self, netns: str, devs: dict[str, str], units: dict[str, str], leaf_handle: int, interval_s: float = 0.002
+    ):
         self.interval_s = interval_s
         self.leaf_handle = leaf_handle
         self.units = units

@@ -37,9 +37,18 @@ _TCPF_ESTABLISHED_ETC = 0xFFE  # every state but TCP_LISTEN (bit 10 kept for CLO
 
 # struct tcp_info offsets (bytes): (name, offset, struct format)
 _FIELDS = (
-    ("ca_state", 1, "B"), ("retransmits", 2, "B"), ("backoff", 4, "B"), ("rto_us", 8, "I"), ("unacked", 24, "I"),
-    ("lost", 32, "I"), ("retrans", 36, "I"), ("rtt_us", 68, "I"), ("ssthresh", 76, "I"), ("cwnd", 80, "I"),
-    ("total_retrans", 100, "I"), ("bytes_acked", 120, "Q"),
+    ("ca_state", 1, "B"),
+    ("retransmits", 2, "B"),
+    ("backoff", 4, "B"),
+    ("rto_us", 8, "I"),
+    ("unacked", 24, "I"),
+    ("lost", 32, "I"),
+    ("retrans", 36, "I"),
+    ("rtt_us", 68, "I"),
+    ("ssthresh", 76, "I"),
+    ("cwnd", 80, "I"),
+    ("total_retrans", 100, "I"),
+    ("bytes_acked", 120, "Q"),
 )
 _NEED = 128
 
@@ -61,8 +70,12 @@ def parse_dump(data: bytes) -> tuple[list[dict], bool]:
         if typ == _SOCK_DIAG_BY_FAMILY and ln >= _NLMSG_HDR.size + _MSG_LEN:
             body = off + _NLMSG_HDR.size
             sport, dport = struct.unpack_from("!HH", data, body + 4)
-            rec = {"src": _ip(data[body + 8:body + 24]), "sport": sport, "dst": _ip(data[body + 24:body + 40]),
-                   "dport": dport}
+            rec = {
+                "src": _ip(data[body + 8 : body + 24]),
+                "sport": sport,
+                "dst": _ip(data[body + 24 : body + 40]),
+                "dport": dport,
+            }
             a = body + _MSG_LEN
             end = off + ln
             while a + 4 <= end:
@@ -81,7 +94,9 @@ def parse_dump(data: bytes) -> tuple[list[dict], bool]:
 
 def _dump(sock: socket.socket, seq: int) -> list[dict]:
     req = _REQ.pack(socket.AF_INET, socket.IPPROTO_TCP, 1 << (_INET_DIAG_INFO - 1), _TCPF_ESTABLISHED_ETC)
-    sock.send(_NLMSG_HDR.pack(_NLMSG_HDR.size + len(req), _SOCK_DIAG_BY_FAMILY, _NLM_F_REQUEST | _NLM_F_DUMP, seq, 0) + req)
+    sock.send(
+        _NLMSG_HDR.pack(_NLMSG_HDR.size + len(req), _SOCK_DIAG_BY_FAMILY, _NLM_F_REQUEST | _NLM_F_DUMP, seq, 0) + req
+    )
     out: list[dict] = []
     for _ in range(1000):  # bounded: a dump of our few sockets is one or two buffers
         recs, done = parse_dump(sock.recv(1 << 17))

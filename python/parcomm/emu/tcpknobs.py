@@ -67,7 +67,9 @@ def knobs_for(h: HostPlan, *, have_rto_max: bool, have_rto_min_us: bool) -> Host
     notes: list[str] = []
     rto_min_ms = max(1, int(round(float(tcp["rto_min_s"]) * 1e3)))
     if abs(rto_min_ms - float(tcp["rto_min_s"]) * 1e3) > 1e-6:
-        notes.append(f"rto_min {float(tcp['rto_min_s']) * 1e3:g} ms rounded to {rto_min_ms} ms (route metrics are in ms)")
+        notes.append(
+            f"rto_min {float(tcp['rto_min_s']) * 1e3:g} ms rounded to {rto_min_ms} ms (route metrics are in ms)"
+        )
     metrics = [
         f"rto_min {rto_min_ms}ms",
         f"initcwnd {int(tcp['initial_cwnd_segments'])}",
@@ -88,10 +90,14 @@ def knobs_for(h: HostPlan, *, have_rto_max: bool, have_rto_min_us: bool) -> Host
         want = float(tcp["rto_max_s"]) * 1e3
         rto_max_ms = int(min(max(round(want), RTO_MAX_FLOOR_MS), RTO_MAX_CEIL_MS))
         if rto_max_ms != round(want):
-            notes.append(f"rto_max {want:g} ms clamped to {rto_max_ms} ms (kernel range {RTO_MAX_FLOOR_MS}-{RTO_MAX_CEIL_MS} ms)")
+            notes.append(
+                f"rto_max {want:g} ms clamped to {rto_max_ms} ms (kernel range {RTO_MAX_FLOOR_MS}-{RTO_MAX_CEIL_MS} ms)"
+            )
         sysctls["net.ipv4.tcp_rto_max_ms"] = rto_max_ms
     else:
-        notes.append("rto_max not applied: this kernel has no net.ipv4.tcp_rto_max_ms (Linux < 6.15); RTO max stays 120 s")
+        notes.append(
+            "rto_max not applied: this kernel has no net.ipv4.tcp_rto_max_ms (Linux < 6.15); RTO max stays 120 s"
+        )
     return HostKnobs(metrics, sysctls, rto_min_ms, rto_max_ms, notes)
 
 
@@ -105,7 +111,11 @@ def check_extra_sysctls(extra: Mapping[str, object]) -> dict[str, object]:
     for k, v in extra.items():
         if not isinstance(k, str) or not re.fullmatch(r"net\.ipv4\.tcp_[a-z0-9_]{1,40}", k):
             raise EmuError(f"sysctl {k!r}: only net.ipv4.tcp_* settings can be given")
-        if isinstance(v, bool) or not isinstance(v, (int, str)) or (isinstance(v, str) and not re.fullmatch(r"[\w .-]{1,64}", v)):
+        if (
+            isinstance(v, bool)
+            or not isinstance(v, (int, str))
+            or (isinstance(v, str) and not re.fullmatch(r"[\w .-]{1,64}", v))
+        ):
             raise EmuError(f"sysctl {k}: value {v!r} is not a number or a short word")
         out[k] = v
     return out
@@ -122,7 +132,10 @@ def apply(layout: Layout, extra: Mapping[str, object] | None = None) -> dict[str
         k.sysctls.update(extra or {})
         batch(
             "ip",
-            [f"route replace {layout.subnet} dev {HOST_DEV} proto kernel scope link src {h.addr} " + " ".join(k.route_metrics)],
+            [
+                f"route replace {layout.subnet} dev {HOST_DEV} proto kernel scope link src {h.addr} "
+                + " ".join(k.route_metrics)
+            ],
             netns=h.netns,
             what=f"route metrics of host {h.name}",
         )

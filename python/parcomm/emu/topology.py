@@ -83,7 +83,9 @@ def create(layout: Layout) -> None:
 
 
 def _mac(netns: str, dev: str) -> str:
-    out = run([tool("ip"), "-n", netns, "-j", "link", "show", "dev", dev], what=f"reading the MAC of {dev} in {netns}").stdout
+    out = run(
+        [tool("ip"), "-n", netns, "-j", "link", "show", "dev", dev], what=f"reading the MAC of {dev} in {netns}"
+    ).stdout
     return json.loads(out)[0]["address"]
 
 
@@ -98,7 +100,11 @@ def _static_neighbours(layout: Layout) -> None:
     for h in layout.hosts:
         batch(
             "ip",
-            [f"neigh replace {o.addr} lladdr {macs[o.index]} dev {HOST_DEV} nud permanent" for o in layout.hosts if o is not h],
+            [
+                f"neigh replace {o.addr} lladdr {macs[o.index]} dev {HOST_DEV} nud permanent"
+                for o in layout.hosts
+                if o is not h
+            ],
             netns=h.netns,
             what=f"neighbour entries of host {h.name}",
         )

@@ -57,8 +57,9 @@ def mpich_library() -> str:
         mpi4py.rc.initialize = mpi4py.rc.finalize = False
         from mpi4py import MPI  # noqa: F401 - loads libmpi into this process
     except ImportError as e:
-        raise ValueError(f"no MPI library to read MPICH's default selection from ({e}); "
-                         f"give --mpich-base FILE") from None
+        raise ValueError(
+            f"no MPI library to read MPICH's default selection from ({e}); give --mpich-base FILE"
+        ) from None
     with open("/proc/self/maps") as f:
         libs = {line.split()[-1] for line in f if "/libmpi" in line}
     if not libs:
@@ -74,13 +75,16 @@ def installed_mpich_selection() -> dict:
     with open(lib, "rb") as f:
         tree = mpich_builtin_selection(f.read(MAX_LIBRARY_BYTES))
     if tree is None:
-        raise ValueError(f"{lib} holds no MPICH selection tree (another MPI?); give --mpich-base FILE "
-                         f"(MPICH's maint/tuning/coll/mpir/generic.json)")
+        raise ValueError(
+            f"{lib} holds no MPICH selection tree (another MPI?); give --mpich-base FILE "
+            f"(MPICH's maint/tuning/coll/mpir/generic.json)"
+        )
     return tree
 
 
-def run_mpich(cluster: Any, procs: int, argv: Sequence[str], workdir: Path, *, env: dict | None = None,
-              timeout_s: float = 600.0) -> str:
+def run_mpich(
+    cluster: Any, procs: int, argv: Sequence[str], workdir: Path, *, env: dict | None = None, timeout_s: float = 600.0
+) -> str:
     """Run ``python ARGV...`` on ``procs`` ranks of ``cluster`` (one per host); rank 0's stdout."""
     hosts = cluster.describe()["hosts"][:procs]
     if len(hosts) < procs:
@@ -90,18 +94,35 @@ def run_mpich(cluster: Any, procs: int, argv: Sequence[str], workdir: Path, *, e
     script.write_text(LAUNCHER)
     script.chmod(0o700)
     ns_map = " ".join(f"{h['addr']}={h['netns']}" for h in hosts)
-    genv = {**MPI_ENV, **(env or {}), "PARCOMM_NS_MAP": ns_map,
-            "PYTHONPATH": os.pathsep.join(p for p in sys.path if p)}
-    cmd = [mpiexec(), "-launcher", "ssh", "-launcher-exec", str(script), "-hosts", ",".join(h["addr"] for h in hosts),
-           "-n", str(procs), "-ppn", "1", "-iface", "eth0"]
+    genv = {**MPI_ENV, **(env or {}), "PARCOMM_NS_MAP": ns_map, "PYTHONPATH": os.pathsep.join(p for p in sys.path if p)}
+    cmd = [
+        mpiexec(),
+        "-launcher",
+        "ssh",
+        "-launcher-exec",
+        str(script),
+        "-hosts",
+        ",".join(h["addr"] for h in hosts),
+        "-n",
+        str(procs),
+        "-ppn",
+        "1",
+        "-iface",
+        "eth0",
+    ]
     for k, v in genv.items():
         cmd += ["-genv", k, str(v)]
     cmd += [sys.executable, *argv]
     log = workdir / "mpiexec.log"
     with open(log, "wb") as err:
-        proc = subprocess.Popen(["ip", "netns", "exec", hosts[0]["netns"], *cmd], stdout=subprocess.PIPE,
-                                stderr=err, stdin=subprocess.DEVNULL, env={**os.environ, **genv},
-                                start_new_session=True)
+        proc = subprocess.Popen(
+            ["ip", "netns", "exec", hosts[0]["netns"], *cmd],
+            stdout=subprocess.PIPE,
+            stderr=err,
+            stdin=subprocess.DEVNULL,
+            env={**os.environ, **genv},
+            start_new_session=True,
+        )
         try:
             out, _ = proc.communicate(timeout=timeout_s)
         except subprocess.TimeoutExpired:
@@ -114,13 +135,35 @@ def run_mpich(cluster: Any, procs: int, argv: Sequence[str], workdir: Path, *, e
     return out.decode(errors="replace")
 
 
-def mpich_alltoall(cluster: Any, procs: int, sizes: Sequence[int], reps: int, workdir: Path, *,
-                   algos: Sequence[str] = ("A", "B"), env: dict | None = None,
-                   timeout_s: float = 900.0) -> dict[str, dict[int, list[float]]]:
+def mpich_alltoall(
+    cluster: Any,
+    procs: int,
+    sizes: Sequence[int],
+    reps: int,
+    workdir: Path,
+    *,
+    algos: Sequence[str] = ("A", "B"),
+    env: dict | None = None,
+    timeout_s: float = 900.0,
+) -> dict[str, dict[int, list[float]]]:
     """{algo: {m: [seconds per timed call]}} of :mod:`.mpi_alltoall` under MPICH on ``cluster``."""
-    out = run_mpich(cluster, procs, ["-m", "parcomm.measure.mpi_alltoall", "--sizes", ",".join(map(str, sizes)),
-                                     "--reps", str(reps), "--algos", ",".join(algos)],
-                    workdir, env=env, timeout_s=timeout_s)
+    out = run_mpich(
+        cluster,
+        procs,
+        [
+            "-m",
+            "parcomm.measure.mpi_alltoall",
+            "--sizes",
+            ",".join(map(str, sizes)),
+            "--reps",
+            str(reps),
+            "--algos",
+            ",".join(algos),
+        ],
+        workdir,
+        env=env,
+        timeout_s=timeout_s,
+    )
     lines = [ln for ln in out.splitlines() if ln.startswith("{")]
     if not lines:
         raise RuntimeError(f"the MPI program printed no result: {out[-500:]!r}")
@@ -131,6 +174,7 @@ def mpich_alltoall(cluster: Any, procs: int, sizes: Sequence[int], reps: int, wo
 def emu_runner(cluster: Any, procs: int, timeout_s: float = 120.0) -> Callable[[Callable[..., Any], dict], list]:
     """A runner for :func:`parcomm.measure.measure` on ``cluster``: each call is one run of
     the rank program over the socket backend (kernel TCP between the namespaces)."""
+
     def run(program, kwargs: dict) -> list:
         return cluster.run(program, procs, kwargs=kwargs, timeout_s=timeout_s).results
 

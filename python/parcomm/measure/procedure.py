@@ -47,6 +47,7 @@ TAG = RESERVED_TAG_BASE + 100
 
 # ---------------------------------------------------------------- rank programs
 
+
 async def rtt_program(comm, m: int, back: int, reps: int, burst: int = 1):
     """Rank 0: ``burst`` sends of m bytes, rank 1 answers ``back`` bytes; per-rep times."""
     out = []
@@ -151,6 +152,7 @@ async def queue_probe_program(comm, flood_bytes: int, chunk: int, probes: int, p
 
 # ---------------------------------------------------------------- the procedure
 
+
 def sim_runner(platform: Any, procs: int, seed: int = 1, **run_kw: Any) -> Runner:
     """A runner on the simulator: each call is one simulated run on ``platform``."""
     from ..comm import run_sim
@@ -168,11 +170,24 @@ def sim_runner(platform: Any, procs: int, seed: int = 1, **run_kw: Any) -> Runne
 DEFAULT_SIZES = [0, 64, 1024, 4096, 16384, 65536, 262144, 1048576]
 
 
-def measure(runner: Runner, procs: int, sizes: Sequence[int] = DEFAULT_SIZES, *, patterns: str = "alltoall",
-            pattern_ks: Sequence[int] | None = None, rel_ci: float = 0.05, max_reps: int = 20,
-            rto_s: float = 0.2, flow_control: bool = False, probe_queue: bool = True,
-            rto_probe: bool = False, rto_calls: int | None = None, rto_sizes: Sequence[int] | None = None,
-            progress: Callable[[str], None] = lambda m: None, meta: dict | None = None) -> PlogPParams:
+def measure(
+    runner: Runner,
+    procs: int,
+    sizes: Sequence[int] = DEFAULT_SIZES,
+    *,
+    patterns: str = "alltoall",
+    pattern_ks: Sequence[int] | None = None,
+    rel_ci: float = 0.05,
+    max_reps: int = 20,
+    rto_s: float = 0.2,
+    flow_control: bool = False,
+    probe_queue: bool = True,
+    rto_probe: bool = False,
+    rto_calls: int | None = None,
+    rto_sizes: Sequence[int] | None = None,
+    progress: Callable[[str], None] = lambda m: None,
+    meta: dict | None = None,
+) -> PlogPParams:
     """Measure PlogP(-BR) parameters of the platform behind ``runner``; with
     ``rto_probe``, also PlogP-BR+'s expected RTO waits (:mod:`.rto_probe`)
     at ``rto_sizes`` (default: ``sizes``), ``rto_calls`` timed calls each."""
@@ -182,12 +197,12 @@ def measure(runner: Runner, procs: int, sizes: Sequence[int] = DEFAULT_SIZES, *,
     if procs < 2:
         raise ValueError("measuring needs at least 2 processes")
     if rto_probe and procs & (procs - 1):
-        raise ValueError(f"the RTO probe runs Alltoall A and B, which need a power-of-two number of ranks, "
-                         f"got {procs}")
+        raise ValueError(f"the RTO probe runs Alltoall A and B, which need a power-of-two number of ranks, got {procs}")
 
     def mean_of(program, kw: dict, rank: int = 0) -> tuple[float, int]:
         def draw(k: int) -> list[float]:
             return runner(program, {**kw, "reps": k})[rank]
+
         mean, _half, n = sample_until(draw, rel_ci=rel_ci, max_n=max_reps)
         return mean, n
 
@@ -239,17 +254,27 @@ def measure(runner: Runner, procs: int, sizes: Sequence[int] = DEFAULT_SIZES, *,
         if not overflowed:
             progress("the flood never overflowed the port: q is a lower bound (more ranks would fill it)")
 
-    params = PlogPParams(procs=procs, L=L, sizes=list(sizes), g=g, o_s=o_s, o_r=o_r, g_pattern=g_pattern,
-                         queue_bytes=queue_bytes, flow_control=flow_control, rto_s=rto_s,
-                         meta={**(meta or {}), **extra_meta,
-                               **({"link_rate_bytes_per_s": link_rate} if link_rate else {})})
+    params = PlogPParams(
+        procs=procs,
+        L=L,
+        sizes=list(sizes),
+        g=g,
+        o_s=o_s,
+        o_r=o_r,
+        g_pattern=g_pattern,
+        queue_bytes=queue_bytes,
+        flow_control=flow_control,
+        rto_s=rto_s,
+        meta={**(meta or {}), **extra_meta, **({"link_rate_bytes_per_s": link_rate} if link_rate else {})},
+    )
     if rto_probe:
         _add_rto_probe(runner, params, rto_sizes or sizes, rto_calls, progress)
     return params
 
 
-def _add_rto_probe(runner: Runner, params: PlogPParams, sizes: Sequence[int], calls: int | None,
-                   progress: Callable[[str], None]) -> None:
+def _add_rto_probe(
+    runner: Runner, params: PlogPParams, sizes: Sequence[int], calls: int | None, progress: Callable[[str], None]
+) -> None:
     from ..models.plogp_br import PlogPBR
     from .rto_probe import DEFAULT_CALLS, probe_rto
 
@@ -257,8 +282,9 @@ def _add_rto_probe(runner: Runner, params: PlogPParams, sizes: Sequence[int], ca
     br = PlogPBR(params)
     no_rto = {"alltoall_a": br.alltoall_a_no_rto, "alltoall_b": br.alltoall_b_no_rto}
     calls = calls or DEFAULT_CALLS
-    params.rto_sizes, params.rto_waits = probe_rto(runner, sizes, lambda pat, m: no_rto[pat](p, m),
-                                                   params.rto_s, calls, progress=progress)
+    params.rto_sizes, params.rto_waits = probe_rto(
+        runner, sizes, lambda pat, m: no_rto[pat](p, m), params.rto_s, calls, progress=progress
+    )
     params.meta["rto_probe_calls"] = calls
 
 
@@ -266,9 +292,11 @@ def _interp_at(sizes: list[int], values: list[float], m: int) -> float:
     return values[sizes.index(m)]
 
 
-def _max_over_ranks(runner: Runner, m: int, ks: list[int], rel_ci: float, max_reps: int,
-                    pair_only: bool = False) -> dict[int, float]:
+def _max_over_ranks(
+    runner: Runner, m: int, ks: list[int], rel_ci: float, max_reps: int, pair_only: bool = False
+) -> dict[int, float]:
     """T_C per pattern: the largest per-rank mean exchange time."""
+
     def draw(reps: int) -> list[dict]:
         out = runner(exchange_program, {"m": m, "reps": reps, "ks": ks, "pair_only": pair_only})
         # Backends that return results as JSON (processes, the emulated cluster) turn the keys k into strings.
@@ -294,6 +322,7 @@ def _max_over_ranks(runner: Runner, m: int, ks: list[int], rel_ci: float, max_re
 def _mean(runner: Runner, program, kw: dict, rel_ci: float, max_reps: int, rank: int = 0) -> float:
     def draw(k: int) -> list[float]:
         return runner(program, {**kw, "reps": k})[rank]
+
     return sample_until(draw, rel_ci=rel_ci, max_n=max_reps)[0]
 
 
@@ -312,6 +341,7 @@ def stream_rate(runner: Runner, rel_ci: float = 0.05, max_reps: int = 20) -> flo
     they overlap with the wire. A burst of n m-byte messages takes
     (n-1)·g_s(m) longer than one, and the rate is the slope of g_s between
     two sizes, so per-message costs cancel."""
+
     def g_stream(m: int) -> float:
         one = _mean(runner, rtt_program, {"m": m, "back": 0}, rel_ci, max_reps)
         many = _mean(runner, rtt_program, {"m": m, "back": 0, "burst": STREAM_BURST}, rel_ci, max_reps)
@@ -322,8 +352,9 @@ def stream_rate(runner: Runner, rel_ci: float = 0.05, max_reps: int = 20) -> flo
     return (m2 - m1) / dg if dg > 0 else 0.0
 
 
-def _probe_queue(runner: Runner, rtt0: float, rate_bytes_per_s: float, rto_s: float,
-                 procs: int) -> tuple[float | None, bool]:
+def _probe_queue(
+    runner: Runner, rtt0: float, rate_bytes_per_s: float, rto_s: float, procs: int
+) -> tuple[float | None, bool]:
     """q (§3.1): (delay at a full port - delay at an empty port) x link rate.
 
     ``rtt0`` is the empty-port round trip; the full-port one is the largest
@@ -343,8 +374,9 @@ def _probe_queue(runner: Runner, rtt0: float, rate_bytes_per_s: float, rto_s: fl
     # (the flood starts at once); the later probes then just see it drain.
     probes, gap = 60, 200e-6
     flood = int(2 * probes * (gap + 1e-3) * rate_bytes_per_s / max(1, procs - 2)) + STREAM_SIZES[1]
-    results = runner(queue_probe_program, {"flood_bytes": flood, "chunk": STREAM_SIZES[1], "probes": probes,
-                                           "probe_gap_s": gap})
+    results = runner(
+        queue_probe_program, {"flood_bytes": flood, "chunk": STREAM_SIZES[1], "probes": probes, "probe_gap_s": gap}
+    )
     rtts = [x for x in results[0] if x < rto_s]
     overflowed = any(t is not None and t >= rto_s / 2 for t in results[2:])
     if not rtts:

@@ -55,9 +55,15 @@ def mean_waits(call_s: Sequence[float], no_rto_s: float, rto_s: float) -> float:
     return statistics.fmean(waits_of(t, no_rto_s, rto_s) for t in call_s)
 
 
-def probe_rto(runner: Runner, sizes: Sequence[int], no_rto_s: Callable[[str, int], float], rto_s: float,
-              calls: int = DEFAULT_CALLS, patterns: Sequence[str] = tuple(PATTERNS),
-              progress: Callable[[str], None] = lambda m: None) -> tuple[list[int], dict[str, list[float]]]:
+def probe_rto(
+    runner: Runner,
+    sizes: Sequence[int],
+    no_rto_s: Callable[[str, int], float],
+    rto_s: float,
+    calls: int = DEFAULT_CALLS,
+    patterns: Sequence[str] = tuple(PATTERNS),
+    progress: Callable[[str], None] = lambda m: None,
+) -> tuple[list[int], dict[str, list[float]]]:
     """(probe sizes, {pattern: W per size}); ``no_rto_s(pattern, m)`` is the pattern's no-RTO time."""
     if rto_s <= 0:
         raise ValueError(f"the RTO probe needs T_RTO > 0, got {rto_s}")

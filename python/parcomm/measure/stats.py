@@ -8,8 +8,23 @@ import statistics
 from typing import Callable
 
 # Two-sided 95 % Student-t quantiles for n-1 degrees of freedom.
-_T95 = {1: 12.706, 2: 4.303, 3: 3.182, 4: 2.776, 5: 2.571, 6: 2.447, 7: 2.365, 8: 2.306, 9: 2.262,
-        10: 2.228, 12: 2.179, 15: 2.131, 20: 2.086, 30: 2.042, 60: 2.000}
+_T95 = {
+    1: 12.706,
+    2: 4.303,
+    3: 3.182,
+    4: 2.776,
+    5: 2.571,
+    6: 2.447,
+    7: 2.365,
+    8: 2.306,
+    9: 2.262,
+    10: 2.228,
+    12: 2.179,
+    15: 2.131,
+    20: 2.086,
+    30: 2.042,
+    60: 2.000,
+}
 
 
 def t95(dof: int) -> float:
@@ -27,8 +42,9 @@ def ci_half_width(samples: list[float]) -> float:
     return t95(n - 1) * statistics.stdev(samples) / math.sqrt(n)
 
 
-def sample_until(draw: Callable[[int], list[float]], rel_ci: float = 0.05, min_n: int = 3, max_n: int = 30,
-                 batch: int = 3) -> tuple[float, float, int]:
+def sample_until(
+    draw: Callable[[int], list[float]], rel_ci: float = 0.05, min_n: int = 3, max_n: int = 30, batch: int = 3
+) -> tuple[float, float, int]:
     """Call ``draw(k)`` (returns k new samples) until the CI is tight enough.
 
     Returns (mean, CI half-width, number of samples). Stops at ``max_n``

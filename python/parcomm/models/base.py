@@ -21,7 +21,12 @@ import math
 from abc import ABC, abstractmethod
 
 COLLECTIVES = ("alltoall_a", "alltoall_b", "bcast_binomial", "bcast_scatter_allgather", "barrier")
-ALIASES = {"A": "alltoall_a", "B": "alltoall_b", "binomial": "bcast_binomial", "scatter_allgather": "bcast_scatter_allgather"}
+ALIASES = {
+    "A": "alltoall_a",
+    "B": "alltoall_b",
+    "binomial": "bcast_binomial",
+    "scatter_allgather": "bcast_scatter_allgather",
+}
 
 
 def canonical(collective: str) -> str:

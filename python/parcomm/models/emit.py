@@ -50,12 +50,15 @@ def grid_choices(params_by_procs: dict[int, PlogPParams], sizes: Sequence[int], 
     """{P: [(m, algorithm), ...]} over the grid; each P's choices from its own parameter file."""
     sizes = sorted(set(int(m) for m in sizes))
     if not sizes or len(sizes) > MAX_GRID or len(params_by_procs) > MAX_GRID:
-        raise ValueError(f"the selection grid needs 1..{MAX_GRID} sizes and parameter files, "
-                         f"got {len(sizes)} sizes and {len(params_by_procs)} files")
+        raise ValueError(
+            f"the selection grid needs 1..{MAX_GRID} sizes and parameter files, "
+            f"got {len(sizes)} sizes and {len(params_by_procs)} files"
+        )
     if sizes[0] < 0:
         raise ValueError(f"sizes must be >= 0, got {sizes[0]}")
-    return {p: [(m, select("alltoall", params_by_procs[p], p, m, model)[0]) for m in sizes]
-            for p in sorted(params_by_procs)}
+    return {
+        p: [(m, select("alltoall", params_by_procs[p], p, m, model)[0]) for m in sizes] for p in sorted(params_by_procs)
+    }
 
 
 def _runs(choices: list[tuple[int, str]]) -> list[tuple[int, str]]:
@@ -81,11 +84,14 @@ def mpich_alltoall_tree(choices: Choices) -> dict[str, Any]:
     procs = sorted(choices)
     by_size = {f"comm_size<={p}": _mpich_sizes(choices[p]) for p in procs[:-1]}
     by_size["comm_size=any"] = _mpich_sizes(choices[procs[-1]])
-    return {"comm_type=intra": {
-        # MPI_IN_PLACE: neither scattered nor pairwise takes it; MPICH's own rule.
-        "is_sendbuf_inplace=yes": {"algorithm=MPIR_Alltoall_intra_pairwise_sendrecv_replace": {}},
-        "is_sendbuf_inplace=no": by_size},
-        "comm_type=inter": {"algorithm=MPIR_Alltoall_inter_pairwise_exchange": {}}}
+    return {
+        "comm_type=intra": {
+            # MPI_IN_PLACE: neither scattered nor pairwise takes it; MPICH's own rule.
+            "is_sendbuf_inplace=yes": {"algorithm=MPIR_Alltoall_intra_pairwise_sendrecv_replace": {}},
+            "is_sendbuf_inplace=no": by_size,
+        },
+        "comm_type=inter": {"algorithm=MPIR_Alltoall_inter_pairwise_exchange": {}},
+    }
 
 
 def mpich_json(choices: Choices, base: dict[str, Any] | None = None) -> str:
@@ -106,8 +112,11 @@ def openmpi_rules(choices: Choices) -> str:
     lines = ["1  # collectives", f"{OPENMPI_ALLTOALL_ID}  # MPI_Alltoall", f"{len(choices)}  # communicator sizes"]
     for p in sorted(choices):
         runs = _runs(choices[p])
-        lines += [f"{p}  # communicator size", f"{len(runs)}  # message size rules",
-                  "# from bytes (P x m)  algorithm  topo  segsize"]
+        lines += [
+            f"{p}  # communicator size",
+            f"{len(runs)}  # message size rules",
+            "# from bytes (P x m)  algorithm  topo  segsize",
+        ]
         start = 0
         for m, algo in runs:
             lines.append(f"{start} {OPENMPI_ALGORITHM[algo]} 0 0")

@@ -93,7 +93,9 @@ class PlogPParams:
             raise ValueError(f"params: 'g_pattern' must be an object, got {type(self.g_pattern).__name__}")
         for pat, vals in self.g_pattern.items():
             if not isinstance(pat, str) or len(pat) > 64 or not pat.isprintable():
-                raise ValueError(f"params: 'g_pattern' names a pattern {_shown(pat)}; names are short printable strings")
+                raise ValueError(
+                    f"params: 'g_pattern' names a pattern {_shown(pat)}; names are short printable strings"
+                )
             if not isinstance(vals, list):
                 raise ValueError(f"params: g_pattern['{pat}'] must be a list, got {type(vals).__name__}")
             for v in vals:
@@ -131,10 +133,13 @@ class PlogPParams:
             raise ValueError("params: 'rto_waits' needs 'rto_sizes'")
         for pat, vals in self.rto_waits.items():
             if not isinstance(pat, str) or len(pat) > 64 or not pat.isprintable():
-                raise ValueError(f"params: 'rto_waits' names a pattern {_shown(pat)}; names are short printable strings")
+                raise ValueError(
+                    f"params: 'rto_waits' names a pattern {_shown(pat)}; names are short printable strings"
+                )
             if not isinstance(vals, list) or len(vals) != len(self.rto_sizes):
-                raise ValueError(f"params: rto_waits['{pat}'] must be a list of {len(self.rto_sizes)} values"
-                                 f" (one per rto_sizes)")
+                raise ValueError(
+                    f"params: rto_waits['{pat}'] must be a list of {len(self.rto_sizes)} values (one per rto_sizes)"
+                )
             for v in vals:
                 _check_number(f"rto_waits['{pat}']", v, 1e6)
 
@@ -144,8 +149,10 @@ class PlogPParams:
         extrapolated: whether an RTO happens is not linear in m)."""
         vals = self.rto_waits.get(pattern)
         if not vals:
-            raise ValueError(f"PlogP-BR+ needs the RTO probe's expected waits for {pattern} (rto_waits); "
-                             f"measure with `parcomm measure --rto-probe`")
+            raise ValueError(
+                f"PlogP-BR+ needs the RTO probe's expected waits for {pattern} (rto_waits); "
+                f"measure with `parcomm measure --rto-probe`"
+            )
         m = min(max(m, self.rto_sizes[0]), self.rto_sizes[-1])
         return interpolate(self.rto_sizes, vals, m)
 
@@ -172,11 +179,14 @@ class PlogPParams:
     @classmethod
     def from_dict(cls, d: dict[str, Any], source: str = "params") -> "PlogPParams":
         if not isinstance(d, dict):
-            raise ValueError(f"{source}: expected a JSON object with 'format', 'procs', 'L', ... at top level,"
-                             f" got {type(d).__name__}")
+            raise ValueError(
+                f"{source}: expected a JSON object with 'format', 'procs', 'L', ... at top level,"
+                f" got {type(d).__name__}"
+            )
         if d.get("format") != FORMAT:
-            raise ValueError(f"{source}: not a parcomm PlogP parameter file (format {_shown(d.get('format'))},"
-                             f" expected {FORMAT!r})")
+            raise ValueError(
+                f"{source}: not a parcomm PlogP parameter file (format {_shown(d.get('format'))}, expected {FORMAT!r})"
+            )
         required = ("procs", "L", "sizes", "g", "o_s", "o_r")
         missing = [k for k in required if k not in d]
         if missing:
@@ -184,8 +194,10 @@ class PlogPParams:
         known = set(cls.__dataclass_fields__)
         unknown = set(d) - known - {"format"}
         if unknown:
-            raise ValueError(f"{source}: unknown field(s) {_shown(', '.join(sorted(map(str, unknown))))}"
-                             f" (a parameter file has format, {', '.join(known)})")
+            raise ValueError(
+                f"{source}: unknown field(s) {_shown(', '.join(sorted(map(str, unknown))))}"
+                f" (a parameter file has format, {', '.join(known)})"
+            )
         try:
             return cls(**{k: v for k, v in d.items() if k != "format"})
         except (TypeError, ValueError) as e:

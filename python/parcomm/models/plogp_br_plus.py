@@ -38,8 +38,10 @@ class PlogPBRPlus(PlogPBR):
 
     def rto_waits(self, pattern: str, p: int, m: float) -> float:
         if p != self.params.procs:
-            raise ValueError(f"PlogP-BR+ predicts Alltoall only at the P its RTO probe ran at "
-                             f"({self.params.procs}), not at {p}; measure the parameters at P = {p}")
+            raise ValueError(
+                f"PlogP-BR+ predicts Alltoall only at the P its RTO probe ran at "
+                f"({self.params.procs}), not at {p}; measure the parameters at P = {p}"
+            )
         return self.params.rto_waits_at(pattern, m)
 
     def alltoall_a(self, p: int, m: float) -> float:

@@ -10,8 +10,14 @@ from .plogp import PlogP
 from .plogp_br import PlogPBR
 from .plogp_br_plus import PlogPBRPlus
 
-MODELS = {"hockney": Hockney, "logp": LogP, "loggp": LogGP, "plogp": PlogP, "plogp-br": PlogPBR,
-          "plogp-br+": PlogPBRPlus}
+MODELS = {
+    "hockney": Hockney,
+    "logp": LogP,
+    "loggp": LogGP,
+    "plogp": PlogP,
+    "plogp-br": PlogPBR,
+    "plogp-br+": PlogPBRPlus,
+}
 ALGORITHMS = {
     "alltoall": ["alltoall_a", "alltoall_b"],
     "bcast": ["bcast_binomial", "bcast_scatter_allgather"],
@@ -27,7 +33,9 @@ def make_model(name: str, params: PlogPParams):
     return cls.from_params(params)
 
 
-def predict_all(collective: str, params: PlogPParams, procs: int, nbytes: float, model: str = "plogp-br") -> dict[str, float]:
+def predict_all(
+    collective: str, params: PlogPParams, procs: int, nbytes: float, model: str = "plogp-br"
+) -> dict[str, float]:
     """Predicted time of every algorithm of ``collective`` (e.g. "alltoall")."""
     if collective not in ALGORITHMS:
         raise ValueError(f"unknown collective {collective!r}; known: {', '.join(ALGORITHMS)}")
@@ -39,7 +47,9 @@ def predict_all(collective: str, params: PlogPParams, procs: int, nbytes: float,
     return out
 
 
-def select(collective: str, params: PlogPParams, procs: int, nbytes: float, model: str = "plogp-br") -> tuple[str, dict[str, float]]:
+def select(
+    collective: str, params: PlogPParams, procs: int, nbytes: float, model: str = "plogp-br"
+) -> tuple[str, dict[str, float]]:
     """The fastest algorithm and the predicted times of all of them."""
     times = predict_all(collective, params, procs, nbytes, model)
     return min(times, key=times.__getitem__), times

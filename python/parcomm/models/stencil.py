@@ -89,8 +89,9 @@ class StencilModel:
         return self.compute_time(N, M) + self.comm_time(N, M)
 
     @classmethod
-    def shared_segment(cls, F: float, B_idle: float, latency_s: float, m_seg: float, C: float = 6.0,
-                       overlap: bool = True) -> "StencilModel":
+    def shared_segment(
+        cls, F: float, B_idle: float, latency_s: float, m_seg: float, C: float = 6.0, overlap: bool = True
+    ) -> "StencilModel":
         """The refined variant (module docstring): B_idle (values/s) and
         latency_s from a ping-pong on an idle segment, shared by the
         ``m_seg`` messages per step of the busiest segment: B = 4 B_idle / m_seg."""
@@ -111,8 +112,12 @@ class StencilModel:
 
     def limits(self, N: float, M: float) -> dict[str, float]:
         """Table 3: the performance as one parameter grows without bound."""
-        return {"N->inf": M * M * self.F, "F->inf": self.C * self.B * N * M / 4,
-                "B->inf": M * M * self.F, "C->inf": M * M * self.F}
+        return {
+            "N->inf": M * M * self.F,
+            "F->inf": self.C * self.B * N * M / 4,
+            "B->inf": M * M * self.F,
+            "C->inf": M * M * self.F,
+        }
 
     @staticmethod
     def fit_comm(sizes_bytes: Sequence[float], one_way_s: Sequence[float]) -> tuple[float, float]:

@@ -54,13 +54,25 @@ class BroadcastBound:
         return self.seconds / achieved_s
 
 
-def broadcast_lower_bound(size: int, nodes: int, *, storage_rate: float, node_storage_rate: float,
-                          b_down: float, b_up: float, latency_s: float = 0.0,
-                          piece_size: int = 0) -> BroadcastBound:
+def broadcast_lower_bound(
+    size: int,
+    nodes: int,
+    *,
+    storage_rate: float,
+    node_storage_rate: float,
+    b_down: float,
+    b_up: float,
+    latency_s: float = 0.0,
+    piece_size: int = 0,
+) -> BroadcastBound:
     """Lower bound on the completion time of broadcasting ``size`` bytes from
     storage to ``nodes`` nodes (rates in bytes/s)."""
-    for name, value in (("storage_rate", storage_rate), ("node_storage_rate", node_storage_rate),
-                        ("b_down", b_down), ("b_up", b_up)):
+    for name, value in (
+        ("storage_rate", storage_rate),
+        ("node_storage_rate", node_storage_rate),
+        ("b_down", b_down),
+        ("b_up", b_up),
+    ):
         if not value > 0:
             raise ValueError(f"{name} must be positive, got {value}")
     if nodes < 1:

@@ -129,8 +129,11 @@ def _line_of(text: str, message: str) -> int | None:
     m = _ITEM.match(message)
     if m:
         kind, index, name = m.groups()
-        sections = [(h.start(), headers[k + 1].start() if k + 1 < len(headers) else len(text))
-                    for k, h in enumerate(headers) if h.group(1) == "[[" and h.group(2) == kind]
+        sections = [
+            (h.start(), headers[k + 1].start() if k + 1 < len(headers) else len(text))
+            for k, h in enumerate(headers)
+            if h.group(1) == "[[" and h.group(2) == kind
+        ]
         if index is not None:
             return line(sections[int(index)][0]) if int(index) < len(sections) else None
         named = re.compile(rf"^[ \t]*name[ \t]*=[ \t]*[\"']{re.escape(name)}[\"']", re.M)
@@ -182,14 +185,10 @@ def _from_builder(data: dict) -> dict:
         raise PlatformError(f"builder: unknown builder {shown(name)} (expected one of {', '.join(BUILDERS)})")
     clash = [k for k in _SECTIONS if k in data]
     if clash:
-        raise PlatformError(
-            f"builder: '{name}' builds the whole platform; remove {', '.join(clash)} or drop 'builder'"
-        )
+        raise PlatformError(f"builder: '{name}' builds the whole platform; remove {', '.join(clash)} or drop 'builder'")
     fn = BUILDERS[name]
     params = inspect.signature(fn).parameters
-    allowed = {
-        p.name for p in params.values() if p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)
-    }
+    allowed = {p.name for p in params.values() if p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)}
     if any(p.kind == p.VAR_KEYWORD for p in params.values()):
         allowed |= set(HOST_OPTIONS)
     unknown = sorted(set(data) - allowed)

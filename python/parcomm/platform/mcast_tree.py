@@ -264,7 +264,9 @@ def _name(obj: Mapping, key: str, where: str) -> str:
         raise TreeError(f"{where}: missing field {_s(key)}")
     v = obj[key]
     if not isinstance(v, str) or not v or len(v) > MAX_NAME_CHARS or not v.isprintable():
-        raise TreeError(f"{where}.{key} = {_s(v)}: must be a non-empty printable string of at most {MAX_NAME_CHARS} characters")
+        raise TreeError(
+            f"{where}.{key} = {_s(v)}: must be a non-empty printable string of at most {MAX_NAME_CHARS} characters"
+        )
     return v
 
 
@@ -318,7 +320,9 @@ def validate(data: Mapping | Tree) -> Tree:
     _unknown(data, _TOP_KEYS, "tree")
     name = data.get("name", "tree")
     if not isinstance(name, str) or not name or len(name) > MAX_NAME_CHARS or not name.isprintable():
-        raise TreeError(f"name = {_s(name)}: must be a non-empty printable string of at most {MAX_NAME_CHARS} characters")
+        raise TreeError(
+            f"name = {_s(name)}: must be a non-empty printable string of at most {MAX_NAME_CHARS} characters"
+        )
     source = _name(data, "source", "tree")
     pb = data.get("packet_bytes", DEFAULT_PACKET_BYTES)
     if not isinstance(pb, int) or isinstance(pb, bool) or not 0 < pb <= MAX_PACKET_BYTES:
@@ -355,7 +359,9 @@ def validate(data: Mapping | Tree) -> Tree:
         raise TreeError(f"source = {_s(source)}: that node's kind is {_s(nodes[source].kind)}, not 'source'")
     others = [n.name for n in nodes.values() if n.kind == "source" and n.name != source]
     if others:
-        raise TreeError(f"node {_s(others[0])}: kind 'source' but the tree's source is {_s(source)} (one source per tree)")
+        raise TreeError(
+            f"node {_s(others[0])}: kind 'source' but the tree's source is {_s(source)} (one source per tree)"
+        )
 
     raw_nets = data.get("networks")
     if not isinstance(raw_nets, list) or not raw_nets:
@@ -382,7 +388,9 @@ def validate(data: Mapping | Tree) -> Tree:
         for key in ("delay_s", "loss", "rate_bps"):
             if key not in e:
                 raise TreeError(f"{where}: missing field {_s(key)}")
-        net = Network(nm, parent, child, _delay(e["delay_s"], where), _loss(e["loss"], where), _rate(e["rate_bps"], where))
+        net = Network(
+            nm, parent, child, _delay(e["delay_s"], where), _loss(e["loss"], where), _rate(e["rate_bps"], where)
+        )
         if nodes[child].kind == "source":
             raise TreeError(f"{where}.child = {_s(child)}: the source cannot have a parent network")
         if nodes[parent].kind == "receiver":
@@ -410,7 +418,9 @@ def validate(data: Mapping | Tree) -> Tree:
         for n in unreached:  # a node whose ancestors loop back is on or under a cycle
             cyc = _cycle_from(n, parent_net)
             if cyc:
-                raise TreeError(f"cycle through networks {' -> '.join(repr(c) for c in cyc)}; the networks must form a tree")
+                raise TreeError(
+                    f"cycle through networks {' -> '.join(repr(c) for c in cyc)}; the networks must form a tree"
+                )
         first = next((n for n in unreached if nodes[n].kind == "receiver"), unreached[0])
         kind = nodes[first].kind
         how = "no parent network" if first not in parent_net else f"its ancestors end at {_s(_top(first, parent_net))}"
@@ -430,7 +440,7 @@ def _cycle_from(n: str, parent_net: Mapping[str, Network]) -> list[str] | None:
     chain: list[Network] = []
     while n in parent_net:
         if n in seen:
-            loop = chain[seen[n]:][::-1]
+            loop = chain[seen[n] :][::-1]
             return [net.name for net in loop] + [loop[0].name]
         seen[n] = len(chain)
         net = parent_net[n]
@@ -460,7 +470,14 @@ def to_dict(tree: Tree) -> dict:
         "packet_bytes": tree.packet_bytes,
         "nodes": nodes,
         "networks": [
-            {"name": e.name, "parent": e.parent, "child": e.child, "delay_s": e.delay_s, "loss": e.loss, "rate_bps": e.rate_bps}
+            {
+                "name": e.name,
+                "parent": e.parent,
+                "child": e.child,
+                "delay_s": e.delay_s,
+                "loss": e.loss,
+                "rate_bps": e.rate_bps,
+            }
             for e in tree.networks.values()
         ],
     }
@@ -555,7 +572,9 @@ def binary_tree(
     else:
         segs = [_seg(s, f"segments[{i}]") for i, s in enumerate(segments)]
         if len(segs) != depth + 1:
-            raise TreeError(f"segments: {receivers} receivers at fan-out {fanout} need {depth + 1} networks per route, got {len(segs)}")
+            raise TreeError(
+                f"segments: {receivers} receivers at fan-out {fanout} need {depth + 1} networks per route, got {len(segs)}"
+            )
     rep = _repair_levels(repair_at, depth, "binary_tree")
     nodes: list[dict] = [{"name": "src", "kind": "source"}]
     nets: list[dict] = []
@@ -565,14 +584,21 @@ def binary_tree(
         count = fanout ** (level - 1)
         cur = [f"rcv{i}" if last else f"r{level}.{i}" for i in range(count)]
         for i, nm in enumerate(cur):
-            nodes.append({"name": nm, "kind": "receiver"} if last else {"name": nm, "kind": "router", "repair": level in rep})
+            nodes.append(
+                {"name": nm, "kind": "receiver"} if last else {"name": nm, "kind": "router", "repair": level in rep}
+            )
             parent = prev[0] if level == 1 else prev[i // fanout]
             nets.append(_net(f"n{level}.{i}", parent, nm, segs[level - 1]))
         prev = cur
-    return validate({
-        "name": name or f"{'binary' if fanout == 2 else f'{fanout}-ary'}-{receivers}",
-        "source": "src", "packet_bytes": packet_bytes, "nodes": nodes, "networks": nets,
-    })
+    return validate(
+        {
+            "name": name or f"{'binary' if fanout == 2 else f'{fanout}-ary'}-{receivers}",
+            "source": "src",
+            "packet_bytes": packet_bytes,
+            "nodes": nodes,
+            "networks": nets,
+        }
+    )
 
 
 def branching(
@@ -602,7 +628,15 @@ def branching(
     for j in range(n):
         nodes.append({"name": f"rcv{j}", "kind": "receiver"})
         nets.append(_net(f"n{k}.{j}", names[-1], f"rcv{j}", segs[-1]))
-    return validate({"name": name or f"branching-{n}", "source": "src", "packet_bytes": packet_bytes, "nodes": nodes, "networks": nets})
+    return validate(
+        {
+            "name": name or f"branching-{n}",
+            "source": "src",
+            "packet_bytes": packet_bytes,
+            "nodes": nodes,
+            "networks": nets,
+        }
+    )
 
 
 def wan_tree(
@@ -639,8 +673,12 @@ def wan_tree(
     not uniform; ``spread=0`` gives identical networks per class. Rates are
     the class's (622 Mbit/s backbone, 1 Gbit/s LAN, §4 1.4).
     """
-    for nm, v, lo in (("backbone_levels", backbone_levels, 1), ("backbone_fanout", backbone_fanout, 1),
-                      ("lan_levels", lan_levels, 1), ("lan_fanout", lan_fanout, 1)):
+    for nm, v, lo in (
+        ("backbone_levels", backbone_levels, 1),
+        ("backbone_fanout", backbone_fanout, 1),
+        ("lan_levels", lan_levels, 1),
+        ("lan_fanout", lan_fanout, 1),
+    ):
         if not isinstance(v, int) or isinstance(v, bool) or v < lo:
             raise TreeError(f"{nm} = {v!r}: must be an integer >= {lo}")
     if not 0 <= spread < 1:
@@ -687,10 +725,15 @@ def wan_tree(
                     nets.append(_net(f"{site}.lan{l}.{idx}", parent, nm, jitter(lan_seg)))
                     nxt.append(nm)
             cur = nxt
-    return validate({
-        "name": name or f"wan-{len(level)}sites-{rcv}rcv",
-        "source": "src", "packet_bytes": packet_bytes, "nodes": nodes, "networks": nets,
-    })
+    return validate(
+        {
+            "name": name or f"wan-{len(level)}sites-{rcv}rcv",
+            "source": "src",
+            "packet_bytes": packet_bytes,
+            "nodes": nodes,
+            "networks": nets,
+        }
+    )
 
 
 def with_repair(tree: Tree | Mapping, routers: Iterable[str]) -> Tree:

@@ -148,9 +148,7 @@ def segments_router(
     if hosts_per_segment is not None:
         hps = _host_count(hosts_per_segment, "segments", "hosts per segment")
         if n_hosts is not None and _host_count(n_hosts, "segments") != hps * n_segments:
-            raise PlatformError(
-                f"segments: n_hosts={n_hosts} disagrees with {n_segments} segments x {hps} hosts"
-            )
+            raise PlatformError(f"segments: n_hosts={n_hosts} disagrees with {n_segments} segments x {hps} hosts")
         counts = [hps] * n_segments
     else:
         total = PAPER_HOSTS if n_hosts is None else _host_count(n_hosts, "segments")
@@ -183,9 +181,7 @@ def segments_router(
             members.append(h["name"])
             next_id += 1
         members.append("r0")
-        segments.append(
-            segment(f"seg{s}", rate_bps, members, propagation_s=propagation_s, collisions=collisions)
-        )
+        segments.append(segment(f"seg{s}", rate_bps, members, propagation_s=propagation_s, collisions=collisions))
     r0 = router(
         "r0",
         forward_pps=forward_pps,

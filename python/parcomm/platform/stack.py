@@ -35,8 +35,18 @@ STACKS = tuple(sorted(p.stem for p in _DIR.glob("*.toml")))
 #: sets itself (RTO bounds, delayed ACKs, initial window, buffers). Not
 #: ``cubic``: the congestion control is the experiment's choice too (the
 #: emulated kernels run Reno, ``emu/tcpknobs.py``).
-MECHANISMS = ("sack", "tail_loss_probe", "linux_rto", "timestamps", "rack", "prr", "quickack", "rto_initial_s",
-              "clock_granularity_s", "timer_tick_s")
+MECHANISMS = (
+    "sack",
+    "tail_loss_probe",
+    "linux_rto",
+    "timestamps",
+    "rack",
+    "prr",
+    "quickack",
+    "rto_initial_s",
+    "clock_granularity_s",
+    "timer_tick_s",
+)
 
 
 @functools.lru_cache(maxsize=None)

@@ -62,13 +62,8 @@ def star(
         flow_control=flow_control,
         latency_s=switch_latency_s,
     )
-    links = [
-        link(h["name"], "sw0", rate_bps, propagation_s=propagation_s, loss=loss, framing=framing)
-        for h in hosts
-    ]
+    links = [link(h["name"], "sw0", rate_bps, propagation_s=propagation_s, loss=loss, framing=framing) for h in hosts]
     return make_platform(name or f"star-{n}", hosts, [sw], links)
-
-
 
 
 def _host_count(n: Any, builder: str, what: str = "host count", minimum: int = 1) -> int:

@@ -195,9 +195,7 @@ def parse_size(value: Any, what: str | None = None) -> int:
         raise ValueError(f"{_ctx(what)}size {shown(value)} is neither a number nor a string")
     number, prefix, word = _prefixed(value, "size", what)
     if word == "b":
-        raise ValueError(
-            f"{_ctx(what)}size {shown(value)}: lowercase 'b' means bits; sizes are bytes, write 'B'"
-        )
+        raise ValueError(f"{_ctx(what)}size {shown(value)}: lowercase 'b' means bits; sizes are bytes, write 'B'")
     if word not in ("", "B") and word.lower() not in _BYTE_WORDS:
         raise ValueError(
             f"{_ctx(what)}size {shown(value)} has unknown unit {shown(prefix + word)}"
@@ -320,9 +318,7 @@ def parse_buffer(value: Any, default_unit: str = "bytes", what: str | None = Non
     elif low in _CELL_WORDS:
         unit = "cells"
     elif word == "b":
-        raise ValueError(
-            f"{_ctx(what)}buffer {shown(value)}: lowercase 'b' means bits; write 'B' for bytes"
-        )
+        raise ValueError(f"{_ctx(what)}buffer {shown(value)}: lowercase 'b' means bits; write 'B' for bytes")
     else:
         raise ValueError(
             f"{_ctx(what)}buffer {shown(value)} has unknown unit {shown(prefix + word)}"

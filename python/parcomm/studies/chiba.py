@@ -51,16 +51,16 @@ SOURCE = "seed 004 (Chiba, Kielmann, den Burger, Matsuoka), §3.3 Figs. 1-5, §4
 #: Captions of the report's figures (file name without .png -> text).
 CAPTIONS = {
     "fig1_3_distribution": "Chiba et al. Figs. 1 and 3: the storage model's per-GET throughput distribution (the "
-                           "paper reports ~60 % of GETs at or below 6 MB/s and ~30 % at or above 8 MB/s) and the "
-                           "per-node throughput of flat-tree nodes at 8, 16 and 32 nodes.",
+    "paper reports ~60 % of GETs at or below 6 MB/s and ~30 % at or above 8 MB/s) and the "
+    "per-node throughput of flat-tree nodes at 8, 16 and 32 nodes.",
     "fig2_9_10_completion": "Chiba et al. Figs. 2, 10 and 9: slowest, average and fastest node completion per trial "
-                            "for the flat tree, non-steal and steal, 8 nodes, 1 GB, on the simulated storage.",
+    "for the flat tree, non-steal and steal, 8 nodes, 1 GB, on the simulated storage.",
     "fig11_12_13": "Chiba et al. Figs. 11-13: total throughput against node count (paper at 32 nodes: steal 1.7x "
-                   "and non-steal 1.6x the flat tree), phase 1 and phase 2 throughput per node with the paper's "
-                   "ranges in grey, and the share of time in each phase.",
+    "and non-steal 1.6x the flat tree), phase 1 and phase 2 throughput per node with the paper's "
+    "ranges in grey, and the share of time in each phase.",
     "beyond_32": "Beyond the paper, 32 nodes: slowest completion over the lower bound for the paper's steal with "
-                 "each option the paper names as future work (overlapped phases, several S3 connections, "
-                 "adaptive works) and parcomm's defaults.",
+    "each option the paper names as future work (overlapped phases, several S3 connections, "
+    "adaptive works) and parcomm's defaults.",
 }
 
 GB = 10**9  # the paper's "1 GB" (its rates are in MB/s = 10^6 B/s)
@@ -73,8 +73,9 @@ PAPER_WORK_BYTES = PAPER_PIECE_SIZE * PAPER_WORK_PIECES
 
 def paper_scaled(**overrides) -> BcastConfig:
     """The paper's protocol with the work (3.2 MB) cut into 10 pieces, not 100."""
-    return BcastConfig.paper(piece_size=PAPER_PIECE_SIZE * SCALE_FACTOR,
-                             work_pieces=PAPER_WORK_PIECES // SCALE_FACTOR, **overrides)
+    return BcastConfig.paper(
+        piece_size=PAPER_PIECE_SIZE * SCALE_FACTOR, work_pieces=PAPER_WORK_PIECES // SCALE_FACTOR, **overrides
+    )
 
 
 # Paper values, quoted with where they stand.
@@ -120,26 +121,46 @@ def bound_for(prof, nodes: int, size: int, cfg: BcastConfig):
     expected draw; storage has no aggregate limit in chiba2010, §3.3.2 Fig. 5)."""
     mean_rate = sum(m.weight * (m.low + m.high) / 2 for m in prof.modes) / sum(m.weight for m in prof.modes)
     node_rate = mean_rate * cfg.s3_connections
-    return broadcast_lower_bound(size, nodes, storage_rate=prof.aggregate or 1e18, node_storage_rate=node_rate,
-                                 b_down=prof.nic_down, b_up=prof.nic_up, latency_s=prof.request_latency_s,
-                                 piece_size=cfg.piece_size)
+    return broadcast_lower_bound(
+        size,
+        nodes,
+        storage_rate=prof.aggregate or 1e18,
+        node_storage_rate=node_rate,
+        b_down=prof.nic_down,
+        b_up=prof.nic_up,
+        latency_s=prof.request_latency_s,
+        piece_size=cfg.piece_size,
+    )
 
 
 def _row(r: SimResult, prof, cfg: BcastConfig, **extra) -> dict:
     done = [t for t in r.finished_s if t is not None]
     pm = r.phase_means
     b = bound_for(prof, r.nodes, r.size, cfg)
-    row = {**extra, "nodes": r.nodes, "size": r.size, "algo": r.algo, "seed": r.seed, "complete": r.complete,
-           "slowest_s": max(done) if done else math.nan, "average_s": statistics.fmean(done) if done else math.nan,
-           "fastest_s": min(done) if done else math.nan, "total_mb_s": r.total_mb_s,
-           "phase1_mb_s": pm.get("phase1_mb_s", 0.0), "phase2_mb_s": pm.get("phase2_mb_s", 0.0),
-           "phase1_s": pm.get("phase1_s", 0.0), "phase2_s": pm.get("phase2_s", 0.0),
-           "egress_ratio": r.origin_egress_bytes / r.size if r.size else 0.0,
-           "bound_s": b.seconds, "bound_binding": b.binding}
+    row = {
+        **extra,
+        "nodes": r.nodes,
+        "size": r.size,
+        "algo": r.algo,
+        "seed": r.seed,
+        "complete": r.complete,
+        "slowest_s": max(done) if done else math.nan,
+        "average_s": statistics.fmean(done) if done else math.nan,
+        "fastest_s": min(done) if done else math.nan,
+        "total_mb_s": r.total_mb_s,
+        "phase1_mb_s": pm.get("phase1_mb_s", 0.0),
+        "phase2_mb_s": pm.get("phase2_mb_s", 0.0),
+        "phase1_s": pm.get("phase1_s", 0.0),
+        "phase2_s": pm.get("phase2_s", 0.0),
+        "egress_ratio": r.origin_egress_bytes / r.size if r.size else 0.0,
+        "bound_s": b.seconds,
+        "bound_binding": b.binding,
+    }
     # The paper's phases as a node sees them: phase 1 lasts until its exchange
     # opens (waiting at the barrier included), phase 2 from there to the end.
-    opened = [(i, t) for i, t in enumerate(r.exchange_started_s) if t is not None and t > 0
-              and r.finished_s[i] is not None]
+    opened = [
+        (i, t) for i, t in enumerate(r.exchange_started_s) if t is not None and t > 0 and r.finished_s[i] is not None
+    ]
     if opened and not cfg.overlap_phases:
         row["phase1_wait_s"] = statistics.fmean(t for _, t in opened)
         row["phase1_wait_mb_s"] = statistics.fmean(r.bytes_from_storage[i] / t / MB for i, t in opened)
@@ -181,19 +202,31 @@ def _mean(rows: list[dict], key: str) -> float:
 
 # ---------------------------------------------------------------- Fig. 1/3
 
+
 def fig1(ctx: StudyContext, plan: Plan, prof) -> tuple[list[dict], dict]:
     rng = random.Random(f"chiba-fig1/{ctx.seed}")
     rates = [prof.draw_request_rate(rng) / MB for _ in range(plan.draws_fig1)]
     rows = []
     for lo in range(0, 14):
-        rows.append({"mb_s_low": lo, "mb_s_high": lo + 1,
-                     "relative_frequency": sum(lo <= x < lo + 1 for x in rates) / len(rates)})
-    stats = {"le6": sum(x <= 6 for x in rates) / len(rates), "ge8": sum(x >= 8 for x in rates) / len(rates),
-             "mean": statistics.fmean(rates), "min": min(rates), "max": max(rates)}
+        rows.append(
+            {
+                "mb_s_low": lo,
+                "mb_s_high": lo + 1,
+                "relative_frequency": sum(lo <= x < lo + 1 for x in rates) / len(rates),
+            }
+        )
+    stats = {
+        "le6": sum(x <= 6 for x in rates) / len(rates),
+        "ge8": sum(x >= 8 for x in rates) / len(rates),
+        "mean": statistics.fmean(rates),
+        "min": min(rates),
+        "max": max(rates),
+    }
     return rows, stats
 
 
 # ---------------------------------------------------------------- study
+
 
 def _configs() -> dict[str, tuple[str, BcastConfig]]:
     """Beyond the paper: each option on top of the paper's steal, then parcomm's defaults."""
@@ -203,14 +236,19 @@ def _configs() -> dict[str, tuple[str, BcastConfig]]:
         "+ 4 S3 conns": ("steal", paper_scaled(s3_connections=4)),
         "+ adaptive works": ("steal", paper_scaled(adaptive_works=True)),
         "+ overlap + 4 conns": ("steal", paper_scaled(overlap_phases=True, s3_connections=4)),
-        "+ overlap + 4 conns + adaptive": ("steal", paper_scaled(overlap_phases=True, s3_connections=4,
-                                                                adaptive_works=True)),
+        "+ overlap + 4 conns + adaptive": (
+            "steal",
+            paper_scaled(overlap_phases=True, s3_connections=4, adaptive_works=True),
+        ),
         "parcomm default": ("steal", BcastConfig()),
         "parcomm default + overlap + adaptive + 4 conns": (
-            "steal", BcastConfig(overlap_phases=True, adaptive_works=True, s3_connections=4)),
+            "steal",
+            BcastConfig(overlap_phases=True, adaptive_works=True, s3_connections=4),
+        ),
         "parcomm best (+ wider overlay)": (
-            "steal", BcastConfig(overlap_phases=True, adaptive_works=True, s3_connections=4,
-                                 peers=8, upload_slots=8)),
+            "steal",
+            BcastConfig(overlap_phases=True, adaptive_works=True, s3_connections=4, peers=8, upload_slots=8),
+        ),
     }
 
 
@@ -228,39 +266,99 @@ def run(ctx: StudyContext, plan: Plan | None = None) -> StudyReport:
     # Every simulation is independent: collect them, run them on the executor, then read them back.
     jobs = _Jobs()
     # Fig. 2/9/10: 8 nodes, per trial.
-    j_fig2 = [jobs.add(prof, 8, plan.size, algo, cfg_p, seed, what="fig2", trial=i + 1)
-              for algo in ALGOS for i, seed in enumerate(seeds(plan.trials_fig2))]
+    j_fig2 = [
+        jobs.add(prof, 8, plan.size, algo, cfg_p, seed, what="fig2", trial=i + 1)
+        for algo in ALGOS
+        for i, seed in enumerate(seeds(plan.trials_fig2))
+    ]
     # Fig. 11-13: nodes 4..32.
-    j_fig11 = [jobs.add(prof, nodes, plan.size, algo, cfg_p, seed, what="fig11")
-               for nodes in NODE_COUNTS for algo in ALGOS for seed in seeds(plan.trials_fig11)]
+    j_fig11 = [
+        jobs.add(prof, nodes, plan.size, algo, cfg_p, seed, what="fig11")
+        for nodes in NODE_COUNTS
+        for algo in ALGOS
+        for seed in seeds(plan.trials_fig11)
+    ]
     # Beyond the paper, at 32 nodes.
-    j_opts = [jobs.add(prof, 32, plan.size, algo, cfg, seed, what="opts", config=label,
-                       overlap=cfg.overlap_phases, s3_connections=cfg.s3_connections,
-                       adaptive=cfg.adaptive_works, piece_kib=cfg.piece_size // 1024,
-                       work_pieces=cfg.work_pieces, peers=cfg.peers, upload_slots=cfg.upload_slots)
-              for label, (algo, cfg) in _configs().items() for seed in seeds(plan.trials_opts)]
+    j_opts = [
+        jobs.add(
+            prof,
+            32,
+            plan.size,
+            algo,
+            cfg,
+            seed,
+            what="opts",
+            config=label,
+            overlap=cfg.overlap_phases,
+            s3_connections=cfg.s3_connections,
+            adaptive=cfg.adaptive_works,
+            piece_kib=cfg.piece_size // 1024,
+            work_pieces=cfg.work_pieces,
+            peers=cfg.peers,
+            upload_slots=cfg.upload_slots,
+        )
+        for label, (algo, cfg) in _configs().items()
+        for seed in seeds(plan.trials_opts)
+    ]
     # Sensitivity: node NICs at the paper's observed phase-2 rate (§5.3), 32 nodes.
     net10 = load_profile({"name": "chiba2010-net10", "nic_up_mb_s": 10.0, "nic_down_mb_s": 10.0, "peer_mb_s": 10.0})
     best_label, (best_algo, best_cfg) = list(_configs().items())[-1]
-    j_sens = [jobs.add(net10, 32, plan.size, algo, cfg, ctx.seed, what="net10", config=label)
-              for label, algo, cfg in (("flat", "flat", cfg_p), ("nonsteal", "nonsteal", cfg_p),
-                                       ("steal", "steal", cfg_p), (best_label, best_algo, best_cfg))]
+    j_sens = [
+        jobs.add(net10, 32, plan.size, algo, cfg, ctx.seed, what="net10", config=label)
+        for label, algo, cfg in (
+            ("flat", "flat", cfg_p),
+            ("nonsteal", "nonsteal", cfg_p),
+            ("steal", "steal", cfg_p),
+            (best_label, best_algo, best_cfg),
+        )
+    ]
     # 1,024 nodes.
-    bcfgs = {"flat": ("flat", BcastConfig.paper(piece_size=plan.big_piece, work_pieces=1)),
-             "paper steal (large pieces)": ("steal", BcastConfig.paper(piece_size=plan.big_piece, work_pieces=1)),
-             "parcomm overlap + adaptive + 4 conns (large pieces)": (
-                 "steal", BcastConfig(piece_size=plan.big_piece, work_pieces=1, overlap_phases=True,
-                                      adaptive_works=True, s3_connections=4)),
-             "parcomm best at 32 (+ wider overlay; large pieces)": (
-                 "steal", BcastConfig(piece_size=plan.big_piece, work_pieces=1, overlap_phases=True,
-                                      adaptive_works=True, s3_connections=4, peers=8, upload_slots=8))}
-    j_big = [jobs.add(prof, plan.big_nodes, plan.big_size, algo, cfg, ctx.seed, what="1024", config=label,
-                      piece_mib=cfg.piece_size >> 20) for label, (algo, cfg) in bcfgs.items()]
+    bcfgs = {
+        "flat": ("flat", BcastConfig.paper(piece_size=plan.big_piece, work_pieces=1)),
+        "paper steal (large pieces)": ("steal", BcastConfig.paper(piece_size=plan.big_piece, work_pieces=1)),
+        "parcomm overlap + adaptive + 4 conns (large pieces)": (
+            "steal",
+            BcastConfig(
+                piece_size=plan.big_piece, work_pieces=1, overlap_phases=True, adaptive_works=True, s3_connections=4
+            ),
+        ),
+        "parcomm best at 32 (+ wider overlay; large pieces)": (
+            "steal",
+            BcastConfig(
+                piece_size=plan.big_piece,
+                work_pieces=1,
+                overlap_phases=True,
+                adaptive_works=True,
+                s3_connections=4,
+                peers=8,
+                upload_slots=8,
+            ),
+        ),
+    }
+    j_big = [
+        jobs.add(
+            prof,
+            plan.big_nodes,
+            plan.big_size,
+            algo,
+            cfg,
+            ctx.seed,
+            what="1024",
+            config=label,
+            piece_mib=cfg.piece_size >> 20,
+        )
+        for label, (algo, cfg) in bcfgs.items()
+    ]
     # Piece-size check (full only): the paper's 32 KB pieces vs paper_scaled.
-    j_check = [] if ctx.quick else [
-        jobs.add(prof, 8, plan.check_size, algo, cfg, ctx.seed, what="piece-check", pieces=label)
-        for algo in ("nonsteal", "steal")
-        for label, cfg in (("32 KiB x 100", BcastConfig.paper()), ("320 KiB x 10", cfg_p))]
+    j_check = (
+        []
+        if ctx.quick
+        else [
+            jobs.add(prof, 8, plan.check_size, algo, cfg, ctx.seed, what="piece-check", pieces=label)
+            for algo in ("nonsteal", "steal")
+            for label, cfg in (("32 KiB x 100", BcastConfig.paper()), ("320 KiB x 10", cfg_p))
+        ]
+    )
     done = jobs.run(ctx)
 
     fig2 = [done[i] for i in j_fig2]
@@ -269,8 +367,10 @@ def run(ctx: StudyContext, plan: Plan | None = None) -> StudyReport:
     rep.tables["fig11_13"] = fig11
 
     # Fig. 3: per-node mean throughput of flat-tree nodes at 8, 16, 32 nodes.
-    flat_rates = {n: [plan.size / t / MB for r in fig11 if r["algo"] == "flat" and r["nodes"] == n
-                      for t in [r["average_s"]]] for n in (8, 16, 32)}
+    flat_rates = {
+        n: [plan.size / t / MB for r in fig11 if r["algo"] == "flat" and r["nodes"] == n for t in [r["average_s"]]]
+        for n in (8, 16, 32)
+    }
 
     opts = [done[i] for i in j_opts]
     flat32 = [r for r in fig11 if r["algo"] == "flat" and r["nodes"] == 32]
@@ -278,13 +378,20 @@ def run(ctx: StudyContext, plan: Plan | None = None) -> StudyReport:
     summary = []
     for label in _configs():
         rows = [r for r in opts if r["config"] == label]
-        summary.append({"config": label, "slowest_s": _mean(rows, "slowest_s"),
-                        "average_s": _mean(rows, "average_s"), "total_mb_s": _mean(rows, "total_mb_s"),
-                        "over_flat": _mean(rows, "total_mb_s") / flat32_total,
-                        "bound_s": rows[0]["bound_s"], "slowest_over_bound": _mean(rows, "slowest_s") / rows[0]["bound_s"],
-                        "fraction_of_bound": _mean(rows, "fraction_of_bound"),
-                        "egress_ratio_max": max(r["egress_ratio"] for r in rows),
-                        "all_complete": all(r["complete"] for r in rows)})
+        summary.append(
+            {
+                "config": label,
+                "slowest_s": _mean(rows, "slowest_s"),
+                "average_s": _mean(rows, "average_s"),
+                "total_mb_s": _mean(rows, "total_mb_s"),
+                "over_flat": _mean(rows, "total_mb_s") / flat32_total,
+                "bound_s": rows[0]["bound_s"],
+                "slowest_over_bound": _mean(rows, "slowest_s") / rows[0]["bound_s"],
+                "fraction_of_bound": _mean(rows, "fraction_of_bound"),
+                "egress_ratio_max": max(r["egress_ratio"] for r in rows),
+                "all_complete": all(r["complete"] for r in rows),
+            }
+        )
     rep.tables["beyond_32"] = opts
     rep.tables["beyond_32_summary"] = summary
 
@@ -298,11 +405,15 @@ def run(ctx: StudyContext, plan: Plan | None = None) -> StudyReport:
     rep.figures = _plots(ctx, f1_rows, flat_rates, fig2, fig11, summary, big, plan)
     _compare(rep, plan, f1, fig2, fig11, summary, big, flat_rates)
     flat_s = next(r for r in sens if r["config"] == "flat")["total_mb_s"]
-    rep.comparisons.append(Comparison(
-        "Sensitivity, 10 MB/s NICs (paper's phase-2 rate), 32 nodes: steal / non-steal / best over flat",
-        "1.7x / 1.6x / —",
-        " / ".join(f"{r['total_mb_s'] / flat_s:.2f}x" for r in sens[1:]), None,
-        f"best: {sens[-1]['slowest_s']:.0f} s, {sens[-1]['fraction_of_bound']:.2f} of its bound"))
+    rep.comparisons.append(
+        Comparison(
+            "Sensitivity, 10 MB/s NICs (paper's phase-2 rate), 32 nodes: steal / non-steal / best over flat",
+            "1.7x / 1.6x / —",
+            " / ".join(f"{r['total_mb_s'] / flat_s:.2f}x" for r in sens[1:]),
+            None,
+            f"best: {sens[-1]['slowest_s']:.0f} s, {sens[-1]['fraction_of_bound']:.2f} of its bound",
+        )
+    )
     _notes(rep, plan, prof)
     emulated_section(ctx, rep)  # real processes in namespaces; skipped under --quick or without netns
     return rep
@@ -310,72 +421,159 @@ def run(ctx: StudyContext, plan: Plan | None = None) -> StudyReport:
 
 # ---------------------------------------------------------------- comparisons
 
+
 def _agg(fig11: list[dict], algo: str, nodes: int, key: str) -> float:
     return _mean([r for r in fig11 if r["algo"] == algo and r["nodes"] == nodes], key)
 
 
 def _compare(rep, plan, f1, fig2, fig11, summary, big, flat_rates) -> None:
     C = rep.comparisons.append
-    C(Comparison("Fig. 1: GETs at <= 6 MB/s", PAPER["fig1_le6"][0], f"{f1['le6']:.0%}",
-                 abs(f1["le6"] - 0.6) <= 0.1, "profile chiba2010, 1,000 draws"))
-    C(Comparison("Fig. 1: GETs at >= 8 MB/s", PAPER["fig1_ge8"][0], f"{f1['ge8']:.0%}",
-                 abs(f1["ge8"] - 0.3) <= 0.1, f"mean {f1['mean']:.1f} MB/s, range {f1['min']:.1f}-{f1['max']:.1f}"))
+    C(
+        Comparison(
+            "Fig. 1: GETs at <= 6 MB/s",
+            PAPER["fig1_le6"][0],
+            f"{f1['le6']:.0%}",
+            abs(f1["le6"] - 0.6) <= 0.1,
+            "profile chiba2010, 1,000 draws",
+        )
+    )
+    C(
+        Comparison(
+            "Fig. 1: GETs at >= 8 MB/s",
+            PAPER["fig1_ge8"][0],
+            f"{f1['ge8']:.0%}",
+            abs(f1["ge8"] - 0.3) <= 0.1,
+            f"mean {f1['mean']:.1f} MB/s, range {f1['min']:.1f}-{f1['max']:.1f}",
+        )
+    )
     f3 = ", ".join(f"{n}: {statistics.fmean(v):.1f}" for n, v in flat_rates.items() if v)
-    C(Comparison("Fig. 3: per-node mean MB/s under flat (8/16/32 nodes)", "same distribution whatever N (§3.3.2)",
-                 f3, None, "average node of each run"))
+    C(
+        Comparison(
+            "Fig. 3: per-node mean MB/s under flat (8/16/32 nodes)",
+            "same distribution whatever N (§3.3.2)",
+            f3,
+            None,
+            "average node of each run",
+        )
+    )
     flat8 = [r for r in fig2 if r["algo"] == "flat"]
     scale = GB / plan.size
     slowest = _mean(flat8, "slowest_s") * scale
     fastest = _mean(flat8, "fastest_s") * scale
-    C(Comparison("Fig. 2: flat, slowest node (s per GB)", PAPER["fig2_slowest"][0], f"{slowest:.0f}",
-                 abs(slowest - 250) / 250 <= 0.25, f"mean over {len(flat8)} trials"))
-    C(Comparison("Fig. 2: flat, fastest node (s per GB)", PAPER["fig2_fastest"][0], f"{fastest:.0f}",
-                 fastest <= 110, ""))
+    C(
+        Comparison(
+            "Fig. 2: flat, slowest node (s per GB)",
+            PAPER["fig2_slowest"][0],
+            f"{slowest:.0f}",
+            abs(slowest - 250) / 250 <= 0.25,
+            f"mean over {len(flat8)} trials",
+        )
+    )
+    C(
+        Comparison(
+            "Fig. 2: flat, fastest node (s per GB)", PAPER["fig2_fastest"][0], f"{fastest:.0f}", fastest <= 110, ""
+        )
+    )
     sum8 = _mean(flat8, "total_mb_s")
-    C(Comparison("Fig. 4: flat, summed throughput of 8 nodes (MB/s)", PAPER["fig4_sum8"][0], f"{sum8:.0f}",
-                 sum8 <= 60, ""))
+    C(
+        Comparison(
+            "Fig. 4: flat, summed throughput of 8 nodes (MB/s)", PAPER["fig4_sum8"][0], f"{sum8:.0f}", sum8 <= 60, ""
+        )
+    )
     for algo, fig in (("steal", "9"), ("nonsteal", "10")):
         rows = [r for r in fig2 if r["algo"] == algo]
         spread = statistics.fmean((r["slowest_s"] - r["fastest_s"]) / r["average_s"] for r in rows)
         fspread = statistics.fmean((r["slowest_s"] - r["fastest_s"]) / r["average_s"] for r in flat8)
-        C(Comparison(f"Fig. {fig}: {algo}, (slowest - fastest) / average",
-                     "much smaller than flat's (§5.1)", f"{spread:.2f} vs flat {fspread:.2f}", spread < fspread,
-                     f"avg {_mean(rows, 'average_s') * scale:.0f} s/GB; worst trial slowest "
-                     f"{max(r['slowest_s'] for r in rows) * scale:.0f} s/GB"))
+        C(
+            Comparison(
+                f"Fig. {fig}: {algo}, (slowest - fastest) / average",
+                "much smaller than flat's (§5.1)",
+                f"{spread:.2f} vs flat {fspread:.2f}",
+                spread < fspread,
+                f"avg {_mean(rows, 'average_s') * scale:.0f} s/GB; worst trial slowest "
+                f"{max(r['slowest_s'] for r in rows) * scale:.0f} s/GB",
+            )
+        )
     for algo in ("steal", "nonsteal"):
         ratio = _agg(fig11, algo, 32, "total_mb_s") / _agg(fig11, "flat", 32, "total_mb_s")
         want = PAPER[f"{algo}_over_flat_32"][1]
-        C(Comparison(f"Fig. 11: {algo} / flat total throughput, 32 nodes", PAPER[f"{algo}_over_flat_32"][0],
-                     f"{ratio:.2f}x", abs(ratio - want) / want <= 0.2,
-                     "issue target for steal: >= 1.7x" + (" (met)" if algo == "steal" and ratio >= 1.7 else "")))
+        C(
+            Comparison(
+                f"Fig. 11: {algo} / flat total throughput, 32 nodes",
+                PAPER[f"{algo}_over_flat_32"][0],
+                f"{ratio:.2f}x",
+                abs(ratio - want) / want <= 0.2,
+                "issue target for steal: >= 1.7x" + (" (met)" if algo == "steal" and ratio >= 1.7 else ""),
+            )
+        )
     for nodes_set, key in (((4, 8), "phase1_4_8"), ((16, 32), "phase1_16_32")):
         vals = [_agg(fig11, a, n, "phase1_mb_s") for a in ("steal", "nonsteal") for n in nodes_set]
         wait = [_agg(fig11, a, n, "phase1_wait_mb_s") for a in ("steal", "nonsteal") for n in nodes_set]
         lo, hi = PAPER[key][1]
-        C(Comparison(f"Fig. 12: phase 1 MB/s per node, {nodes_set[0]}-{nodes_set[1]} nodes", PAPER[key][0],
-                     f"{min(wait):.1f}-{max(wait):.1f} incl. the barrier wait; {min(vals):.1f}-{max(vals):.1f} "
-                     "to the node's own end", lo - 0.5 <= min(wait) and max(wait) <= hi + 0.5,
-                     "the paper does not say which; the barrier version falls with N as the paper's does"))
+        C(
+            Comparison(
+                f"Fig. 12: phase 1 MB/s per node, {nodes_set[0]}-{nodes_set[1]} nodes",
+                PAPER[key][0],
+                f"{min(wait):.1f}-{max(wait):.1f} incl. the barrier wait; {min(vals):.1f}-{max(vals):.1f} "
+                "to the node's own end",
+                lo - 0.5 <= min(wait) and max(wait) <= hi + 0.5,
+                "the paper does not say which; the barrier version falls with N as the paper's does",
+            )
+        )
     vals = [_agg(fig11, a, n, "phase2_mb_s") for a in ("steal", "nonsteal") for n in NODE_COUNTS]
-    C(Comparison("Fig. 12: phase 2 MB/s per node", PAPER["phase2"][0], f"{min(vals):.1f}-{max(vals):.1f}",
-                 7 <= min(vals) and max(vals) <= 13, "the profile's node NIC is 30 MB/s (an assumption, see notes)"))
-    shares = {n: _agg(fig11, "steal", n, "phase2_from_open_s") / (_agg(fig11, "steal", n, "phase1_wait_s")
-                                                                   + _agg(fig11, "steal", n, "phase2_from_open_s"))
-              for n in NODE_COUNTS}
-    C(Comparison("Fig. 13: steal, phase 2 share of time at 16/32 nodes", PAPER["phase2_share"][0],
-                 f"{shares[16]:.0%} / {shares[32]:.0%}", min(shares[16], shares[32]) >= 0.8,
-                 "4/8 nodes: " + f"{shares[4]:.0%} / {shares[8]:.0%}"))
+    C(
+        Comparison(
+            "Fig. 12: phase 2 MB/s per node",
+            PAPER["phase2"][0],
+            f"{min(vals):.1f}-{max(vals):.1f}",
+            7 <= min(vals) and max(vals) <= 13,
+            "the profile's node NIC is 30 MB/s (an assumption, see notes)",
+        )
+    )
+    shares = {
+        n: _agg(fig11, "steal", n, "phase2_from_open_s")
+        / (_agg(fig11, "steal", n, "phase1_wait_s") + _agg(fig11, "steal", n, "phase2_from_open_s"))
+        for n in NODE_COUNTS
+    }
+    C(
+        Comparison(
+            "Fig. 13: steal, phase 2 share of time at 16/32 nodes",
+            PAPER["phase2_share"][0],
+            f"{shares[16]:.0%} / {shares[32]:.0%}",
+            min(shares[16], shares[32]) >= 0.8,
+            "4/8 nodes: " + f"{shares[4]:.0%} / {shares[8]:.0%}",
+        )
+    )
     best = min(summary, key=lambda s: s["slowest_over_bound"])
-    C(Comparison("Beyond: best configuration, 32 nodes, completion / lower bound", "issue target: <= 1.25",
-                 f"{best['slowest_over_bound']:.2f} ({best['config']})", best["slowest_over_bound"] <= 1.25,
-                 f"{best['slowest_s']:.1f} s vs bound {best['bound_s']:.1f} s; {best['over_flat']:.2f}x flat"))
+    C(
+        Comparison(
+            "Beyond: best configuration, 32 nodes, completion / lower bound",
+            "issue target: <= 1.25",
+            f"{best['slowest_over_bound']:.2f} ({best['config']})",
+            best["slowest_over_bound"] <= 1.25,
+            f"{best['slowest_s']:.1f} s vs bound {best['bound_s']:.1f} s; {best['over_flat']:.2f}x flat",
+        )
+    )
     paper_row = next(s for s in summary if s["config"] == "paper steal")
-    C(Comparison("Beyond: paper steal, 32 nodes, completion / lower bound", "—",
-                 f"{paper_row['slowest_over_bound']:.2f}", None, ""))
+    C(
+        Comparison(
+            "Beyond: paper steal, 32 nodes, completion / lower bound",
+            "—",
+            f"{paper_row['slowest_over_bound']:.2f}",
+            None,
+            "",
+        )
+    )
     for row in big:
-        C(Comparison(f"{row['nodes']:,} nodes: {row['config']}", "— (paper stops at 32)",
-                     f"{row['slowest_s']:.0f} s, {row['fraction_of_bound']:.2f} of bound, egress "
-                     f"{row['egress_ratio']:.2f}x", None, f"{row['size'] / 1e6:g} MB, {row['piece_mib']} MiB pieces"))
+        C(
+            Comparison(
+                f"{row['nodes']:,} nodes: {row['config']}",
+                "— (paper stops at 32)",
+                f"{row['slowest_s']:.0f} s, {row['fraction_of_bound']:.2f} of bound, egress {row['egress_ratio']:.2f}x",
+                None,
+                f"{row['size'] / 1e6:g} MB, {row['piece_mib']} MiB pieces",
+            )
+        )
 
 
 def _notes(rep, plan, prof) -> None:
@@ -413,27 +611,36 @@ def _notes(rep, plan, prof) -> None:
         "The 1,024-node figures are therefore an upper bound on what finer pieces would give, not a tuned result.",
     ]
     if plan.quick:
-        rep.notes.append(f"--quick: a {plan.size / 1e6:g} MB object instead of 1 GB (times in the comparisons are "
-                         f"scaled to s per GB), {plan.trials_fig2} trials for Figs. 2/9/10 instead of 10, "
-                         f"{plan.trials_fig11} trial per point of Fig. 11, {plan.trials_opts} per option, no piece-size "
-                         f"check; the 1,024-node part runs {plan.big_nodes} nodes with {plan.big_size / 1e6:g} MB and "
-                         f"{plan.big_piece >> 20} MiB pieces.")
+        rep.notes.append(
+            f"--quick: a {plan.size / 1e6:g} MB object instead of 1 GB (times in the comparisons are "
+            f"scaled to s per GB), {plan.trials_fig2} trials for Figs. 2/9/10 instead of 10, "
+            f"{plan.trials_fig11} trial per point of Fig. 11, {plan.trials_opts} per option, no piece-size "
+            f"check; the 1,024-node part runs {plan.big_nodes} nodes with {plan.big_size / 1e6:g} MB and "
+            f"{plan.big_piece >> 20} MiB pieces."
+        )
     else:
-        rep.notes.append(f"Full: 1 GB, 10 trials for Figs. 2/9/10, {plan.trials_fig11} per point of Fig. 11 (the "
-                         "study's budget on this 2-core machine), "
-                         f"{plan.trials_opts} per option; 1,024 nodes with 1 GB and {plan.big_piece >> 20} MiB pieces "
-                         "(one per work) for speed.")
+        rep.notes.append(
+            f"Full: 1 GB, 10 trials for Figs. 2/9/10, {plan.trials_fig11} per point of Fig. 11 (the "
+            "study's budget on this 2-core machine), "
+            f"{plan.trials_opts} per option; 1,024 nodes with 1 GB and {plan.big_piece >> 20} MiB pieces "
+            "(one per work) for speed."
+        )
 
 
 # ---------------------------------------------------------------- figures
+
 
 def _plots(ctx, f1_rows, flat_rates, fig2, fig11, summary, big, plan) -> list[str]:
     plt = ctx.pyplot()
     out = []
     fig, axes = plt.subplots(1, 2, figsize=(10, 3.6))
     ax = axes[0]
-    ax.bar([r["mb_s_low"] + 0.5 for r in f1_rows], [r["relative_frequency"] for r in f1_rows], width=0.9,
-           label="profile chiba2010 (1,000 GETs)")
+    ax.bar(
+        [r["mb_s_low"] + 0.5 for r in f1_rows],
+        [r["relative_frequency"] for r in f1_rows],
+        width=0.9,
+        label="profile chiba2010 (1,000 GETs)",
+    )
     ax.set_xlabel("throughput of one GET (MB/s)")
     ax.set_ylabel("relative frequency")
     ax.set_title("Fig. 1: paper ~60 % <= 6, ~30 % >= 8 MB/s")
@@ -467,8 +674,12 @@ def _plots(ctx, f1_rows, flat_rates, fig2, fig11, summary, big, plan) -> list[st
     ax.set_title("Fig. 11 (paper at 32: steal 1.7x, non-steal 1.6x flat)")
     ax = axes[1]
     for algo in ("nonsteal", "steal"):
-        ax.plot(NODE_COUNTS, [_agg(fig11, algo, n, "phase1_wait_mb_s") for n in NODE_COUNTS], "o-",
-                label=f"{algo} phase 1 (incl. wait)")
+        ax.plot(
+            NODE_COUNTS,
+            [_agg(fig11, algo, n, "phase1_wait_mb_s") for n in NODE_COUNTS],
+            "o-",
+            label=f"{algo} phase 1 (incl. wait)",
+        )
         ax.plot(NODE_COUNTS, [_agg(fig11, algo, n, "phase2_mb_s") for n in NODE_COUNTS], "s--", label=f"{algo} phase 2")
     ax.axhline(10, color="gray", ls=":", label="paper phase 2 ~10")
     ax.axhspan(3, 5, color="gray", alpha=0.15, label="paper phase 1 3-5")

@@ -50,17 +50,20 @@ def emulated_section(ctx: StudyContext, rep: StudyReport, plan: EmuPlan = EmuPla
             for algo in ALGOS:
                 for trial in range(trials):
                     ctx.progress(f"emulation: {algo}, {nodes} nodes, trial {trial + 1}/{trials}")
-                    res = eb.run_parcomm(algo, connections=2, work_pieces=plan.work_pieces,
-                                         seed=ctx.seed + trial, timeout=plan.timeout_s)
+                    res = eb.run_parcomm(
+                        algo, connections=2, work_pieces=plan.work_pieces, seed=ctx.seed + trial, timeout=plan.timeout_s
+                    )
                     row = _row(res, algo, nodes, trial + 1)
                     if nodes == plan.fig2_nodes:
                         fig2.append(row)
                     if trial == 0 and nodes in plan.fig11_nodes:
                         fig11.append(row)
             d = eb.platform.describe()
-    describe = (f"storage aggregate {d['storage_rate_mbit_s']:.0f} Mbit/s, mean per-GET rate "
-                f"{d['mean_get_rate_mb_s']:.2f} MB/s, scale {d['scale_from_chiba2010']:.3f} of chiba2010, "
-                f"first byte {d['first_byte_latency_s']} s")
+    describe = (
+        f"storage aggregate {d['storage_rate_mbit_s']:.0f} Mbit/s, mean per-GET rate "
+        f"{d['mean_get_rate_mb_s']:.2f} MB/s, scale {d['scale_from_chiba2010']:.3f} of chiba2010, "
+        f"first byte {d['first_byte_latency_s']} s"
+    )
     rep.tables["emu_fig2_9_10"] = fig2
     rep.tables["emu_fig11"] = fig11
     _compare(rep, fig2, fig11, plan)
@@ -68,16 +71,25 @@ def emulated_section(ctx: StudyContext, rep: StudyReport, plan: EmuPlan = EmuPla
         f"Emulation: {plan.size >> 20} MiB object, nodes with {plan.node_rate_bps / 1e6:g} Mbit/s NICs each way, "
         "per-GET rates and the storage aggregate scaled from chiba2010 by the same factor (platform: "
         f"{describe}). Times are from the last rendezvous registration to each output's last write; "
-        "every output's sha256 was checked. Few trials (machine time): differences under ~15 % are noise.")
+        "every output's sha256 was checked. Few trials (machine time): differences under ~15 % are noise."
+    )
 
 
 def _row(res, algo: str, nodes: int, trial: int) -> dict:
     times = res.node_times_s
-    return {"algo": algo, "nodes": nodes, "trial": trial, "slowest_s": res.completion_s,
-            "average_s": sum(times) / len(times), "fastest_s": min(times),
-            "total_mb_s": sum(res.size / t for t in times if t > 0) / 1e6,
-            "fraction_of_bound": res.fraction_of_bound, "egress_ratio": res.egress_ratio,
-            "all_match": res.all_match, "errors": res.errors}
+    return {
+        "algo": algo,
+        "nodes": nodes,
+        "trial": trial,
+        "slowest_s": res.completion_s,
+        "average_s": sum(times) / len(times),
+        "fastest_s": min(times),
+        "total_mb_s": sum(res.size / t for t in times if t > 0) / 1e6,
+        "fraction_of_bound": res.fraction_of_bound,
+        "egress_ratio": res.egress_ratio,
+        "all_match": res.all_match,
+        "errors": res.errors,
+    }
 
 
 def _compare(rep: StudyReport, fig2: list[dict], fig11: list[dict], plan: EmuPlan) -> None:
@@ -87,16 +99,26 @@ def _compare(rep: StudyReport, fig2: list[dict], fig11: list[dict], plan: EmuPla
     for algo, fig in (("flat", "2"), ("nonsteal", "10"), ("steal", "9")):
         rows = [r for r in fig2 if r["algo"] == algo]
         spread = mean(rows, "slowest_s") / mean(rows, "fastest_s") if rows else float("nan")
-        rep.comparisons.append(Comparison(
-            f"Emulation, Fig. {fig}: {algo}, {plan.fig2_nodes} nodes, slowest / fastest node",
-            "flat spread wide; steal/non-steal narrow", f"{spread:.2f}", None,
-            f"mean slowest {mean(rows, 'slowest_s'):.1f} s, {mean(rows, 'fraction_of_bound'):.2f} of the bound"))
+        rep.comparisons.append(
+            Comparison(
+                f"Emulation, Fig. {fig}: {algo}, {plan.fig2_nodes} nodes, slowest / fastest node",
+                "flat spread wide; steal/non-steal narrow",
+                f"{spread:.2f}",
+                None,
+                f"mean slowest {mean(rows, 'slowest_s'):.1f} s, {mean(rows, 'fraction_of_bound'):.2f} of the bound",
+            )
+        )
     top = max(plan.fig11_nodes)
     flat = next((r for r in fig11 if r["algo"] == "flat" and r["nodes"] == top), None)
     for algo, paper in (("steal", "~1.7x (32 nodes)"), ("nonsteal", "~1.6x (32 nodes)")):
         row = next((r for r in fig11 if r["algo"] == algo and r["nodes"] == top), None)
         if flat and row:
-            rep.comparisons.append(Comparison(
-                f"Emulation, Fig. 11: {algo} / flat total throughput, {top} nodes", paper,
-                f"{row['total_mb_s'] / flat['total_mb_s']:.2f}x", None,
-                f"egress {row['egress_ratio']:.2f}x vs flat {flat['egress_ratio']:.2f}x"))
+            rep.comparisons.append(
+                Comparison(
+                    f"Emulation, Fig. 11: {algo} / flat total throughput, {top} nodes",
+                    paper,
+                    f"{row['total_mb_s'] / flat['total_mb_s']:.2f}x",
+                    None,
+                    f"egress {row['egress_ratio']:.2f}x vs flat {flat['egress_ratio']:.2f}x",
+                )
+            )

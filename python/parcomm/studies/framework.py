@@ -237,10 +237,18 @@ class _PriorityPool:
             outer.set_result(inner.result())
 
 
-def run_studies(names: list[str], out: Path, quick: bool, seed: int = 1, progress: Callable[[str], None] = lambda m: None,
-                executor: Executor | None = None, step: Callable[[str, int, int], None] | None = None,
-                info: dict[str, Any] | None = None, done: Callable[[StudyReport], None] | None = None,
-                side_by_side: bool | None = None) -> list[StudyReport]:
+def run_studies(
+    names: list[str],
+    out: Path,
+    quick: bool,
+    seed: int = 1,
+    progress: Callable[[str], None] = lambda m: None,
+    executor: Executor | None = None,
+    step: Callable[[str, int, int], None] | None = None,
+    info: dict[str, Any] | None = None,
+    done: Callable[[StudyReport], None] | None = None,
+    side_by_side: bool | None = None,
+) -> list[StudyReport]:
     """Run the studies ``names`` and write their results in ``out``; ``out/index.html`` gathers
     every study found there.
 
@@ -271,9 +279,16 @@ def run_studies(names: list[str], out: Path, quick: bool, seed: int = 1, progres
 
     def one(name: str) -> StudyReport:
         mod = importlib.import_module(STUDIES[name])
-        ctx = StudyContext(out_dir=out / name, quick=quick, seed=seed, progress=progress, executor=shared,
-                           step=(lambda d, t, _n=name: step(_n, d, t)) if step else (lambda d, t: None),
-                           plot_lock=plot_lock, priority=rank.get(name, len(rank)))
+        ctx = StudyContext(
+            out_dir=out / name,
+            quick=quick,
+            seed=seed,
+            progress=progress,
+            executor=shared,
+            step=(lambda d, t, _n=name: step(_n, d, t)) if step else (lambda d, t: None),
+            plot_lock=plot_lock,
+            priority=rank.get(name, len(rank)),
+        )
         ctx.out_dir.mkdir(parents=True, exist_ok=True)
         t0 = time.perf_counter()
         try:

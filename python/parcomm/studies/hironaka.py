@@ -44,16 +44,16 @@ SOURCE = "seed 002 (Hironaka) §3 Figs. 3-4, §3.1 model and Table 3, §5 Figs. 
 #: Captions of the report's figures (file name without .png -> text).
 CAPTIONS = {
     "fig3_time": "Hironaka Fig. 3 on the simulator: elapsed time after each step of the heat equation with "
-                 "M = 11 (121 tasks) on 16 shared 10BASE-T segments and a router, one curve per problem size N.",
+    "M = 11 (121 tasks) on 16 shared 10BASE-T segments and a router, one curve per problem size N.",
     "fig4_mflops": "Hironaka Fig. 4: performance (MFlop/s) against N for M = 11; the simulator (mean and median "
-                   "step), the paper's analytic model, a what-if host speed, and the paper's printed values "
-                   "(star: ~26 MFlop/s at N = 330; dotted line: the ~56 MFlop/s maximum).",
+    "step), the paper's analytic model, a what-if host speed, and the paper's printed values "
+    "(star: ~26 MFlop/s at N = 330; dotted line: the ~56 MFlop/s maximum).",
     "fig5_segment": "Hironaka Fig. 5 on the simulator: ping-pong time (10 round trips) against message size for 1 to "
-                    "4 concurrent pairs inside one shared segment; contention shows above the ~1000-byte knee.",
+    "4 concurrent pairs inside one shared segment; contention shows above the ~1000-byte knee.",
     "fig6_router": "Hironaka Fig. 6 on the simulator: the same ping-pong with pairs across segments, through the "
-                   "router.",
+    "router.",
     "placement": "Hironaka §5.3 on the simulator: time per step for three placements of the 121 tasks on the 16 "
-                 "segments (round robin, linear, blocks) and several problem sizes N.",
+    "segments (round robin, linear, blocks) and several problem sizes N.",
 }
 
 #: Table 1: SPARCstation LX, "MFlops 値 4.6".
@@ -84,23 +84,40 @@ def _scaled_overheads(plat: dict, factor: float) -> dict:
     return out
 
 
-def _heat_run(ctx: StudyContext, plat, groups, N: int, steps: int, placement: str,
-              mflops: float | None = SPARC_LX_MFLOPS) -> dict:
+def _heat_run(
+    ctx: StudyContext, plat, groups, N: int, steps: int, placement: str, mflops: float | None = SPARC_LX_MFLOPS
+) -> dict:
     """One simulated run; ``mflops=None`` makes computing free (the exchange alone)."""
     d = Decomposition(N, PAPER_M)
     hosts = place(d, groups, placement)
-    res = run_sim(heat_program, plat, d.tasks, seed=ctx.seed, hosts=hosts,
-                  kwargs={"N": N, "M": PAPER_M, "steps": steps, "r": R, "mflops": mflops, "trace": True})
+    res = run_sim(
+        heat_program,
+        plat,
+        d.tasks,
+        seed=ctx.seed,
+        hosts=hosts,
+        kwargs={"N": N, "M": PAPER_M, "steps": steps, "r": R, "mflops": mflops, "trace": True},
+    )
     s = summarize(res.results, N, steps)
     tot = res.host_totals()
     buses = res.counters["buses"]
     ends = [max(x["step_end_s"][k] for x in res.results) for k in range(steps)]
     median = statistics.median(b - a for a, b in zip([0.0] + ends, ends)) if ends else 0.0
-    return {**s, "median_step_s": median, "placement": placement, "mflops_per_host": mflops, "timeouts": tot["timeouts"],
-            "retransmitted_bytes": tot["bytes_retransmitted"], "collisions": int(sum(buses["collisions"])),
-            "bus_drops": int(sum(buses["drops"])), "max_bus_utilization": float(max(buses["utilization"])),
-            "router_forwarded": int(sum(res.counters["routers"]["forwarded"])),
-            **placement_stats(d, hosts, groups), "step_end_s": ends, "wall_s": res.wall_s}
+    return {
+        **s,
+        "median_step_s": median,
+        "placement": placement,
+        "mflops_per_host": mflops,
+        "timeouts": tot["timeouts"],
+        "retransmitted_bytes": tot["bytes_retransmitted"],
+        "collisions": int(sum(buses["collisions"])),
+        "bus_drops": int(sum(buses["drops"])),
+        "max_bus_utilization": float(max(buses["utilization"])),
+        "router_forwarded": int(sum(res.counters["routers"]["forwarded"])),
+        **placement_stats(d, hosts, groups),
+        "step_end_s": ends,
+        "wall_s": res.wall_s,
+    }
 
 
 def _bench(ctx: StudyContext, plat, groups, where: str, ks, sizes) -> list[dict]:
@@ -108,13 +125,25 @@ def _bench(ctx: StudyContext, plat, groups, where: str, ks, sizes) -> list[dict]
     for k in ks:
         ctx.progress(f"§5 benchmark: {k} pairs, {where}")
         hosts = segment_pairs(groups, k) if where == "segment" else cross_segment_pairs(groups, k)
-        res = run_sim(pairs_program, plat, 2 * k, hosts=hosts, seed=ctx.seed,
-                      kwargs={"sizes": list(sizes), "npairs": k, "repeats": 3})
+        res = run_sim(
+            pairs_program,
+            plat,
+            2 * k,
+            hosts=hosts,
+            seed=ctx.seed,
+            kwargs={"sizes": list(sizes), "npairs": k, "repeats": 3},
+        )
         per_pair = [x for x in res.results if x]
         for i, m in enumerate(sizes):
-            rows.append({"where": where, "pairs": k, "size_bytes": m,
-                         "time_10rt_s": max(x["times_s"][i] for x in per_pair),
-                         "mean_10rt_s": max(x["mean_s"][i] for x in per_pair)})
+            rows.append(
+                {
+                    "where": where,
+                    "pairs": k,
+                    "size_bytes": m,
+                    "time_10rt_s": max(x["times_s"][i] for x in per_pair),
+                    "mean_10rt_s": max(x["mean_s"][i] for x in per_pair),
+                }
+            )
     return rows
 
 
@@ -143,8 +172,14 @@ def run(ctx: StudyContext) -> StudyReport:
     # --- §3.1's model beside the simulator --------------------------------------------
     # F from a compute-only measurement on the platform: one task, no neighbours.
     ctx.progress("compute measurement: one task, N = 330")
-    f_run = run_sim(heat_program, plat, 1, seed=ctx.seed, hosts=[0],
-                    kwargs={"N": 330, "M": 1, "steps": 3, "r": R, "mflops": SPARC_LX_MFLOPS})
+    f_run = run_sim(
+        heat_program,
+        plat,
+        1,
+        seed=ctx.seed,
+        hosts=[0],
+        kwargs={"N": 330, "M": 1, "steps": 3, "r": R, "mflops": SPARC_LX_MFLOPS},
+    )
     F = StencilModel.fit_F(330 * 330, 3, max(x["elapsed_s"] for x in f_run.results), FLOPS_PER_POINT)
     # B and a per-message cost L from §5's ping-pong: one pair alone (isolated) and
     # 4 pairs sharing a segment (contended, Fig. 5's busiest case).
@@ -178,8 +213,13 @@ def run(ctx: StudyContext) -> StudyReport:
     for row in sweep:
         N = row["N"]
         typical = FLOPS_PER_POINT * N * N / row["median_step_s"] / 1e6
-        entry = {"N": N, "sim_step_s": row["time_per_step_s"], "sim_median_step_s": row["median_step_s"],
-                 "sim_mflops": row["mflops"], "sim_median_mflops": typical}
+        entry = {
+            "N": N,
+            "sim_step_s": row["time_per_step_s"],
+            "sim_median_step_s": row["median_step_s"],
+            "sim_mflops": row["mflops"],
+            "sim_median_mflops": typical,
+        }
         for label, m in models.items():
             p = m.performance(N, PAPER_M) / 1e6
             entry[f"{label}_step_s"] = m.step_time(N, PAPER_M)
@@ -209,7 +249,7 @@ def run(ctx: StudyContext) -> StudyReport:
 
     # --- §5.3: placement ----------------------------------------------------------------
     place_rows = []
-    for N in ((330, 2640) if ctx.quick else PAPER_NS):
+    for N in (330, 2640) if ctx.quick else PAPER_NS:
         for how in PLACEMENTS:
             if how == "linear":
                 r = next(x for x in sweep if x["N"] == N)
@@ -220,24 +260,42 @@ def run(ctx: StudyContext) -> StudyReport:
 
     rep = StudyReport(NAME, TITLE, SOURCE)
     strip = lambda rows: [{k: v for k, v in r.items() if k != "step_end_s"} for r in rows]  # noqa: E731
-    rep.tables = {"fig3_fig4": strip(sweep), "model": model_rows, "fig5_segment": seg, "fig6_router": cross,
-                  "placement": strip(place_rows), "whatif_paper_F": strip(whatif),
-                  "whatif_daemon_route": strip(whatif_route),
-                  "model_parameters": [{"model": k, "F_flops": m.F, "B_values_per_s": m.B, "C": m.C,
-                                        "latency_s": m.latency_s, "overlap": m.overlap,
-                                        "m_seg": m_seg if k == "shared_segment" else None}
-                                       for k, m in models.items()]}
+    rep.tables = {
+        "fig3_fig4": strip(sweep),
+        "model": model_rows,
+        "fig5_segment": seg,
+        "fig6_router": cross,
+        "placement": strip(place_rows),
+        "whatif_paper_F": strip(whatif),
+        "whatif_daemon_route": strip(whatif_route),
+        "model_parameters": [
+            {
+                "model": k,
+                "F_flops": m.F,
+                "B_values_per_s": m.B,
+                "C": m.C,
+                "latency_s": m.latency_s,
+                "overlap": m.overlap,
+                "m_seg": m_seg if k == "shared_segment" else None,
+            }
+            for k, m in models.items()
+        ],
+    }
     rep.figures = _plot(ctx, sweep, models, seg, cross, place_rows, whatif)
     _compare(rep, sweep, model_rows, models, seg, cross, place_rows, steps)
     _budget(rep, sweep, models, whatif, whatif_route, F, m_seg)
     w = {r["N"]: r for r in whatif}
-    rep.comparisons.insert(4, Comparison(
-        f"what-if: hosts at F = {imp['F'] / 1e6:.2f} MFlop/s (inferred from the paper's points by §3.1)",
-        f"{PAPER_MFLOPS_330:g} MFlop/s at N = 330, {PAPER_MFLOPS_MAX:g} at N = 2640",
-        f"{w[330]['mflops']:.1f} at N = 330, {w[2640]['mflops']:.1f} at N = 2640",
-        abs(w[330]["mflops"] / PAPER_MFLOPS_330 - 1) < 0.5 and abs(w[2640]["mflops"] / PAPER_MFLOPS_MAX - 1) < 0.5,
-        "a sensitivity check, not parcomm's reproduction: with the slower hosts the simulated network gives the paper's "
-        "magnitudes at both ends"))
+    rep.comparisons.insert(
+        4,
+        Comparison(
+            f"what-if: hosts at F = {imp['F'] / 1e6:.2f} MFlop/s (inferred from the paper's points by §3.1)",
+            f"{PAPER_MFLOPS_330:g} MFlop/s at N = 330, {PAPER_MFLOPS_MAX:g} at N = 2640",
+            f"{w[330]['mflops']:.1f} at N = 330, {w[2640]['mflops']:.1f} at N = 2640",
+            abs(w[330]["mflops"] / PAPER_MFLOPS_330 - 1) < 0.5 and abs(w[2640]["mflops"] / PAPER_MFLOPS_MAX - 1) < 0.5,
+            "a sensitivity check, not parcomm's reproduction: with the slower hosts the simulated network gives the paper's "
+            "magnitudes at both ends",
+        ),
+    )
     return rep
 
 
@@ -260,10 +318,19 @@ def _plot(ctx, sweep, models, seg, cross, place_rows, whatif) -> list[str]:
     for label, m in models.items():
         if label in ("paper", "shared_segment", "exchange"):
             ax.plot(fine, [m.performance(n, PAPER_M) / 1e6 for n in fine], "--", label=f"model: {label}")
-    ax.plot(Ns, [FLOPS_PER_POINT * r["N"] ** 2 / r["median_step_s"] / 1e6 for r in sweep], "x:",
-            label="parcomm simulator (median step)")
-    ax.plot([r["N"] for r in whatif], [r["mflops"] for r in whatif], "s", color="tab:purple",
-            label=f"simulator, what-if F = {whatif[0]['mflops_per_host']:.2f} MFlop/s")
+    ax.plot(
+        Ns,
+        [FLOPS_PER_POINT * r["N"] ** 2 / r["median_step_s"] / 1e6 for r in sweep],
+        "x:",
+        label="parcomm simulator (median step)",
+    )
+    ax.plot(
+        [r["N"] for r in whatif],
+        [r["mflops"] for r in whatif],
+        "s",
+        color="tab:purple",
+        label=f"simulator, what-if F = {whatif[0]['mflops_per_host']:.2f} MFlop/s",
+    )
     ax.plot([330], [PAPER_MFLOPS_330], "k*", markersize=12, label="paper: N = 330")
     ax.axhline(PAPER_MFLOPS_MAX, color="k", ls=":", label="paper: maximum (56)")
     ax.set_xscale("log", base=2)
@@ -274,8 +341,10 @@ def _plot(ctx, sweep, models, seg, cross, place_rows, whatif) -> list[str]:
     ax.set_title("Fig. 4: performance, M = 11")
     figs.append(ctx.save_figure(fig, "fig4_mflops"))
 
-    for rows, name, title in ((seg, "fig5_segment", "Fig. 5: pairs inside one segment"),
-                              (cross, "fig6_router", "Fig. 6: pairs across segments (router)")):
+    for rows, name, title in (
+        (seg, "fig5_segment", "Fig. 5: pairs inside one segment"),
+        (cross, "fig6_router", "Fig. 6: pairs across segments (router)"),
+    ):
         fig, ax = plt.subplots(figsize=(6, 4))
         for k in sorted({r["pairs"] for r in rows}):
             pts = [r for r in rows if r["pairs"] == k]
@@ -291,9 +360,12 @@ def _plot(ctx, sweep, models, seg, cross, place_rows, whatif) -> list[str]:
     Ns = sorted({r["N"] for r in place_rows})
     w = 0.25
     for i, how in enumerate(PLACEMENTS):
-        ax.bar([j + (i - 1) * w for j in range(len(Ns))],
-               [next(r["time_per_step_s"] for r in place_rows if r["N"] == n and r["placement"] == how) * 1e3 for n in Ns],
-               w, label=how)
+        ax.bar(
+            [j + (i - 1) * w for j in range(len(Ns))],
+            [next(r["time_per_step_s"] for r in place_rows if r["N"] == n and r["placement"] == how) * 1e3 for n in Ns],
+            w,
+            label=how,
+        )
     ax.set_xticks(range(len(Ns)), [f"N = {n}" for n in Ns])
     ax.set_ylabel("time per step (ms)")
     ax.set_title("§5.3: placement of 121 tasks on 16 segments")
@@ -316,18 +388,20 @@ def _budget(rep, sweep, models, whatif, whatif_route, F, m_seg) -> None:
         r = by[N]
         paper_step = FLOPS_PER_POINT * N * N / (paper * 1e6)
         compute = FLOPS_PER_POINT * (N / PAPER_M) ** 2 / F
-        rep.comparisons.append(Comparison(
-            f"time per step, N = {N}: where the paper's MFlop/s go",
-            f"{paper_step * 1e3:.0f} ms/step ({paper:g} MFlop/s; compute at 4.6 MFlop/s would be "
-            f"{compute * 1e3:.1f} ms)",
-            f"simulator {r['time_per_step_s'] * 1e3:.0f} ms mean, {r['median_step_s'] * 1e3:.0f} ms median "
-            f"(compute {compute * 1e3:.1f} ms, {r['timeouts']} RTOs); model shared_segment "
-            f"{seg_model.step_time(N, PAPER_M) * 1e3:.0f} ms; PVM daemon route bound (overheads x2) "
-            f"{wr[N]['time_per_step_s'] * 1e3:.0f} ms; hosts at F = {wf[N]['mflops_per_host']:.2f} MFlop/s "
-            f"{wf[N]['time_per_step_s'] * 1e3:.0f} ms",
-            None,
-            "the paper's step is "
-            + f"{paper_step / r['time_per_step_s']:.1f}x the simulated mean"))
+        rep.comparisons.append(
+            Comparison(
+                f"time per step, N = {N}: where the paper's MFlop/s go",
+                f"{paper_step * 1e3:.0f} ms/step ({paper:g} MFlop/s; compute at 4.6 MFlop/s would be "
+                f"{compute * 1e3:.1f} ms)",
+                f"simulator {r['time_per_step_s'] * 1e3:.0f} ms mean, {r['median_step_s'] * 1e3:.0f} ms median "
+                f"(compute {compute * 1e3:.1f} ms, {r['timeouts']} RTOs); model shared_segment "
+                f"{seg_model.step_time(N, PAPER_M) * 1e3:.0f} ms; PVM daemon route bound (overheads x2) "
+                f"{wr[N]['time_per_step_s'] * 1e3:.0f} ms; hosts at F = {wf[N]['mflops_per_host']:.2f} MFlop/s "
+                f"{wf[N]['time_per_step_s'] * 1e3:.0f} ms",
+                None,
+                "the paper's step is " + f"{paper_step / r['time_per_step_s']:.1f}x the simulated mean",
+            )
+        )
     r330, r2640 = by[330], by[2640]
     rep.notes.append(
         "Where the MFlop/s go (121 tasks x 4.6 MFlop/s = 557 MFlop/s if computing never waited). "
@@ -337,13 +411,16 @@ def _budget(rep, sweep, models, whatif, whatif_route, F, m_seg) -> None:
         "time, with CSMA/CD backoff when all hosts start sending at the same instant, they take "
         f"~{r330['median_step_s'] * 1e3:.0f} ms in a typical step and {r330['time_per_step_s'] * 1e3:.0f} ms on average: "
         f"the simulator gives {r330['mflops']:.1f} MFlop/s against the paper's ~26, so at small N the shared "
-        + ("Ethernets alone bring the small-N performance to the paper's magnitude. "
-           if abs(r330["mflops"] / PAPER_MFLOPS_330 - 1) < 0.5
-           else "Ethernets alone do not bring the small-N performance to the paper's magnitude. ")
+        + (
+            "Ethernets alone bring the small-N performance to the paper's magnitude. "
+            if abs(r330["mflops"] / PAPER_MFLOPS_330 - 1) < 0.5
+            else "Ethernets alone do not bring the small-N performance to the paper's magnitude. "
+        )
         + "§3.1 with B measured by a ping-pong on an idle segment "
         "(the 'paper' model) overestimates the performance many times over because one task does not get that B: "
         f"the 'shared_segment' model's B = 4 B_idle / m_seg = {seg_model.B:.0f} values/s, against "
-        f"{_implied()['B']:.0f} values/s that the paper's own two numbers imply through §3.1 (see 'F, B implied').")
+        f"{_implied()['B']:.0f} values/s that the paper's own two numbers imply through §3.1 (see 'F, B implied')."
+    )
     rep.notes.append(
         f"N = 2640: a step computes for {FLOPS_PER_POINT * 240 * 240 / F * 1e3:.0f} ms at 4.6 MFlop/s while its "
         f"{m_seg} messages of 1.9 KB need ~{m_seg * (8 * 240 + 78) * 8 / SEGMENT_BPS * 1e3:.0f} ms of the busiest "
@@ -351,7 +428,7 @@ def _budget(rep, sweep, models, whatif, whatif_route, F, m_seg) -> None:
         f"of the exchange: typical simulated steps take {r2640['median_step_s'] * 1e3:.0f} ms. The mean "
         f"({r2640['time_per_step_s'] * 1e3:.0f} ms) is raised by frames dropped after 16 collisions and recovered by "
         f"TCP's 1 s minimum retransmission timeout ({r2640['timeouts']} RTOs). The paper's ~56 MFlop/s means "
-        f"{FLOPS_PER_POINT * 2640 ** 2 / 56e6 * 1e3:.0f} ms per step: about 10 times the compute time at Table 1's rating. "
+        f"{FLOPS_PER_POINT * 2640**2 / 56e6 * 1e3:.0f} ms per step: about 10 times the compute time at Table 1's rating. "
         "Doubling every per-message host overhead (a bound on PVM 3.3's default route through the pvmd daemons, which "
         "pvm_advise(3PVM) puts at up to 2x the cost of the direct route the simulator models) adds "
         ""
@@ -364,12 +441,16 @@ def _budget(rep, sweep, models, whatif, whatif_route, F, m_seg) -> None:
         "candidate causes, none measurable from the paper: the stencil on a microSPARC (its 6 KB of cache in Table 1 "
         "are 4 KB for instructions and 2 KB for data: not even three 1.9 KB rows of a 240-point block fit) runs far below a LINPACK-class 4.6 MFlop/s; PVM's packing (XDR by default) and daemon copies compete "
         "with computing for the same CPU; the paper's flop count C per point is not stated. parcomm keeps F = 4.6 "
-        "MFlop/s (Table 1) and does not tune it.")
+        "MFlop/s (Table 1) and does not tune it."
+    )
     rows = {N: (r["median_step_s"], r["time_per_step_s"]) for N, r in by.items()}
     rep.notes.append(
         "Refined model vs simulator: 'shared_segment' predicts a typical step "
-        + ", ".join(f"N = {N}: {seg_model.step_time(N, PAPER_M) * 1e3:.0f} ms (simulated median {md * 1e3:.0f}, "
-                    f"mean {mn * 1e3:.0f})" for N, (md, mn) in sorted(rows.items()))
+        + ", ".join(
+            f"N = {N}: {seg_model.step_time(N, PAPER_M) * 1e3:.0f} ms (simulated median {md * 1e3:.0f}, "
+            f"mean {mn * 1e3:.0f})"
+            for N, (md, mn) in sorted(rows.items())
+        )
         + ". It serializes the whole ping-pong cost per byte on the busiest segment, though part of it (the hosts' "
         "copies) runs on the hosts in parallel; where computing is long enough (N = 2640) the exchange pipelines "
         "behind it and the typical step is shorter than the model's. The mean is longer than any per-step formula: "
@@ -377,12 +458,14 @@ def _budget(rep, sweep, models, whatif, whatif_route, F, m_seg) -> None:
         "at large N, frames dropped after 16 collisions (1 s retransmission timeouts) make that maximum much larger "
         "than a typical exchange. The "
         "paper's §3.1 form with an idle segment's B misses the sharing altogether (errors of several hundred percent "
-        "at small N).")
+        "at small N)."
+    )
     rep.notes.append(
         "Roles of M and N, from the text: 'N x N の正方サブ領域に分割した2次元領域を M x M 個のタスクに' -- the domain is "
         "cut into N x N small squares (grid points) and these go to M x M tasks; a task sends 4N/M boundary values per "
         "step. So N is the problem size and M the task grid (M = 11: 121 tasks; N/M = 30..240 points per task side), "
-        "as Table 3 (N -> inf gives M^2 F) and the advice to enlarge N confirm. The model code uses them so.")
+        "as Table 3 (N -> inf gives M^2 F) and the advice to enlarge N confirm. The model code uses them so."
+    )
 
 
 def _t(rows, k, m):
@@ -393,79 +476,127 @@ def _compare(rep, sweep, model_rows, models, seg, cross, place_rows, steps) -> N
     C = rep.comparisons
     by = {r["N"]: r for r in sweep}
     r330 = by[330]
-    C.append(Comparison("performance at N = 330, 121 tasks", f"~{PAPER_MFLOPS_330:g} MFlop/s (§3.2)",
-                        f"{r330['mflops']:.1f} MFlop/s ({r330['time_per_step_s'] * 1e3:.1f} ms/step, "
-                        f"comm share {r330['comm_share']:.0%})",
-                        abs(r330["mflops"] / PAPER_MFLOPS_330 - 1) < 0.5))
+    C.append(
+        Comparison(
+            "performance at N = 330, 121 tasks",
+            f"~{PAPER_MFLOPS_330:g} MFlop/s (§3.2)",
+            f"{r330['mflops']:.1f} MFlop/s ({r330['time_per_step_s'] * 1e3:.1f} ms/step, "
+            f"comm share {r330['comm_share']:.0%})",
+            abs(r330["mflops"] / PAPER_MFLOPS_330 - 1) < 0.5,
+        )
+    )
     best = max(sweep, key=lambda r: r["mflops"])
-    C.append(Comparison("maximum performance over the sweep", f"~{PAPER_MFLOPS_MAX:g} MFlop/s (§6)",
-                        f"{best['mflops']:.1f} MFlop/s at N = {best['N']}",
-                        abs(best["mflops"] / PAPER_MFLOPS_MAX - 1) < 0.5,
-                        "parcomm's hosts compute at Table 1's 4.6 MFlop/s; see the time budget rows and the notes"))
+    C.append(
+        Comparison(
+            "maximum performance over the sweep",
+            f"~{PAPER_MFLOPS_MAX:g} MFlop/s (§6)",
+            f"{best['mflops']:.1f} MFlop/s at N = {best['N']}",
+            abs(best["mflops"] / PAPER_MFLOPS_MAX - 1) < 0.5,
+            "parcomm's hosts compute at Table 1's 4.6 MFlop/s; see the time budget rows and the notes",
+        )
+    )
     small_flat = all(by[n]["comm_share"] > 0.5 for n in (330, 660))
-    C.append(Comparison("N = 330..1320: time grows little with steps, communication dominates",
-                        "yes (§3.2, Fig. 3)",
-                        ", ".join(f"N={r['N']}: comm {r['comm_share']:.0%}" for r in sweep),
-                        small_flat and by[2640]["comm_share"] < by[330]["comm_share"]))
+    C.append(
+        Comparison(
+            "N = 330..1320: time grows little with steps, communication dominates",
+            "yes (§3.2, Fig. 3)",
+            ", ".join(f"N={r['N']}: comm {r['comm_share']:.0%}" for r in sweep),
+            small_flat and by[2640]["comm_share"] < by[330]["comm_share"],
+        )
+    )
     imp = implied_parameters(PAPER_M, [(330, PAPER_MFLOPS_330 * 1e6), (2640, PAPER_MFLOPS_MAX * 1e6)])
     sim_imp = implied_parameters(PAPER_M, [(r["N"], r["mflops"] * 1e6) for r in sweep])
-    C.append(Comparison("F, B implied by §3.1 through the (N, MFlop/s) points",
-                        f"F = {imp['F'] / 1e6:.2f} MFlop/s, B = {imp['B']:.0f} values/s (from 26 @330, 56 @2640)",
-                        (f"F = {sim_imp['F'] / 1e6:.2f} MFlop/s, B = {sim_imp['B']:.0f} values/s (from the simulated sweep)"
-                         if sim_imp["F"] == sim_imp["F"] else "the simulated sweep lies on no §3.1 curve (1/P not linear in 1/N)")
-                        + f"; measured: F = {models['paper'].F / 1e6:.2f} MFlop/s (one task), B on an idle segment "
-                        f"{models['paper'].B:.0f} values/s, shared by the busiest segment's messages "
-                        f"{models['shared_segment'].B:.0f} values/s",
-                        None, f"the paper's points imply a per-task B {imp['B'] / models['shared_segment'].B:.2f}x the "
-                        f"shared-segment B, and hosts at {imp['F'] / models['paper'].F:.0%} of Table 1's 4.6 MFlop/s"))
+    C.append(
+        Comparison(
+            "F, B implied by §3.1 through the (N, MFlop/s) points",
+            f"F = {imp['F'] / 1e6:.2f} MFlop/s, B = {imp['B']:.0f} values/s (from 26 @330, 56 @2640)",
+            (
+                f"F = {sim_imp['F'] / 1e6:.2f} MFlop/s, B = {sim_imp['B']:.0f} values/s (from the simulated sweep)"
+                if sim_imp["F"] == sim_imp["F"]
+                else "the simulated sweep lies on no §3.1 curve (1/P not linear in 1/N)"
+            )
+            + f"; measured: F = {models['paper'].F / 1e6:.2f} MFlop/s (one task), B on an idle segment "
+            f"{models['paper'].B:.0f} values/s, shared by the busiest segment's messages "
+            f"{models['shared_segment'].B:.0f} values/s",
+            None,
+            f"the paper's points imply a per-task B {imp['B'] / models['shared_segment'].B:.2f}x the "
+            f"shared-segment B, and hosts at {imp['F'] / models['paper'].F:.0%} of Table 1's 4.6 MFlop/s",
+        )
+    )
     what = {
         "paper": "§3.1 exactly: F from the one-task compute measurement, B from §5's ping-pong (1 pair, idle segment)",
         "paper+latency": "§3.1 + the ping-pong's fixed cost per message (4 per step), 1 pair",
         "contended": "§3.1 + latency, B and latency from 4 ping-pong pairs inside one segment",
         "exchange": "§3.1 + latency, B and latency from the solver's exchange alone (computing free), N = 330 and 2640",
         "shared_segment": "refined: the busiest segment carries m_seg messages per step one after the other "
-                          "(B shared m_seg/4 ways), ping-pong L per message, interior computed while messages fly",
+        "(B shared m_seg/4 ways), ping-pong L per message, interior computed while messages fly",
     }
     for label, m in models.items():
         errs = [r[f"{label}_error"] for r in model_rows]
         merrs = [r[f"{label}_error_vs_median"] for r in model_rows]
-        C.append(Comparison(f"model '{label}' (B = {m.B:.0f} values/s, L = {m.latency_s * 1e3:.2f} ms"
-                            f"{', overlap' if m.overlap else ''}) vs simulator, MFlop/s error",
-                            "model of §3.1 (no measured comparison in the paper)",
-                            "vs mean step: " + ", ".join(f"N={r['N']}: {e:+.0%}" for r, e in zip(model_rows, errs))
-                            + "; vs median step: " + ", ".join(f"{e:+.0%}" for e in merrs),
-                            None, what[label]))
+        C.append(
+            Comparison(
+                f"model '{label}' (B = {m.B:.0f} values/s, L = {m.latency_s * 1e3:.2f} ms"
+                f"{', overlap' if m.overlap else ''}) vs simulator, MFlop/s error",
+                "model of §3.1 (no measured comparison in the paper)",
+                "vs mean step: "
+                + ", ".join(f"N={r['N']}: {e:+.0%}" for r, e in zip(model_rows, errs))
+                + "; vs median step: "
+                + ", ".join(f"{e:+.0%}" for e in merrs),
+                None,
+                what[label],
+            )
+        )
     flat = _t(seg, 1, 1000) / _t(seg, 1, 16)
     prop = _t(seg, 1, 10000) / _t(seg, 1, 1000)
-    C.append(Comparison("Fig. 5: knee near 1000 bytes (1 pair)",
-                        "flat below ~1000 B, proportional above",
-                        f"t(1000)/t(16) = {flat:.2f}, t(10000)/t(1000) = {prop:.2f}",
-                        flat < 2.5 and prop > 4))
+    C.append(
+        Comparison(
+            "Fig. 5: knee near 1000 bytes (1 pair)",
+            "flat below ~1000 B, proportional above",
+            f"t(1000)/t(16) = {flat:.2f}, t(10000)/t(1000) = {prop:.2f}",
+            flat < 2.5 and prop > 4,
+        )
+    )
     kmax = max(r["pairs"] for r in seg)
     small = _t(seg, kmax, 300) / _t(seg, 1, 300)
     large = _t(seg, kmax, 10000) / _t(seg, 1, 10000)
-    C.append(Comparison(f"Fig. 5: contention of {kmax} pairs in one segment",
-                        "little below 1000 B, clear above",
-                        f"{kmax} pairs / 1 pair: {small:.2f} at 300 B, {large:.2f} at 10000 B",
-                        small < 1.2 and large > 1.5))
+    C.append(
+        Comparison(
+            f"Fig. 5: contention of {kmax} pairs in one segment",
+            "little below 1000 B, clear above",
+            f"{kmax} pairs / 1 pair: {small:.2f} at 300 B, {large:.2f} at 10000 B",
+            small < 1.2 and large > 1.5,
+        )
+    )
     cmax = max(r["pairs"] for r in cross)
     c_add = _t(cross, cmax, 10000) / _t(cross, 1, 10000)
     via = _t(cross, 1, 10000) / _t(seg, 1, 10000)
-    C.append(Comparison(f"Fig. 6: {cmax} concurrent pairs across segments",
-                        "time barely changes with more pairs; like inside a segment",
-                        f"{cmax} pairs / 1 pair at 10000 B: {c_add:.2f}; across / inside (1 pair): {via:.2f}",
-                        c_add < 1.2 and via < 2.0,
-                        "each pair has its own two segments; a store-and-forward router adds one more transmission"))
+    C.append(
+        Comparison(
+            f"Fig. 6: {cmax} concurrent pairs across segments",
+            "time barely changes with more pairs; like inside a segment",
+            f"{cmax} pairs / 1 pair at 10000 B: {c_add:.2f}; across / inside (1 pair): {via:.2f}",
+            c_add < 1.2 and via < 2.0,
+            "each pair has its own two segments; a store-and-forward router adds one more transmission",
+        )
+    )
     for N in sorted({r["N"] for r in place_rows}):
         t = {r["placement"]: r for r in place_rows if r["N"] == N}
         rr, lin, bl = t["round_robin"], t["linear"], t["blocks"]
-        C.append(Comparison(f"§5.3 placement, N = {N}: time per step (RTOs)",
-                            "open question (paper left placement to PVM)",
-                            "; ".join(f"{lab} {x['time_per_step_s'] * 1e3:.1f} ms ({x['timeouts']}), "
-                                      f"{x['crossing_router']} msgs/step via the router"
-                                      for lab, x in (("round-robin", rr), ("linear", lin), ("blocks", bl)))
-                            + f"; round-robin / blocks = {rr['time_per_step_s'] / bl['time_per_step_s']:.2f}",
-                            None, f"over {steps} steps; one 1 s RTO (a frame lost after 16 collisions) adds {1000 / steps:.0f} ms to the mean"))
+        C.append(
+            Comparison(
+                f"§5.3 placement, N = {N}: time per step (RTOs)",
+                "open question (paper left placement to PVM)",
+                "; ".join(
+                    f"{lab} {x['time_per_step_s'] * 1e3:.1f} ms ({x['timeouts']}), "
+                    f"{x['crossing_router']} msgs/step via the router"
+                    for lab, x in (("round-robin", rr), ("linear", lin), ("blocks", bl))
+                )
+                + f"; round-robin / blocks = {rr['time_per_step_s'] / bl['time_per_step_s']:.2f}",
+                None,
+                f"over {steps} steps; one 1 s RTO (a frame lost after 16 collisions) adds {1000 / steps:.0f} ms to the mean",
+            )
+        )
     rep.notes += [
         f"Simulated {steps} steps per run (time per step is the mean over them). Hosts compute at 4.6 MFlop/s "
         "(Table 1, a LINPACK-class figure); the solver counts C = 6 operations per point. PVM 3.3's own costs are "

@@ -32,16 +32,16 @@ SOURCE = "seed 001 (Nomura & Ishikawa), §3-4, eqs. 1-12, Fig. 8"
 #: Captions of the report's figures (file name without .png -> text).
 CAPTIONS = {
     "fig8_p8": "Nomura & Ishikawa Fig. 8 at P = 8: Alltoall A and B simulated (solid: a warm call after an untimed "
-               "one; crosses: the first, cold call) beside the PlogP (dotted), PlogP-BR (dashed) and PlogP-BR+ "
-               "(dash-dot) predictions from parameters measured on the same simulated platform (Linux 2.6.11 TCP), "
-               "against the message size.",
+    "one; crosses: the first, cold call) beside the PlogP (dotted), PlogP-BR (dashed) and PlogP-BR+ "
+    "(dash-dot) predictions from parameters measured on the same simulated platform (Linux 2.6.11 TCP), "
+    "against the message size.",
     "fig8_p64": "Nomura & Ishikawa Fig. 8 at P = 64: the same as for P = 8 on 64 hosts, where A's incast makes "
-                "RTOs appear and the ranking of A and B inverts.",
+    "RTOs appear and the ranking of A and B inverts.",
     "fig8_linux_p8": "The same at P = 8 with today's Linux TCP in the simulator (stacks/linux.toml).",
     "fig8_linux_p64": "The same at P = 64 with today's Linux TCP in the simulator (stacks/linux.toml).",
     "fig8_emu-mpich_p8": "Alltoall A and B under MPICH across 8 emulated hosts (real Linux TCP, 100 Mbit/s, port "
-                         "buffer scaled with the rate) beside the three models, parameters measured on the same "
-                         "emulated platform.",
+    "buffer scaled with the rate) beside the three models, parameters measured on the same "
+    "emulated platform.",
     "fig8_emu-mpich_p16": "The same with 16 emulated hosts.",
 }
 
@@ -53,12 +53,14 @@ RENDEZVOUS = "receiver"
 # `int sysctl_tcp_sack = 1;` (Documentation/networking/ip-sysctl.txt: tcp_sack,
 # "Enable select acknowledgments"). The builder leaves it off so other studies
 # stay comparable. No tail loss probe: TLP arrived in Linux 3.10.
-TCP = {"sack": True,
-       # RFC 2861 window restart after idle: 2.6.11's tcp_event_data_sent()
-       # calls tcp_cwnd_restart() when a socket with nothing in flight sends
-       # more than one RTO after its last data (net/ipv4/tcp_output.c). It
-       # matters between repeated calls (see BENCHMARK below).
-       "cwnd_restart_after_idle": True}
+TCP = {
+    "sack": True,
+    # RFC 2861 window restart after idle: 2.6.11's tcp_event_data_sent()
+    # calls tcp_cwnd_restart() when a socket with nothing in flight sends
+    # more than one RTO after its last data (net/ipv4/tcp_output.c). It
+    # matters between repeated calls (see BENCHMARK below).
+    "cwnd_restart_after_idle": True,
+}
 # Linux send-buffer autotuning (tcp.sndbuf_initial_bytes, tcp_new_space() of
 # 2.6.11) stays OFF here: it applies only to sockets whose SO_SNDBUF the
 # application did not set, and YAMPI sets it -- "_YAMPI_SOCBUF ... calls
@@ -131,29 +133,43 @@ def _tag(profile: str, procs: int) -> str:
 def _run_procs(ctx: StudyContext, procs: int, profile: str = PAPER_PROFILE) -> tuple[list[dict], dict]:
     plat = platform(procs, profile)
     ctx.progress(f"{profile} P={procs}: measuring PlogP-BR(+) parameters")
-    params = measure(sim_runner(plat, procs, ctx.seed, rendezvous=RENDEZVOUS), procs, _measure_sizes(ctx.quick),
-                     pattern_ks=_pattern_ks(procs, ctx.quick), rto_s=RTO_S, rto_probe=True,
-                     rto_sizes=_probe_sizes(ctx.quick), rto_calls=PROBE_CALLS,
-                     meta={"platform": f"opteron:{procs} (tcp {profile})", "backend": "sim"})
+    params = measure(
+        sim_runner(plat, procs, ctx.seed, rendezvous=RENDEZVOUS),
+        procs,
+        _measure_sizes(ctx.quick),
+        pattern_ks=_pattern_ks(procs, ctx.quick),
+        rto_s=RTO_S,
+        rto_probe=True,
+        rto_sizes=_probe_sizes(ctx.quick),
+        rto_calls=PROBE_CALLS,
+        meta={"platform": f"opteron:{procs} (tcp {profile})", "backend": "sim"},
+    )
     params.save(ctx.out_dir / f"params_{_tag(profile, procs)}.json")
     models = {name: make_model(name, params) for name in MODELS}
     rows = []
     cases = [(m, algo) for m in _sweep(ctx.quick) for algo in ("A", "B")]
     seeds = _seeds(ctx)
-    done = ctx.map(_bench_job, [(plat, procs, algo, m, s) for m, algo in cases for s in seeds],
-                   f"P={procs}: Alltoall A and B")
+    done = ctx.map(
+        _bench_job, [(plat, procs, algo, m, s) for m, algo in cases for s in seeds], f"P={procs}: Alltoall A and B"
+    )
     for k, (m, algo) in enumerate(cases):
-        runs = done[k * len(seeds):(k + 1) * len(seeds)]
+        runs = done[k * len(seeds) : (k + 1) * len(seeds)]
         n = len(runs)
-        row = {"profile": profile, "procs": procs, "algo": algo, "size_bytes": m, "runs": n,
-               "actual_s": statistics.fmean(r["warm_s"] for r in runs),
-               "cold_s": statistics.fmean(r["cold_s"] for r in runs),
-               "timeouts": sum(r["warm_timeouts"] for r in runs) / n,
-               "cold_timeouts": sum(r["cold_timeouts"] for r in runs) / n,
-               "runs_with_timeout": sum(r["warm_timeouts"] > 0 for r in runs),
-               "port_drops": sum(r["port_drops"] for r in runs) / n,
-               # The worst pile-up at any switch port: what eq. 1 bounds by (n-1)m.
-               "max_port_bytes": max(r["max_port_bytes"] for r in runs)}
+        row = {
+            "profile": profile,
+            "procs": procs,
+            "algo": algo,
+            "size_bytes": m,
+            "runs": n,
+            "actual_s": statistics.fmean(r["warm_s"] for r in runs),
+            "cold_s": statistics.fmean(r["cold_s"] for r in runs),
+            "timeouts": sum(r["warm_timeouts"] for r in runs) / n,
+            "cold_timeouts": sum(r["cold_timeouts"] for r in runs) / n,
+            "runs_with_timeout": sum(r["warm_timeouts"] > 0 for r in runs),
+            "port_drops": sum(r["port_drops"] for r in runs) / n,
+            # The worst pile-up at any switch port: what eq. 1 bounds by (n-1)m.
+            "max_port_bytes": max(r["max_port_bytes"] for r in runs),
+        }
         for name, mdl in models.items():
             row[f"{name}_s"] = mdl.predict(f"alltoall_{algo.lower()}", procs, m)
             row[f"{name}_err"] = abs(row[f"{name}_s"] - row["actual_s"]) / row["actual_s"]
@@ -164,11 +180,20 @@ def _run_procs(ctx: StudyContext, procs: int, profile: str = PAPER_PROFILE) -> t
     # Diagnostic for the small-m factor: the same runs without YAMPII's credits
     # (MPICH-style sender rendezvous; eager messages then cost one message each).
     m0 = _sweep(ctx.quick)[0]
-    no_credit = {algo: run_sim(prog, plat, procs, seed=ctx.seed, kwargs={"nbytes": m0}, rendezvous="sender").time
-                 for algo, prog in (("A", alltoall_a), ("B", alltoall_b))}
-    return rows, {"profile": profile, "procs": procs, "no_credit_small_m_s": no_credit, "q_bytes": params.queue_bytes,
-                  "L_s": params.L, "link_rate_bytes_per_s": params.meta.get("link_rate_bytes_per_s"),
-                  "probe_sizes": params.rto_sizes, "rto_waits_probe": params.rto_waits}
+    no_credit = {
+        algo: run_sim(prog, plat, procs, seed=ctx.seed, kwargs={"nbytes": m0}, rendezvous="sender").time
+        for algo, prog in (("A", alltoall_a), ("B", alltoall_b))
+    }
+    return rows, {
+        "profile": profile,
+        "procs": procs,
+        "no_credit_small_m_s": no_credit,
+        "q_bytes": params.queue_bytes,
+        "L_s": params.L,
+        "link_rate_bytes_per_s": params.meta.get("link_rate_bytes_per_s"),
+        "probe_sizes": params.rto_sizes,
+        "rto_waits_probe": params.rto_waits,
+    }
 
 
 ALGORITHMS = {"A": alltoall_a, "B": alltoall_b}
@@ -199,16 +224,19 @@ def _bench_job(job: tuple) -> dict:
 
 
 def _bench(plat: dict, procs: int, algo: str, m: int, seed: int) -> dict:
-    r = run_sim(_benchmark, plat, procs, seed=seed, kwargs={"nbytes": m, "algo": algo, "reps": REPS},
-                rendezvous=RENDEZVOUS)
+    r = run_sim(
+        _benchmark, plat, procs, seed=seed, kwargs={"nbytes": m, "algo": algo, "reps": REPS}, rendezvous=RENDEZVOUS
+    )
     cold = r.results[0][2]
     cold_timeouts = int(sum(cold["hosts"]["timeouts"]))
-    return {"cold_s": max(x[0] for x in r.results),
-            "warm_s": statistics.fmean(max(x[1][i] for x in r.results) for i in range(REPS)),
-            "cold_timeouts": cold_timeouts,
-            "warm_timeouts": (r.host_totals()["timeouts"] - cold_timeouts) / REPS,
-            "port_drops": r.port_drops(),
-            "max_port_bytes": max(r.counters["ports"]["max_occupancy"])}
+    return {
+        "cold_s": max(x[0] for x in r.results),
+        "warm_s": statistics.fmean(max(x[1][i] for x in r.results) for i in range(REPS)),
+        "cold_timeouts": cold_timeouts,
+        "warm_timeouts": (r.host_totals()["timeouts"] - cold_timeouts) / REPS,
+        "port_drops": r.port_drops(),
+        "max_port_bytes": max(r.counters["ports"]["max_occupancy"]),
+    }
 
 
 def _errors(rows: list[dict], model: str, actual: str = "actual_s") -> float:
@@ -222,8 +250,9 @@ def _pair(rows: list[dict], m: int) -> tuple[dict, dict]:
     return a, b
 
 
-def _selection(rows: list[dict], model: str, margin: float = 0.2,
-               actual: str = "actual_s") -> tuple[int, int, list[int]]:
+def _selection(
+    rows: list[dict], model: str, margin: float = 0.2, actual: str = "actual_s"
+) -> tuple[int, int, list[int]]:
     """(right, total, sizes picked wrongly) over sizes where A and B differ by more than ``margin``."""
     right = total = 0
     wrong = []
@@ -296,58 +325,89 @@ def _compare(rep: StudyReport, pr: list[dict], procs: int, summary: dict) -> Non
     worse = sorted({r["size_bytes"] for r in pr if r["plogp-br_err"] > r["plogp_err"]})
     med_p = statistics.median(r["plogp_err"] for r in pr)
     med_br = statistics.median(r["plogp-br_err"] for r in pr)
-    summary.update(mare_plogp=e_p, mare_plogp_br=e_br, br_rto_early_sizes=early, br_rto_missed_sizes=missed,
-                   br_worse_sizes=worse, median_err_plogp=med_p, median_err_plogp_br=med_br)
-    rep.comparisons.append(Comparison(
-        f"P={procs}: mean absolute relative error vs actual (A and B, {len({r['size_bytes'] for r in pr})} sizes)",
-        "no number printed; Fig. 8 and §4.3: PlogP-BR closer to the actual times than PlogP",
-        f"PlogP {e_p:.1%}, PlogP-BR {e_br:.1%}", e_br < e_p,
-        f"median relative error PlogP {med_p:.1%}, PlogP-BR {med_br:.1%} (a mean is dominated by a few sizes); "
-        f"PlogP-BR adds T_RTO to A where the simulated A had no timeout at: {_fmt_sizes(early)}"
-        + (f"; it predicts none where A timed out at: {_fmt_sizes(missed)}" if missed else "")))
+    summary.update(
+        mare_plogp=e_p,
+        mare_plogp_br=e_br,
+        br_rto_early_sizes=early,
+        br_rto_missed_sizes=missed,
+        br_worse_sizes=worse,
+        median_err_plogp=med_p,
+        median_err_plogp_br=med_br,
+    )
+    rep.comparisons.append(
+        Comparison(
+            f"P={procs}: mean absolute relative error vs actual (A and B, {len({r['size_bytes'] for r in pr})} sizes)",
+            "no number printed; Fig. 8 and §4.3: PlogP-BR closer to the actual times than PlogP",
+            f"PlogP {e_p:.1%}, PlogP-BR {e_br:.1%}",
+            e_br < e_p,
+            f"median relative error PlogP {med_p:.1%}, PlogP-BR {med_br:.1%} (a mean is dominated by a few sizes); "
+            f"PlogP-BR adds T_RTO to A where the simulated A had no timeout at: {_fmt_sizes(early)}"
+            + (f"; it predicts none where A timed out at: {_fmt_sizes(missed)}" if missed else ""),
+        )
+    )
     right, total, wrong = _selection(pr, "plogp-br")
     right_p, _, _ = _selection(pr, "plogp")
     summary.update(select_plogp_br=f"{right}/{total}", select_plogp=f"{right_p}/{total}", select_br_wrong=wrong)
     c_p, c_br = _errors(pr, "plogp", "cold_s"), _errors(pr, "plogp-br", "cold_s")
     c_right, c_total, c_wrong = _selection(pr, "plogp-br", actual="cold_s")
     summary.update(cold_mare_plogp=c_p, cold_mare_plogp_br=c_br, cold_select_plogp_br=f"{c_right}/{c_total}")
-    rep.comparisons.append(Comparison(
-        f"P={procs}: the same against the first (cold) call",
-        "(diagnostic: how the measurement changes the verdict)",
-        f"MARE PlogP {c_p:.1%}, PlogP-BR {c_br:.1%}; PlogP-BR picks {c_right}/{c_total}", None,
-        f"cold A timed out at {_fmt_sizes([r['size_bytes'] for r in pr if r['algo'] == 'A' and r['cold_timeouts'] > 0])}"))
-    rep.comparisons.append(Comparison(
-        f"P={procs}: faster of A and B picked (sizes where they differ > 20 %)",
-        "PlogP-BR picks B where E_q = 1 (ineq. 12); PlogP always picks A (ineq. 10)",
-        f"PlogP-BR {right}/{total}, PlogP {right_p}/{total}", right == total if total else None,
-        f"PlogP-BR wrong at: {_fmt_sizes(wrong)}" if wrong else ""))
+    rep.comparisons.append(
+        Comparison(
+            f"P={procs}: the same against the first (cold) call",
+            "(diagnostic: how the measurement changes the verdict)",
+            f"MARE PlogP {c_p:.1%}, PlogP-BR {c_br:.1%}; PlogP-BR picks {c_right}/{c_total}",
+            None,
+            f"cold A timed out at {_fmt_sizes([r['size_bytes'] for r in pr if r['algo'] == 'A' and r['cold_timeouts'] > 0])}",
+        )
+    )
+    rep.comparisons.append(
+        Comparison(
+            f"P={procs}: faster of A and B picked (sizes where they differ > 20 %)",
+            "PlogP-BR picks B where E_q = 1 (ineq. 12); PlogP always picks A (ineq. 10)",
+            f"PlogP-BR {right}/{total}, PlogP {right_p}/{total}",
+            right == total if total else None,
+            f"PlogP-BR wrong at: {_fmt_sizes(wrong)}" if wrong else "",
+        )
+    )
     inv = [r["size_bytes"] for r in pr if r["algo"] == "A" and r["e_q"] == 1]
     sizes = sorted({r["size_bytes"] for r in pr})
     actual_inv = [m for m in sizes if _pair(pr, m)[1]["actual_s"] < _pair(pr, m)[0]["actual_s"]]
     first_to = [r["size_bytes"] for r in pr if r["algo"] == "A" and r["timeouts"] > 0]
-    rep.comparisons.append(Comparison(
-        f"P={procs}: RTO onset in A and the A/B inversion",
-        "first mismatch (§4.3): at large P the predicted onset comes at a shorter m than the actual one",
-        f"predicted (E_q = 1) from {min(inv) if inv else '-'} B; simulated A first times out at "
-        f"{first_to[0] if first_to else '-'} B; B beats A at {_fmt_sizes(actual_inv)}",
-        None, f"measured q = {summary['q_bytes']:.0f} B, so E_q(m, {procs - 1}) = 1 for "
-        f"m > {summary['q_bytes'] / (procs - 2):.0f} B" if summary.get("q_bytes") else ""))
+    rep.comparisons.append(
+        Comparison(
+            f"P={procs}: RTO onset in A and the A/B inversion",
+            "first mismatch (§4.3): at large P the predicted onset comes at a shorter m than the actual one",
+            f"predicted (E_q = 1) from {min(inv) if inv else '-'} B; simulated A first times out at "
+            f"{first_to[0] if first_to else '-'} B; B beats A at {_fmt_sizes(actual_inv)}",
+            None,
+            f"measured q = {summary['q_bytes']:.0f} B, so E_q(m, {procs - 1}) = 1 for "
+            f"m > {summary['q_bytes'] / (procs - 2):.0f} B"
+            if summary.get("q_bytes")
+            else "",
+        )
+    )
     small = sizes[0]
     a, b = _pair(pr, small)
     ra, rb = a["actual_s"] / a["plogp-br_s"], b["actual_s"] / b["plogp-br_s"]
     nc = summary["no_credit_small_m_s"]
-    rep.comparisons.append(Comparison(
-        f"P={procs}: actual / PlogP-BR at m = {small} B",
-        "second mismatch (§4.3): a constant factor at small m, the same for both algorithms",
-        f"A {ra:.2f}, B {rb:.2f}", None,
-        f"without the receiver's credit messages the simulated times would be A {nc['A'] * 1e3:.3f} ms "
-        f"(not {a['actual_s'] * 1e3:.3f}), B {nc['B'] * 1e3:.3f} ms (not {b['actual_s'] * 1e3:.3f}); see notes"))
+    rep.comparisons.append(
+        Comparison(
+            f"P={procs}: actual / PlogP-BR at m = {small} B",
+            "second mismatch (§4.3): a constant factor at small m, the same for both algorithms",
+            f"A {ra:.2f}, B {rb:.2f}",
+            None,
+            f"without the receiver's credit messages the simulated times would be A {nc['A'] * 1e3:.3f} ms "
+            f"(not {a['actual_s'] * 1e3:.3f}), B {nc['B'] * 1e3:.3f} ms (not {b['actual_s'] * 1e3:.3f}); see notes",
+        )
+    )
     if early:
-        peaks = ", ".join(f"{r['size_bytes']} B: {r['max_port_bytes']} B" for r in pr
-                          if r["algo"] == "A" and r["size_bytes"] in early)
+        peaks = ", ".join(
+            f"{r['size_bytes']} B: {r['max_port_bytes']} B" for r in pr if r["algo"] == "A" and r["size_bytes"] in early
+        )
         rest = [r for r in pr if not (r["algo"] == "A" and r["size_bytes"] in early)]
-        summary.update(mare_plogp_other_sizes=_errors(rest, "plogp"),
-                       mare_plogp_br_other_sizes=_errors(rest, "plogp-br"))
+        summary.update(
+            mare_plogp_other_sizes=_errors(rest, "plogp"), mare_plogp_br_other_sizes=_errors(rest, "plogp-br")
+        )
         rep.notes.append(
             f"P={procs}: eq. 1 adds T_RTO = {RTO_S * 1e3:.0f} ms to A at {_fmt_sizes(early)}, where (n-1)m = "
             f"{(procs - 2) * min(early)} B or more exceeds q = {summary['q_bytes']:.0f} B, but no simulated run of A "
@@ -356,13 +416,18 @@ def _compare(rep: StudyReport, pr: list[dict], procs: int, summary: dict) -> Non
             f"certainty. Over the other "
             f"{len(rest)} (size, algorithm) points the errors are PlogP {summary['mare_plogp_other_sizes']:.1%}, "
             f"PlogP-BR {summary['mare_plogp_br_other_sizes']:.1%} (a diagnostic of where the error comes from, "
-            f"not a replacement for the full mean).")
-    partial = [f"{r['size_bytes']} B ({r['runs_with_timeout']}/{r['runs']})" for r in pr
-               if r["algo"] == "A" and 0 < r["runs_with_timeout"] < r["runs"]]
+            f"not a replacement for the full mean)."
+        )
+    partial = [
+        f"{r['size_bytes']} B ({r['runs_with_timeout']}/{r['runs']})"
+        for r in pr
+        if r["algo"] == "A" and 0 < r["runs_with_timeout"] < r["runs"]
+    ]
     if partial:
         rep.notes.append(
             f"P={procs}: only some runs of A timed out at {', '.join(partial)}: the RTO is a chance event whose "
-            f"expected count lies between 0 and 1, while eq. 1 gives E_q only 0 or 1.")
+            f"expected count lies between 0 and 1, while eq. 1 gives E_q only 0 or 1."
+        )
 
 
 def _score(rep: StudyReport, pr: list[dict], procs: int, profile: str, summary: dict) -> None:
@@ -378,16 +443,29 @@ def _score(rep: StudyReport, pr: list[dict], procs: int, profile: str, summary: 
     emulated = profile == nomura_emu.PROFILE
     where = f"P={procs}, emulated MPICH" if emulated else f"P={procs}, TCP {profile}"
     shown = ", ".join(f"{LABELS[m]} {mare[m]:.1%}" for m in MODELS)
-    rep.comparisons.append(Comparison(
-        f"{where}: MARE of PlogP, PlogP-BR, PlogP-BR+ vs {'MPICH as measured' if emulated else 'simulated'}",
-        "PlogP-BR+ (beyond the paper, issue 21 target): <= 15 %", shown, mare["plogp-br+"] <= 0.15,
-        (f"PlogP-BR+ over the {len({r['size_bytes'] for r in unprobed})} sizes its RTO probe never ran at: "
-         f"{oos:.1%}; " if oos is not None else "every size was probed; ")
-        + f"PlogP-BR {'beats' if mare['plogp-br'] < mare['plogp'] else 'does not beat'} PlogP"))
-    rep.comparisons.append(Comparison(
-        f"{where}: mean selection penalty vs the measured oracle (faster of A and B)",
-        "PlogP-BR+ (issue 21 target): <= 5 %; C4.5 trees on full measurements: 2.08 % (Pjesivac-Grbovic et al.)",
-        ", ".join(f"{LABELS[m]} {pen[m]:.1%}" for m in MODELS), pen["plogp-br+"] <= 0.05))
+    rep.comparisons.append(
+        Comparison(
+            f"{where}: MARE of PlogP, PlogP-BR, PlogP-BR+ vs {'MPICH as measured' if emulated else 'simulated'}",
+            "PlogP-BR+ (beyond the paper, issue 21 target): <= 15 %",
+            shown,
+            mare["plogp-br+"] <= 0.15,
+            (
+                f"PlogP-BR+ over the {len({r['size_bytes'] for r in unprobed})} sizes its RTO probe never ran at: "
+                f"{oos:.1%}; "
+                if oos is not None
+                else "every size was probed; "
+            )
+            + f"PlogP-BR {'beats' if mare['plogp-br'] < mare['plogp'] else 'does not beat'} PlogP",
+        )
+    )
+    rep.comparisons.append(
+        Comparison(
+            f"{where}: mean selection penalty vs the measured oracle (faster of A and B)",
+            "PlogP-BR+ (issue 21 target): <= 5 %; C4.5 trees on full measurements: 2.08 % (Pjesivac-Grbovic et al.)",
+            ", ".join(f"{LABELS[m]} {pen[m]:.1%}" for m in MODELS),
+            pen["plogp-br+"] <= 0.05,
+        )
+    )
 
 
 def run(ctx: StudyContext) -> StudyReport:
@@ -468,7 +546,8 @@ def run(ctx: StudyContext) -> StudyReport:
         f"call measured by a probe on the same platform: {PROBE_CALLS} warm calls of A and of B at each of "
         f"{', '.join(map(str, _probe_sizes(ctx.quick)))} B, own seeds, a call's excess over eq. 4/8 without E_q "
         f"counted in units of T_RTO when it is at least T_RTO/2; linear in m between probe sizes. The selection "
-        f"penalty is the mean over sizes of actual(pick)/actual(best) - 1.")
+        f"penalty is the mean over sizes of actual(pick)/actual(best) - 1."
+    )
     for s in summary:
         pr = [r for r in rows if r["procs"] == s["procs"] and r["profile"] == s["profile"]]
         misses = _costly_picks(pr, "plogp-br+")
@@ -477,11 +556,14 @@ def run(ctx: StudyContext) -> StudyReport:
                 f"P={s['procs']}, {s['profile']}: PlogP-BR+'s costly picks (penalty > 50 %): "
                 + "; ".join(f"{m} B: picked {algo} at W = {w:.2f}, {pen:+.0%}" for m, algo, w, pen in misses)
                 + ". Whether a call waits for an RTO is a chance event and need not grow with m; a size the probe "
-                  "did not run at, or few probe calls, can miss it, and one such size dominates a mean penalty.")
+                "did not run at, or few probe calls, can miss it, and one such size dominates a mean penalty."
+            )
     rep.notes += emu_rep.notes
     if ctx.quick:
-        rep.notes.append("--quick: fewer sizes, one seed per size, and at P = 64 only the XOR patterns k = 1, 32, 63 "
-                         "are measured; the others take the nearest measured pattern's g(m, C) (symmetric switch).")
+        rep.notes.append(
+            "--quick: fewer sizes, one seed per size, and at P = 64 only the XOR patterns k = 1, 32, 63 "
+            "are measured; the others take the nearest measured pattern's g(m, C) (symmetric switch)."
+        )
     return rep
 
 

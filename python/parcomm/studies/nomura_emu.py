@@ -70,8 +70,9 @@ def why_not() -> str | None:
 def platform(plan: EmuPlan, procs: int) -> dict:
     from ..platform import opteron_cluster
 
-    return opteron_cluster(procs, rate_bps=plan.rate_bps, buffer=plan.buffer, tcp={"stack": "linux"},
-                           switch_latency_s=0, propagation_s=0)
+    return opteron_cluster(
+        procs, rate_bps=plan.rate_bps, buffer=plan.buffer, tcp={"stack": "linux"}, switch_latency_s=0, propagation_s=0
+    )
 
 
 def _waits(params, times: dict[str, dict[int, list[float]]]) -> tuple[list[int], dict[str, list[float]]]:
@@ -81,8 +82,10 @@ def _waits(params, times: dict[str, dict[int, list[float]]]) -> tuple[list[int],
     br, p = PlogPBR(params), params.procs
     base = {"A": br.alltoall_a_no_rto, "B": br.alltoall_b_no_rto}
     sizes = sorted(times["A"])
-    return sizes, {f"alltoall_{a.lower()}": [mean_waits(times[a][m], base[a](p, m), params.rto_s) for m in sizes]
-                   for a in ("A", "B")}
+    return sizes, {
+        f"alltoall_{a.lower()}": [mean_waits(times[a][m], base[a](p, m), params.rto_s) for m in sizes]
+        for a in ("A", "B")
+    }
 
 
 def run_procs(ctx: StudyContext, plan: EmuPlan, procs: int, models: tuple[str, ...]) -> tuple[list[dict], dict]:
@@ -95,10 +98,19 @@ def run_procs(ctx: StudyContext, plan: EmuPlan, procs: int, models: tuple[str, .
     work = Path(ctx.out_dir) / f"emu_p{procs}"
     with EmuCluster(platform(plan, procs)) as cl:
         ctx.progress(f"emulation P={procs}: measuring the parameters (socket backend)")
-        params = measure(emu_runner(cl, procs), procs, plan.measure_sizes, rel_ci=0.1, max_reps=6, rto_s=0.2,
-                         pattern_ks=[1, procs // 2, procs - 1],
-                         meta={"platform": f"opteron:{procs} at {plan.rate_bps / 1e6:g} Mbit/s, port "
-                                           f"{plan.buffer} B, emulated", "backend": "emu (socket)"})
+        params = measure(
+            emu_runner(cl, procs),
+            procs,
+            plan.measure_sizes,
+            rel_ci=0.1,
+            max_reps=6,
+            rto_s=0.2,
+            pattern_ks=[1, procs // 2, procs - 1],
+            meta={
+                "platform": f"opteron:{procs} at {plan.rate_bps / 1e6:g} Mbit/s, port {plan.buffer} B, emulated",
+                "backend": "emu (socket)",
+            },
+        )
         ctx.progress(f"emulation P={procs}: RTO probe (MPICH)")
         probe = mpich_alltoall(cl, procs, plan.probe_sizes, plan.probe_calls, work / "probe", timeout_s=plan.timeout_s)
         params.rto_sizes, params.rto_waits = _waits(params, probe)
@@ -110,19 +122,31 @@ def run_procs(ctx: StudyContext, plan: EmuPlan, procs: int, models: tuple[str, .
         sel = work / "selection.json"
         choices = grid_choices({procs: params}, plan.sizes, "plogp-br+")
         sel.write_text(mpich_json(choices, installed_mpich_selection()))
-        mpi = {name: mpich_alltoall(cl, procs, plan.sizes, plan.reps, work / name, algos=("mpi",), env=env,
-                                    timeout_s=plan.timeout_s)["mpi"]
-               for name, env in (("emitted", {"MPIR_CVAR_COLL_SELECTION_TUNING_JSON_FILE": sel}),
-                                 ("scattered", {"MPIR_CVAR_ALLTOALL_INTRA_ALGORITHM": "scattered"}),
-                                 ("pairwise", {"MPIR_CVAR_ALLTOALL_INTRA_ALGORITHM": "pairwise"}))}
+        mpi = {
+            name: mpich_alltoall(
+                cl, procs, plan.sizes, plan.reps, work / name, algos=("mpi",), env=env, timeout_s=plan.timeout_s
+            )["mpi"]
+            for name, env in (
+                ("emitted", {"MPIR_CVAR_COLL_SELECTION_TUNING_JSON_FILE": sel}),
+                ("scattered", {"MPIR_CVAR_ALLTOALL_INTRA_ALGORITHM": "scattered"}),
+                ("pairwise", {"MPIR_CVAR_ALLTOALL_INTRA_ALGORITHM": "pairwise"}),
+            )
+        }
     mdl = {name: make_model(name, params) for name in models}
     rows = []
     for m in plan.sizes:
         for algo in ("A", "B"):
             ts = actual[algo][m]
-            row = {"profile": PROFILE, "procs": procs, "algo": algo, "size_bytes": m, "runs": len(ts),
-                   "actual_s": statistics.fmean(ts), "actual_calls_s": ts,
-                   "rto_waits": params.rto_waits_at(f"alltoall_{algo.lower()}", m)}
+            row = {
+                "profile": PROFILE,
+                "procs": procs,
+                "algo": algo,
+                "size_bytes": m,
+                "runs": len(ts),
+                "actual_s": statistics.fmean(ts),
+                "actual_calls_s": ts,
+                "rto_waits": params.rto_waits_at(f"alltoall_{algo.lower()}", m),
+            }
             for name, md in mdl.items():
                 row[f"{name}_s"] = md.predict(f"alltoall_{algo.lower()}", procs, m)
                 row[f"{name}_err"] = abs(row[f"{name}_s"] - row["actual_s"]) / row["actual_s"]
@@ -130,17 +154,32 @@ def run_procs(ctx: StudyContext, plan: EmuPlan, procs: int, models: tuple[str, .
     emitted = []
     for m, algo in choices[procs]:
         t = {k: statistics.fmean(v[m]) for k, v in mpi.items()}
-        emitted.append({"procs": procs, "size_bytes": m, "chose": algo, **{f"{k}_s": v for k, v in t.items()},
-                        "penalty": t["emitted"] / min(t["scattered"], t["pairwise"]) - 1})
-    return rows, {"profile": PROFILE, "procs": procs, "q_bytes": params.queue_bytes, "L_s": params.L,
-                  "probe_sizes": params.rto_sizes, "rto_waits_probe": params.rto_waits,
-                  "port_buffer_bytes": plan.buffer, "rate_bps": plan.rate_bps,
-                  "emitted_rules": emitted,
-                  "emitted_penalty": statistics.fmean(e["penalty"] for e in emitted)}
+        emitted.append(
+            {
+                "procs": procs,
+                "size_bytes": m,
+                "chose": algo,
+                **{f"{k}_s": v for k, v in t.items()},
+                "penalty": t["emitted"] / min(t["scattered"], t["pairwise"]) - 1,
+            }
+        )
+    return rows, {
+        "profile": PROFILE,
+        "procs": procs,
+        "q_bytes": params.queue_bytes,
+        "L_s": params.L,
+        "probe_sizes": params.rto_sizes,
+        "rto_waits_probe": params.rto_waits,
+        "port_buffer_bytes": plan.buffer,
+        "rate_bps": plan.rate_bps,
+        "emitted_rules": emitted,
+        "emitted_penalty": statistics.fmean(e["penalty"] for e in emitted),
+    }
 
 
-def emulated_section(ctx: StudyContext, rep: StudyReport, models: tuple[str, ...],
-                     plan: EmuPlan = EmuPlan()) -> tuple[list[dict], list[dict]]:
+def emulated_section(
+    ctx: StudyContext, rep: StudyReport, models: tuple[str, ...], plan: EmuPlan = EmuPlan()
+) -> tuple[list[dict], list[dict]]:
     """(rows, summaries) of the emulated MPI runs, or none and a note why not."""
     if ctx.quick:
         rep.notes.append("Emulated MPI (MPICH across namespaces): skipped under --quick; run `parcomm repro nomura`.")
@@ -158,13 +197,19 @@ def emulated_section(ctx: StudyContext, rep: StudyReport, models: tuple[str, ...
             continue
         rows += r
         summary.append(s)
-        rep.comparisons.append(Comparison(
-            f"P={procs}, emulated MPICH: MPI_Alltoall with the selection file PlogP-BR+ emitted, penalty vs the "
-            f"faster of forced scattered and forced pairwise",
-            "issue 21: the emitted rules' penalty vs the oracle on the emulated cluster",
-            f"{s['emitted_penalty']:.1%} (mean over {len(s['emitted_rules'])} sizes)", None,
-            "; ".join(f"{e['size_bytes']} B: chose {e['chose'][-1].upper()}, {e['penalty']:+.0%}"
-                      for e in s["emitted_rules"])))
+        rep.comparisons.append(
+            Comparison(
+                f"P={procs}, emulated MPICH: MPI_Alltoall with the selection file PlogP-BR+ emitted, penalty vs the "
+                f"faster of forced scattered and forced pairwise",
+                "issue 21: the emitted rules' penalty vs the oracle on the emulated cluster",
+                f"{s['emitted_penalty']:.1%} (mean over {len(s['emitted_rules'])} sizes)",
+                None,
+                "; ".join(
+                    f"{e['size_bytes']} B: chose {e['chose'][-1].upper()}, {e['penalty']:+.0%}"
+                    for e in s["emitted_rules"]
+                ),
+            )
+        )
     if summary:
         rep.notes.append(
             f"Emulated MPI: seed 001's cluster at {plan.rate_bps / 1e6:g} Mbit/s (what this 2-core machine "
@@ -175,5 +220,6 @@ def emulated_section(ctx: StudyContext, rep: StudyReport, models: tuple[str, ...
             f"OFI tcp on eth0; each 'actual' is the mean of {plan.reps} timed calls after an untimed one. The "
             f"parameters g, L, g(m, C), q come from `parcomm measure`'s procedure over the socket backend on the "
             f"same cluster; PlogP-BR+'s RTO waits from a separate, shorter MPICH run at "
-            f"{', '.join(map(str, plan.probe_sizes))} B ({plan.probe_calls} calls each).")
+            f"{', '.join(map(str, plan.probe_sizes))} B ({plan.probe_calls} calls each)."
+        )
     return rows, summary

@@ -81,16 +81,16 @@ SOURCE = "seed 000 (Oguchi, Shintani, Tamura, Kitsuregawa), Table 2, Figs. 2-6, 
 #: Captions of the report's figures (file name without .png -> text).
 CAPTIONS = {
     "fig2_min_maxdefault": "Oguchi et al. Fig. 2 on the simulated 100-PC ATM cluster: time of HPA passes 3-5 (left "
-                           "axis) and retransmitted KB per host (right axis) against the TCP RTO minimum MIN, with "
-                           "MAX at its 60000 ms default. The paper's figure values are not in its text, so they are "
-                           "not plotted.",
+    "axis) and retransmitted KB per host (right axis) against the TCP RTO minimum MIN, with "
+    "MAX at its 60000 ms default. The paper's figure values are not in its text, so they are "
+    "not plotted.",
     "fig3_min_maxmin100": "Oguchi et al. Fig. 3: the same sweep with MAX = MIN + 100 ms.",
     "fig4_schemes_time": "Oguchi et al. Fig. 4: time of passes 3-5 against X for a fixed RTO (MIN = MAX = X) and the "
-                         "two random schemes, where each node draws its MIN in X..X+100 ms.",
+    "two random schemes, where each node draws its MIN in X..X+100 ms.",
     "fig5_schemes_retx": "Oguchi et al. Fig. 5: retransmitted KB per host for the same schemes as Fig. 4.",
     "fig6_nodes": "Oguchi et al. Fig. 6: HPA execution time (left) and passes 3+ alone (right) against the node "
-                  "count, default RTO vs random MIN 250-350 ms with MAX = MIN + 100 ms, the same data on fewer "
-                  "nodes.",
+    "count, default RTO vs random MIN 250-350 ms with MAX = MIN + 100 ms, the same data on fewer "
+    "nodes.",
 }
 
 # ---- the paper (seed 000) ------------------------------------------------
@@ -126,11 +126,24 @@ CANDIDATE_COST_S = 0.2e-6  # per candidate generated and inserted (estimate)
 def _plan(quick: bool) -> dict:
     if quick:
         # the phenomenon needs the paper's fan-in: 100 nodes even here, fewer runs
-        return {"nodes": PAPER_NODES, "sample": SAMPLE_FULL, "fig2_min": [0.05, 0.2], "fig3_min": [],
-                "fig4_x": [0.2], "fig4_schemes": ("fixed", "random_both"), "fig6_nodes": []}
-    return {"nodes": PAPER_NODES, "sample": SAMPLE_FULL, "fig2_min": [0.05, 0.1, 0.2, 0.3, 0.5],
-            "fig3_min": [0.05, 0.1, 0.2, 0.3, 0.5], "fig4_x": [0.1, 0.2, 0.3],
-            "fig4_schemes": ("fixed", "random_min", "random_both"), "fig6_nodes": [25, 50, 100]}
+        return {
+            "nodes": PAPER_NODES,
+            "sample": SAMPLE_FULL,
+            "fig2_min": [0.05, 0.2],
+            "fig3_min": [],
+            "fig4_x": [0.2],
+            "fig4_schemes": ("fixed", "random_both"),
+            "fig6_nodes": [],
+        }
+    return {
+        "nodes": PAPER_NODES,
+        "sample": SAMPLE_FULL,
+        "fig2_min": [0.05, 0.1, 0.2, 0.3, 0.5],
+        "fig3_min": [0.05, 0.1, 0.2, 0.3, 0.5],
+        "fig4_x": [0.1, 0.2, 0.3],
+        "fig4_schemes": ("fixed", "random_min", "random_both"),
+        "fig6_nodes": [25, 50, 100],
+    }
 
 
 def dataset(ctx: StudyContext, sample: int, parts: int) -> str:
@@ -162,17 +175,36 @@ def calibrated_cost(path: str, nodes: int, weight: int) -> tuple[CostModel, dict
     subsets_node = float(np.mean([s.get(2, 0) for s in prof["subsets"]]))
     n_cand2 = PAPER_TABLE2[1]["candidates"]
     per_pair = (t2 - per_item * items_node - CANDIDATE_COST_S * n_cand2) / subsets_node
-    cost = CostModel(per_transaction_s=0.0, per_subset_s=per_pair / 2, per_probe_s=per_pair / 2,
-                     per_candidate_s=CANDIDATE_COST_S, per_item_s=per_item, pass1_per_item_s=per_item)
-    info = {"items_per_node": items_node, "pass2_subsets_per_node": subsets_node,
-            "s_per_item": per_item, "s_per_subset_and_probe": per_pair}
+    cost = CostModel(
+        per_transaction_s=0.0,
+        per_subset_s=per_pair / 2,
+        per_probe_s=per_pair / 2,
+        per_candidate_s=CANDIDATE_COST_S,
+        per_item_s=per_item,
+        pass1_per_item_s=per_item,
+    )
+    info = {
+        "items_per_node": items_node,
+        "pass2_subsets_per_node": subsets_node,
+        "s_per_item": per_item,
+        "s_per_subset_and_probe": per_pair,
+    }
     return cost, info
 
 
 # ---- the pass-end exchange alone (tests, emulation) -------------------------
 
-async def pass_end_skeleton(comm: Any, *, rounds: int = 3, owners: tuple = (0,), nbytes: int = 8192,
-                            compute_s: float = 0.05, large_bytes: int = 64, idle: str = "compute") -> list[float]:
+
+async def pass_end_skeleton(
+    comm: Any,
+    *,
+    rounds: int = 3,
+    owners: tuple = (0,),
+    nbytes: int = 8192,
+    compute_s: float = 0.05,
+    large_bytes: int = 64,
+    idle: str = "compute",
+) -> list[float]:
     """HPA's communication at the end of a pass, without the mining: every
     rank computes ``compute_s`` (the same on all ranks, so they end together),
     sends ``nbytes`` (its last, partial block) to each owner and an empty
@@ -212,10 +244,18 @@ CELL_INTERLEAVING = True
 # its deadline, and the hosts' clocks are not in phase with each other.
 SOLARIS_TIMER_TICK_S = 0.01
 
-def _platform(nodes: int, rto: tuple, seed: int, buffer_cells: int = AN1000_BUFFER_CELLS,
-              cell_interleaving: bool = CELL_INTERLEAVING, timer_tick_s: float = SOLARIS_TIMER_TICK_S) -> dict:
-    plat = atm_cluster(nodes, buffer_cells=buffer_cells, cell_interleaving=cell_interleaving,
-                       tcp={"timer_tick_s": timer_tick_s})
+
+def _platform(
+    nodes: int,
+    rto: tuple,
+    seed: int,
+    buffer_cells: int = AN1000_BUFFER_CELLS,
+    cell_interleaving: bool = CELL_INTERLEAVING,
+    timer_tick_s: float = SOLARIS_TIMER_TICK_S,
+) -> dict:
+    plat = atm_cluster(
+        nodes, buffer_cells=buffer_cells, cell_interleaving=cell_interleaving, tcp={"timer_tick_s": timer_tick_s}
+    )
     kind = rto[0]
     if kind == "minmax":
         return set_rto(plat, rto[1], rto[2])
@@ -225,12 +265,28 @@ def _platform(nodes: int, rto: tuple, seed: int, buffer_cells: int = AN1000_BUFF
 def run_one(job: dict) -> dict:
     """Run HPA once; ``job`` holds path, nodes, rto, cost, scales, weight, seed."""
     nodes = job["nodes"]
-    plat = _platform(nodes, job["rto"], job["seed"], job.get("buffer_cells", AN1000_BUFFER_CELLS),
-                     job.get("cell_interleaving", CELL_INTERLEAVING))
-    res = run_sim(hpa, plat, nodes, seed=job["seed"],
-                  kwargs={"path": job["path"], "min_support": PAPER_MIN_SUPPORT, "block_bytes": PAPER_BLOCK_BYTES,
-                          "cost": job["cost"], "weight": job["weight"], "payload": "counts",
-                          "cpu_scale": job["scales"]})
+    plat = _platform(
+        nodes,
+        job["rto"],
+        job["seed"],
+        job.get("buffer_cells", AN1000_BUFFER_CELLS),
+        job.get("cell_interleaving", CELL_INTERLEAVING),
+    )
+    res = run_sim(
+        hpa,
+        plat,
+        nodes,
+        seed=job["seed"],
+        kwargs={
+            "path": job["path"],
+            "min_support": PAPER_MIN_SUPPORT,
+            "block_bytes": PAPER_BLOCK_BYTES,
+            "cost": job["cost"],
+            "weight": job["weight"],
+            "payload": "counts",
+            "cpu_scale": job["scales"],
+        },
+    )
     m = merge_result(res.results)
     snaps = {s["pass"]: s for s in res.results[0]["counter_snapshots"]}
     h = res.counters["hosts"]
@@ -245,18 +301,23 @@ def run_one(job: dict) -> dict:
             fl = np.array([r["passes"][i]["flush_s"] for r in res.results])
             flush_sd[ps["pass"]] = float(fl.std())
     row = {
-        "label": job["label"], "nodes": nodes, "rto": "/".join(str(x) for x in job["rto"]),
+        "label": job["label"],
+        "nodes": nodes,
+        "rto": "/".join(str(x) for x in job["rto"]),
         "total_s": res.time,
         "pass1_2_s": sum(p["time_s"] for p in passes if p["pass"] <= 2),
         "pass3plus_s": sum(p["time_s"] for p in passes if p["pass"] >= 3),
         "retx_bytes_per_host": retx_total / nodes,
         "retx_bytes_per_host_pass1_2": retx_before3 / nodes,
         "retx_bytes_per_host_pass3plus": (retx_total - retx_before3) / nodes,
-        "timeouts": to_total, "timeouts_pass1_2": to_before3, "timeouts_pass3plus": to_total - to_before3,
+        "timeouts": to_total,
+        "timeouts_pass1_2": to_before3,
+        "timeouts_pass3plus": to_total - to_before3,
         "fast_retransmits": int(np.sum(h["fast_retransmits"])),
         "cell_drops": int(np.sum(res.counters["ports"]["cell_drops"])),
         "packet_drops": res.port_drops(),
-        "events": res.events, "wall_s": res.wall_s,
+        "events": res.events,
+        "wall_s": res.wall_s,
     }
     for p in passes:
         row[f"pass{p['pass']}_s"] = p["time_s"]
@@ -371,8 +432,12 @@ def _emulation(ctx: StudyContext) -> tuple[list[dict], str]:
     except EmuError as e:  # not root, no network namespaces; a bug elsewhere still surfaces
         return [], f"emulation unavailable here ({e}); simulated results only"
     rows = []
-    confs = [("minmax", PAPER_DEFAULT_MIN_S, PAPER_DEFAULT_MAX_S), ("fixed", 0.2), ("random_min", 0.2),
-             ("random_both", 0.2)]
+    confs = [
+        ("minmax", PAPER_DEFAULT_MIN_S, PAPER_DEFAULT_MAX_S),
+        ("fixed", 0.2),
+        ("random_min", 0.2),
+        ("random_both", 0.2),
+    ]
     for rto in confs:
         lab = _label(EMU_HOSTS, rto)
         ctx.progress(f"oguchi: emulated {lab}")
@@ -381,31 +446,60 @@ def _emulation(ctx: StudyContext) -> tuple[list[dict], str]:
             try:
                 with EmuCluster(_emu_platform(rto, ctx.seed, None)) as cl:
                     while len(ems) < EMU_REPEATS:  # the emulation is not deterministic: a few runs each
-                        ems.append(cl.run("parcomm.studies.oguchi:pass_end_skeleton", kwargs=EMU_SKELETON,
-                                          timeout_s=300, connect_timeout_s=120))
+                        ems.append(
+                            cl.run(
+                                "parcomm.studies.oguchi:pass_end_skeleton",
+                                kwargs=EMU_SKELETON,
+                                timeout_s=300,
+                                connect_timeout_s=120,
+                            )
+                        )
                 break
             except EmuError as e:
                 if attempt:
                     return rows, f"emulation failed ({e}); table incomplete"
-        twins = [(f"simulated{'' if twin == 'sack-tlp' else '-' + twin} ({twin} twin)",
-                  [run_sim(pass_end_skeleton, _emu_platform(rto, ctx.seed, twin), EMU_HOSTS, seed=ctx.seed,
-                           kwargs=EMU_SKELETON)]) for twin in TWINS]
+        twins = [
+            (
+                f"simulated{'' if twin == 'sack-tlp' else '-' + twin} ({twin} twin)",
+                [
+                    run_sim(
+                        pass_end_skeleton,
+                        _emu_platform(rto, ctx.seed, twin),
+                        EMU_HOSTS,
+                        seed=ctx.seed,
+                        kwargs=EMU_SKELETON,
+                    )
+                ],
+            )
+            for twin in TWINS
+        ]
         for backend, runs in (("emulated (Linux TCP)", ems), *twins):
             tots = [res.host_totals() for res in runs]
             times = [res.time for res in runs]
             retx = [(t["bytes_retransmitted"] or 0) / EMU_HOSTS for t in tots]
             notes = runs[0].extra.get("tcp_notes", []) or [] if backend.startswith("em") else []
-            rows.append({"rto": lab, "backend": backend, "runs": len(runs),
-                         "time_s": float(np.mean(times)), "time_min_s": min(times), "time_max_s": max(times),
-                         "retx_bytes_per_host": float(np.mean(retx)), "retx_min": min(retx), "retx_max": max(retx),
-                         "timeouts": float(np.mean([t["timeouts"] for t in tots])),
-                         "fast_retransmits": float(np.mean([t["fast_retransmits"] for t in tots])),
-                         "port_drops": float(np.mean([res.port_drops() for res in runs])),
-                         "tcp_notes": f"{len(notes)} settings adjusted by the kernel, e.g. {notes[0]}" if notes else ""})
+            rows.append(
+                {
+                    "rto": lab,
+                    "backend": backend,
+                    "runs": len(runs),
+                    "time_s": float(np.mean(times)),
+                    "time_min_s": min(times),
+                    "time_max_s": max(times),
+                    "retx_bytes_per_host": float(np.mean(retx)),
+                    "retx_min": min(retx),
+                    "retx_max": max(retx),
+                    "timeouts": float(np.mean([t["timeouts"] for t in tots])),
+                    "fast_retransmits": float(np.mean([t["fast_retransmits"] for t in tots])),
+                    "port_drops": float(np.mean([res.port_drops() for res in runs])),
+                    "tcp_notes": f"{len(notes)} settings adjusted by the kernel, e.g. {notes[0]}" if notes else "",
+                }
+            )
     return rows, ""
 
 
 # ---- the study ----------------------------------------------------------------
+
 
 def _label(nodes: int, rto: tuple) -> str:
     kind = rto[0]
@@ -431,8 +525,17 @@ def run(ctx: StudyContext) -> StudyReport:
         return spread_scales(profiles[p], factor)
 
     def job(p: int, rto: tuple) -> dict:
-        return {"label": _label(p, rto), "path": path, "nodes": p, "rto": rto, "cost": cost,
-                "scales": scales(p), "weight": weight, "seed": ctx.seed, "cell_interleaving": CELL_INTERLEAVING}
+        return {
+            "label": _label(p, rto),
+            "path": path,
+            "nodes": p,
+            "rto": rto,
+            "cost": cost,
+            "scales": scales(p),
+            "weight": weight,
+            "seed": ctx.seed,
+            "cell_interleaving": CELL_INTERLEAVING,
+        }
 
     default = ("minmax", PAPER_DEFAULT_MIN_S, PAPER_DEFAULT_MAX_S)
     fig2 = [("minmax", m, PAPER_DEFAULT_MAX_S) for m in plan["fig2_min"]]
@@ -445,8 +548,10 @@ def run(ctx: StudyContext) -> StudyReport:
     # time, so all pass-end flushes start together -- the other end of the
     # range from the modelled spread of independent partitions.
     sync = [] if ctx.quick else [default, ("random_min", PAPER_FIG6_X_S)]
-    jobs += [{**job(nodes, x), "label": f"{_label(nodes, x)}, synchronized scans", "scales": scales(nodes, 0.0)}
-             for x in sync]
+    jobs += [
+        {**job(nodes, x), "label": f"{_label(nodes, x)}, synchronized scans", "scales": scales(nodes, 0.0)}
+        for x in sync
+    ]
     ctx.progress(f"oguchi: {len({j['label'] for j in jobs})} simulated runs of HPA")
     runs = _run_all(ctx, jobs)
 
@@ -461,22 +566,40 @@ def run(ctx: StudyContext) -> StudyReport:
     k = 1
     while f"pass{k}_s" in base or k <= len(PAPER_TABLE2):
         pp = PAPER_TABLE2[k - 1] if k <= len(PAPER_TABLE2) else {}
-        t2.append({"pass": k, "paper_C": pp.get("candidates"), "paper_L": pp.get("large"), "paper_T_s": pp.get("time_s"),
-                   "parcomm_C": base.get(f"pass{k}_C"), "parcomm_L": base.get(f"pass{k}_L"),
-                   "parcomm_T_s": base.get(f"pass{k}_s"), "parcomm_T_ample_buffer_s": ample.get(f"pass{k}_s"),
-                   "parcomm_MB_sent": base.get(f"pass{k}_MB_sent"),
-                   "parcomm_flush_sd_ms": base.get(f"pass{k}_flush_sd_ms")})
+        t2.append(
+            {
+                "pass": k,
+                "paper_C": pp.get("candidates"),
+                "paper_L": pp.get("large"),
+                "paper_T_s": pp.get("time_s"),
+                "parcomm_C": base.get(f"pass{k}_C"),
+                "parcomm_L": base.get(f"pass{k}_L"),
+                "parcomm_T_s": base.get(f"pass{k}_s"),
+                "parcomm_T_ample_buffer_s": ample.get(f"pass{k}_s"),
+                "parcomm_MB_sent": base.get(f"pass{k}_MB_sent"),
+                "parcomm_flush_sd_ms": base.get(f"pass{k}_flush_sd_ms"),
+            }
+        )
         k += 1
         if k > 12:
             break
     rep.tables["table2"] = t2
     rep.tables["runs"] = list(runs.values())
-    rep.tables["calibration"] = [{"quantity": q, "value": v} for q, v in
-                                 {**calib, **{f: getattr(cost, f) for f in ("per_subset_s", "per_probe_s", "per_item_s",
-                                                                           "pass1_per_item_s", "per_candidate_s")},
-                                  "nodes": nodes, "sample_transactions": sample, "weight": weight,
-                                  "represented_transactions": sample * weight,
-                                  "transactions_per_node": sample * weight / nodes}.items()]
+    rep.tables["calibration"] = [
+        {"quantity": q, "value": v}
+        for q, v in {
+            **calib,
+            **{
+                f: getattr(cost, f)
+                for f in ("per_subset_s", "per_probe_s", "per_item_s", "pass1_per_item_s", "per_candidate_s")
+            },
+            "nodes": nodes,
+            "sample_transactions": sample,
+            "weight": weight,
+            "represented_transactions": sample * weight,
+            "transactions_per_node": sample * weight / nodes,
+        }.items()
+    ]
     f2 = [dict(r(nodes, x), min_ms=x[1] * 1e3, max_ms=x[2] * 1e3) for x in fig2]
     f3 = [dict(r(nodes, x), min_ms=x[1] * 1e3, max_ms=x[2] * 1e3) for x in fig3]
     f4 = [dict(r(nodes, x), scheme=x[0], x_ms=x[1] * 1e3) for x in fig4]
@@ -503,7 +626,8 @@ def run(ctx: StudyContext) -> StudyReport:
         "simulated times are those of an idle cluster). The kernel refuses MAX below 1 s (clamped, see tcp_notes) and "
         "recovers most losses by SACK/RACK fast retransmission; the SACK+TLP twin (no RACK) detects lost "
         "retransmissions only by timeout and backs off to seconds with MAX = 60 s, the linux twin as the kernel does. "
-        + (why or "Table 'emulation'."))
+        + (why or "Table 'emulation'.")
+    )
     return rep
 
 
@@ -515,32 +639,44 @@ def _compare_emu(rep: StudyReport, emu: list[dict]) -> None:
         e, s_ = by.get((lab, "emulated")), by.get((lab, "simulated"))
         if not e or not s_:
             continue
-        rep.comparisons.append(Comparison(
-            f"pass-end exchange, {lab}: emulated vs simulated", "losses at the owners' ports (§4.2)",
-            f"emu (mean of {e['runs']}) {e['time_s']:.2f} s [{e['time_min_s']:.2f}-{e['time_max_s']:.2f}], "
-            f"{e['retx_bytes_per_host'] / 1e3:.0f} KB/host retx [{e['retx_min'] / 1e3:.0f}-{e['retx_max'] / 1e3:.0f}], "
-            f"{e['port_drops']:.0f} drops, {e['timeouts']:.0f} RTOs | sim {s_['time_s']:.2f} s, "
-            f"{s_['retx_bytes_per_host'] / 1e3:.0f} KB/host, {s_['port_drops']:.0f} drops, {s_['timeouts']:.0f} RTOs",
-            e["port_drops"] > 0 and s_["port_drops"] > 0))
+        rep.comparisons.append(
+            Comparison(
+                f"pass-end exchange, {lab}: emulated vs simulated",
+                "losses at the owners' ports (§4.2)",
+                f"emu (mean of {e['runs']}) {e['time_s']:.2f} s [{e['time_min_s']:.2f}-{e['time_max_s']:.2f}], "
+                f"{e['retx_bytes_per_host'] / 1e3:.0f} KB/host retx [{e['retx_min'] / 1e3:.0f}-{e['retx_max'] / 1e3:.0f}], "
+                f"{e['port_drops']:.0f} drops, {e['timeouts']:.0f} RTOs | sim {s_['time_s']:.2f} s, "
+                f"{s_['retx_bytes_per_host'] / 1e3:.0f} KB/host, {s_['port_drops']:.0f} drops, {s_['timeouts']:.0f} RTOs",
+                e["port_drops"] > 0 and s_["port_drops"] > 0,
+            )
+        )
     for lab in labs:  # the twin with the linux stack's mechanisms, beside the emulation
         e, s_, old = by.get((lab, "emulated")), by.get((lab, "simulated-linux")), by.get((lab, "simulated"))
         if e and s_ and old:
-            rep.comparisons.append(Comparison(
-                f"pass-end exchange, {lab}: emulated vs simulated with the linux stack", "losses at the owners' ports (§4.2)",
-                f"emu {e['time_s']:.2f} s, {e['port_drops']:.0f} drops, {e['timeouts']:.0f} RTOs | linux twin "
-                f"{s_['time_s']:.2f} s, {s_['port_drops']:.0f} drops, {s_['timeouts']:.0f} RTOs (SACK+TLP twin "
-                f"{old['time_s']:.2f} s, {old['timeouts']:.0f} RTOs)",
-                e["port_drops"] > 0 and s_["port_drops"] > 0))
+            rep.comparisons.append(
+                Comparison(
+                    f"pass-end exchange, {lab}: emulated vs simulated with the linux stack",
+                    "losses at the owners' ports (§4.2)",
+                    f"emu {e['time_s']:.2f} s, {e['port_drops']:.0f} drops, {e['timeouts']:.0f} RTOs | linux twin "
+                    f"{s_['time_s']:.2f} s, {s_['port_drops']:.0f} drops, {s_['timeouts']:.0f} RTOs (SACK+TLP twin "
+                    f"{old['time_s']:.2f} s, {old['timeouts']:.0f} RTOs)",
+                    e["port_drops"] > 0 and s_["port_drops"] > 0,
+                )
+            )
     for lab in labs:
         if "random" in lab and fixed:
             e, f = by.get((lab, "emulated")), by.get((fixed, "emulated"))
             if e and f:
-                rep.comparisons.append(Comparison(
-                    f"emulated: {lab} vs {fixed}", "random per node: fewer retransmitted bytes (§5.2)",
-                    f"{e['retx_bytes_per_host'] / 1e3:.0f} vs {f['retx_bytes_per_host'] / 1e3:.0f} KB/host retx, "
-                    f"{e['time_s']:.2f} vs {f['time_s']:.2f} s (means of {e['runs']} runs)",
-                    e["retx_max"] < f["retx_min"],
-                    "agrees = every random run retransmitted less than every fixed run"))
+                rep.comparisons.append(
+                    Comparison(
+                        f"emulated: {lab} vs {fixed}",
+                        "random per node: fewer retransmitted bytes (§5.2)",
+                        f"{e['retx_bytes_per_host'] / 1e3:.0f} vs {f['retx_bytes_per_host'] / 1e3:.0f} KB/host retx, "
+                        f"{e['time_s']:.2f} vs {f['time_s']:.2f} s (means of {e['runs']} runs)",
+                        e["retx_max"] < f["retx_min"],
+                        "agrees = every random run retransmitted less than every fixed run",
+                    )
+                )
     # The same skeleton in the simulator: identical nodes whose flushes start
     # together, i.e. the paper's synchronized pass end without the CPU spread.
     default = next((lab for lab in labs if "MAX=60000ms" in lab), None)
@@ -548,22 +684,27 @@ def _compare_emu(rep: StudyReport, emu: list[dict]) -> None:
     for lab in labs:
         s_ = by.get((lab, "simulated"))
         if d and s_ and lab != default:
-            rep.comparisons.append(Comparison(
-                f"simulated skeleton: {lab} vs {default}",
-                "bounded or random RTOs: much shorter, fewer retransmitted bytes (Figs. 3-5, §5.1-5.2)",
-                f"{s_['time_s']:.2f} vs {d['time_s']:.2f} s, {s_['retx_bytes_per_host'] / 1e3:.0f} vs "
-                f"{d['retx_bytes_per_host'] / 1e3:.0f} KB/host, {s_['timeouts']:.0f} vs {d['timeouts']:.0f} RTOs",
-                s_["time_s"] < d["time_s"] and s_["retx_bytes_per_host"] < d["retx_bytes_per_host"],
-                "the synchronized retransmissions of frames torn together collide again at the owner's port and back "
-                "off (MAX 60 s) until the timers drift apart; MAX = MIN cuts the backoff, per-node random RTOs spread "
-                "the retransmissions"))
+            rep.comparisons.append(
+                Comparison(
+                    f"simulated skeleton: {lab} vs {default}",
+                    "bounded or random RTOs: much shorter, fewer retransmitted bytes (Figs. 3-5, §5.1-5.2)",
+                    f"{s_['time_s']:.2f} vs {d['time_s']:.2f} s, {s_['retx_bytes_per_host'] / 1e3:.0f} vs "
+                    f"{d['retx_bytes_per_host'] / 1e3:.0f} KB/host, {s_['timeouts']:.0f} vs {d['timeouts']:.0f} RTOs",
+                    s_["time_s"] < d["time_s"] and s_["retx_bytes_per_host"] < d["retx_bytes_per_host"],
+                    "the synchronized retransmissions of frames torn together collide again at the owner's port and back "
+                    "off (MAX 60 s) until the timers drift apart; MAX = MIN cuts the backoff, per-node random RTOs spread "
+                    "the retransmissions",
+                )
+            )
 
 
 def _plots(ctx, f2, f3, f4, f6) -> list[str]:
     plt = ctx.pyplot()
     figs = []
-    for rows, name, title in ((f2, "fig2_min_maxdefault", "Fig. 2: MAX = 60000 ms"),
-                              (f3, "fig3_min_maxmin100", "Fig. 3: MAX = MIN + 100 ms")):
+    for rows, name, title in (
+        (f2, "fig2_min_maxdefault", "Fig. 2: MAX = 60000 ms"),
+        (f3, "fig3_min_maxmin100", "Fig. 3: MAX = MIN + 100 ms"),
+    ):
         if not rows:
             continue
         fig, ax = plt.subplots(figsize=(6, 4))
@@ -573,17 +714,27 @@ def _plots(ctx, f2, f3, f4, f6) -> list[str]:
         ax.set_ylabel("pass 3+4+5 time (s)")
         ax2 = ax.twinx()
         ax2.plot(xs, [q["retx_bytes_per_host"] / 1e3 for q in rows], "s--", color="C3", label="retransmitted")
-        ax2.plot(xs, [q["retx_bytes_per_host_pass1_2"] / 1e3 for q in rows], "^:", color="C1",
-                 label="retransmitted in passes 1-2")
+        ax2.plot(
+            xs,
+            [q["retx_bytes_per_host_pass1_2"] / 1e3 for q in rows],
+            "^:",
+            color="C1",
+            label="retransmitted in passes 1-2",
+        )
         ax2.set_ylabel("retransmitted KB per host")
         ax2.legend(loc="upper center")
         ax.set_title(f"{title} (simulated, {rows[0]['nodes']} nodes)")
         figs.append(ctx.save_figure(fig, name))
-    for key, name, ylab in (("pass3plus_s", "fig4_schemes_time", "pass 3+4+5 time (s)"),
-                            ("retx_bytes_per_host", "fig5_schemes_retx", "retransmitted bytes per host")):
+    for key, name, ylab in (
+        ("pass3plus_s", "fig4_schemes_time", "pass 3+4+5 time (s)"),
+        ("retx_bytes_per_host", "fig5_schemes_retx", "retransmitted bytes per host"),
+    ):
         fig, ax = plt.subplots(figsize=(6, 4))
-        for s, lab in (("fixed", "MAX = MIN = X"), ("random_min", "MIN rand X..X+100, MAX = MIN+100"),
-                       ("random_both", "MAX = MIN rand X..X+100")):
+        for s, lab in (
+            ("fixed", "MAX = MIN = X"),
+            ("random_min", "MIN rand X..X+100, MAX = MIN+100"),
+            ("random_both", "MAX = MIN rand X..X+100"),
+        ):
             pts = [q for q in f4 if q["scheme"] == s]
             if not pts:
                 continue
@@ -601,8 +752,11 @@ def _plots(ctx, f2, f3, f4, f6) -> list[str]:
         bx.plot([q["nodes"] for q in pts], [q["pass3plus_s"] for q in pts], style, label=s)
     ax.set_xlabel("nodes")
     ax.set_ylabel("HPA execution time (s)")
-    ax.set_title("Fig. 6 (simulated, 10M represented transactions)" if max(q["nodes"] for q in f6) >= 100
-                 else "Fig. 6 (simulated)")
+    ax.set_title(
+        "Fig. 6 (simulated, 10M represented transactions)"
+        if max(q["nodes"] for q in f6) >= 100
+        else "Fig. 6 (simulated)"
+    )
     bx.set_xlabel("nodes")
     bx.set_ylabel("passes 3+ (s)")
     bx.set_title("the same runs: passes 3+ only")
@@ -614,48 +768,88 @@ def _compare(rep: StudyReport, base, ample, f2, f3, f4, f6, nodes) -> None:
     C = rep.comparisons
     for k in range(1, 6):
         pp = PAPER_TABLE2[k - 1]
-        got = f"C={base.get(f'pass{k}_C', '—')} L={base.get(f'pass{k}_L', '—')} T={base[f'pass{k}_s']:.1f} s" \
-            if f"pass{k}_s" in base else "no such pass (no candidates)"
+        got = (
+            f"C={base.get(f'pass{k}_C', '—')} L={base.get(f'pass{k}_L', '—')} T={base[f'pass{k}_s']:.1f} s"
+            if f"pass{k}_s" in base
+            else "no such pass (no candidates)"
+        )
         role = "calibration input" if k <= 2 else "prediction"
-        C.append(Comparison(f"Table 2 pass {k} (C, L, T)", f"C={pp['candidates'] if pp['candidates'] is not None else '—'} "
-                            f"L={pp['large']} T={pp['time_s']} s", got, None,
-                            f"T is a {role}; C, L come from the Quest data ({QUEST_NAME}), not the paper's"))
+        C.append(
+            Comparison(
+                f"Table 2 pass {k} (C, L, T)",
+                f"C={pp['candidates'] if pp['candidates'] is not None else '—'} L={pp['large']} T={pp['time_s']} s",
+                got,
+                None,
+                f"T is a {role}; C, L come from the Quest data ({QUEST_NAME}), not the paper's",
+            )
+        )
     p3 = sum(q["time_s"] for q in PAPER_TABLE2[2:])
-    C.append(Comparison("pass 3+4+5 time, default MIN 200 / MAX 60000 ms", f"{p3:.1f} s (Table 2)",
-                        f"{base['pass3plus_s']:.2f} s (ample buffer: {ample['pass3plus_s']:.2f} s)",
-                        base["pass3plus_s"] > 2 * ample["pass3plus_s"],
-                        "agrees = the 2k-cell buffer makes passes 3+ at least twice as slow as without losses"))
-    C.append(Comparison("pass-end losses need the 2k-cell port buffer", "cell loss at the switch causes the retransmissions (§4.2)",
-                        f"2048 cells: {base['cell_drops']} cells / {base['packet_drops']} packets dropped, "
-                        f"{base['timeouts_pass3plus']} RTOs in passes 3+; ample buffer: {ample['packet_drops']} drops, "
-                        f"{ample['timeouts']} RTOs", base["timeouts_pass3plus"] > 0 and ample["timeouts"] == 0))
-    C.append(Comparison("where retransmissions happen (default)", "passes 3-5 only, none in pass 2 (§4.2)",
-                        f"{base['retx_bytes_per_host_pass1_2']:.0f} B/host in passes 1-2, "
-                        f"{base['retx_bytes_per_host_pass3plus']:.0f} B/host in passes 3+",
-                        base["retx_bytes_per_host_pass1_2"] == 0 and base["retx_bytes_per_host_pass3plus"] > 0))
+    C.append(
+        Comparison(
+            "pass 3+4+5 time, default MIN 200 / MAX 60000 ms",
+            f"{p3:.1f} s (Table 2)",
+            f"{base['pass3plus_s']:.2f} s (ample buffer: {ample['pass3plus_s']:.2f} s)",
+            base["pass3plus_s"] > 2 * ample["pass3plus_s"],
+            "agrees = the 2k-cell buffer makes passes 3+ at least twice as slow as without losses",
+        )
+    )
+    C.append(
+        Comparison(
+            "pass-end losses need the 2k-cell port buffer",
+            "cell loss at the switch causes the retransmissions (§4.2)",
+            f"2048 cells: {base['cell_drops']} cells / {base['packet_drops']} packets dropped, "
+            f"{base['timeouts_pass3plus']} RTOs in passes 3+; ample buffer: {ample['packet_drops']} drops, "
+            f"{ample['timeouts']} RTOs",
+            base["timeouts_pass3plus"] > 0 and ample["timeouts"] == 0,
+        )
+    )
+    C.append(
+        Comparison(
+            "where retransmissions happen (default)",
+            "passes 3-5 only, none in pass 2 (§4.2)",
+            f"{base['retx_bytes_per_host_pass1_2']:.0f} B/host in passes 1-2, "
+            f"{base['retx_bytes_per_host_pass3plus']:.0f} B/host in passes 3+",
+            base["retx_bytes_per_host_pass1_2"] == 0 and base["retx_bytes_per_host_pass3plus"] > 0,
+        )
+    )
     t = [q["pass3plus_s"] for q in f2]
-    C.append(Comparison("Fig. 2: pass 3+4+5 time vs MIN (MAX 60000 ms)", "grows with MIN (text §5.1)",
-                        ", ".join(f"{q['min_ms']:g}: {q['pass3plus_s']:.2f} s" for q in f2),
-                        all(b >= a for a, b in zip(t, t[1:])) and t[-1] > t[0]))
+    C.append(
+        Comparison(
+            "Fig. 2: pass 3+4+5 time vs MIN (MAX 60000 ms)",
+            "grows with MIN (text §5.1)",
+            ", ".join(f"{q['min_ms']:g}: {q['pass3plus_s']:.2f} s" for q in f2),
+            all(b >= a for a, b in zip(t, t[1:])) and t[-1] > t[0],
+        )
+    )
+
     def sharp(rows):
         lo = [q for q in rows if q["min_ms"] < 200]
         ref = [q for q in rows if q["min_ms"] == 200]
         if not lo or not ref:
             return None, ""
         a, b = lo[0]["retx_bytes_per_host"], ref[0]["retx_bytes_per_host"]
-        return a > 2 * b, f"{lo[0]['min_ms']:g} ms: {a / 1e3:.1f} KB, 200 ms: {b / 1e3:.1f} KB per host " \
-                          f"(passes 1-2: {lo[0]['retx_bytes_per_host_pass1_2'] / 1e3:.1f} vs " \
-                          f"{ref[0]['retx_bytes_per_host_pass1_2'] / 1e3:.1f} KB)"
+        return (
+            a > 2 * b,
+            f"{lo[0]['min_ms']:g} ms: {a / 1e3:.1f} KB, 200 ms: {b / 1e3:.1f} KB per host "
+            f"(passes 1-2: {lo[0]['retx_bytes_per_host_pass1_2'] / 1e3:.1f} vs "
+            f"{ref[0]['retx_bytes_per_host_pass1_2'] / 1e3:.1f} KB)",
+        )
+
     ok, txt = sharp(f2)
     if txt:
         C.append(Comparison("Fig. 2: retransmitted bytes when MIN < 200 ms", "rise sharply (text §5.1)", txt, ok))
     both = [(a, b) for a in f2 for b in f3 if a["min_ms"] == b["min_ms"]]
     if both:
-        C.append(Comparison("Fig. 3 vs Fig. 2: pass 3+4+5 with MAX = MIN + 100 ms", "much shorter than with MAX 60000 (text §5.1)",
-                            ", ".join(f"MIN {a['min_ms']:g}: {b['pass3plus_s']:.2f} vs {a['pass3plus_s']:.2f} s" for a, b in both),
-                            all(b["pass3plus_s"] <= a["pass3plus_s"] for a, b in both)
-                            and any(b["pass3plus_s"] < 0.8 * a["pass3plus_s"] for a, b in both),
-                            "agrees = never longer, and at least 20 % shorter somewhere"))
+        C.append(
+            Comparison(
+                "Fig. 3 vs Fig. 2: pass 3+4+5 with MAX = MIN + 100 ms",
+                "much shorter than with MAX 60000 (text §5.1)",
+                ", ".join(f"MIN {a['min_ms']:g}: {b['pass3plus_s']:.2f} vs {a['pass3plus_s']:.2f} s" for a, b in both),
+                all(b["pass3plus_s"] <= a["pass3plus_s"] for a, b in both)
+                and any(b["pass3plus_s"] < 0.8 * a["pass3plus_s"] for a, b in both),
+                "agrees = never longer, and at least 20 % shorter somewhere",
+            )
+        )
     ok, txt = sharp(f3)
     if txt:
         C.append(Comparison("Fig. 3: retransmitted bytes when MIN < 200 ms", "rise sharply, as in Fig. 2", txt, ok))
@@ -665,64 +859,85 @@ def _compare(rep: StudyReport, base, ample, f2, f3, f4, f6, nodes) -> None:
         got = {s: by[(s, x)] for s in ("fixed", "random_min", "random_both") if (s, x) in by}
         fx = got["fixed"]
         rnd = [q for s, q in got.items() if s != "fixed"]
-        C.append(Comparison(f"Figs. 4-5 at X = {x:g} ms: random vs fixed",
-                            "random values per node: shorter, far fewer retransmitted bytes (§5.2)",
-                            "; ".join(f"{s} {q['pass3plus_s']:.2f} s, {q['retx_bytes_per_host'] / 1e3:.1f} KB/host"
-                                      for s, q in got.items()),
-                            all(q["retx_bytes_per_host"] < 0.75 * fx["retx_bytes_per_host"] for q in rnd),
-                            "agrees = every random scheme retransmits at least 25 % fewer bytes than fixed"))
+        C.append(
+            Comparison(
+                f"Figs. 4-5 at X = {x:g} ms: random vs fixed",
+                "random values per node: shorter, far fewer retransmitted bytes (§5.2)",
+                "; ".join(
+                    f"{s} {q['pass3plus_s']:.2f} s, {q['retx_bytes_per_host'] / 1e3:.1f} KB/host"
+                    for s, q in got.items()
+                ),
+                all(q["retx_bytes_per_host"] < 0.75 * fx["retx_bytes_per_host"] for q in rnd),
+                "agrees = every random scheme retransmits at least 25 % fewer bytes than fixed",
+            )
+        )
     if (("fixed", 200.0) in by) and (("random_both", 200.0) in by):
         a, b = by[("fixed", 200.0)], by[("random_both", 200.0)]
-        C.append(Comparison("MAX = MIN = 200..300 random vs MAX = MIN = 200 fixed", "random (longer) is better (§5.2)",
-                            f"{b['pass3plus_s']:.2f} s, {b['retx_bytes_per_host'] / 1e3:.1f} KB vs {a['pass3plus_s']:.2f} s, {a['retx_bytes_per_host'] / 1e3:.1f} KB",
-                            b["pass3plus_s"] < a["pass3plus_s"]))
+        C.append(
+            Comparison(
+                "MAX = MIN = 200..300 random vs MAX = MIN = 200 fixed",
+                "random (longer) is better (§5.2)",
+                f"{b['pass3plus_s']:.2f} s, {b['retx_bytes_per_host'] / 1e3:.1f} KB vs {a['pass3plus_s']:.2f} s, {a['retx_bytes_per_host'] / 1e3:.1f} KB",
+                b["pass3plus_s"] < a["pass3plus_s"],
+            )
+        )
     if not f6:
         return
     big = max(q["nodes"] for q in f6)
     d = next(q for q in f6 if q["nodes"] == big and q["scheme"] == "default")
     rr = next(q for q in f6 if q["nodes"] == big and q["scheme"] != "default")
-    C.append(Comparison(f"Fig. 6 at {big} nodes: total time, default vs random 250..350 (MAX = MIN + 100)",
-                        "shorter with the random setting near 100 nodes; passes 1-2 about equal (§5.3)",
-                        f"{d['total_s']:.1f} s vs {rr['total_s']:.1f} s (passes 1-2: {d['pass1_2_s']:.1f} vs {rr['pass1_2_s']:.1f} s)",
-                        rr["pass3plus_s"] < 0.9 * d["pass3plus_s"] and rr["total_s"] < d["total_s"]
-                        and abs(rr["pass1_2_s"] - d["pass1_2_s"]) < 0.05 * d["pass1_2_s"],
-                        f"agrees = passes 3+ at least 10 % shorter (here {d['pass3plus_s']:.2f} vs {rr['pass3plus_s']:.2f} s) "
-                        "and passes 1-2 within 5 %"))
+    C.append(
+        Comparison(
+            f"Fig. 6 at {big} nodes: total time, default vs random 250..350 (MAX = MIN + 100)",
+            "shorter with the random setting near 100 nodes; passes 1-2 about equal (§5.3)",
+            f"{d['total_s']:.1f} s vs {rr['total_s']:.1f} s (passes 1-2: {d['pass1_2_s']:.1f} vs {rr['pass1_2_s']:.1f} s)",
+            rr["pass3plus_s"] < 0.9 * d["pass3plus_s"]
+            and rr["total_s"] < d["total_s"]
+            and abs(rr["pass1_2_s"] - d["pass1_2_s"]) < 0.05 * d["pass1_2_s"],
+            f"agrees = passes 3+ at least 10 % shorter (here {d['pass3plus_s']:.2f} vs {rr['pass3plus_s']:.2f} s) "
+            "and passes 1-2 within 5 %",
+        )
+    )
 
 
 def _compare_sync(rep: StudyReport, base: dict, rand: dict, sync: list[dict]) -> None:
     """The sensitivity runs with perfectly synchronized scan ends, beside the modelled spread."""
     sd, sr = sync
-    rep.tables["sync_sensitivity"] = [dict(x, scans=lab) for x, lab in
-                                      ((base, "modelled spread"), (rand, "modelled spread"),
-                                       (sd, "synchronized"), (sr, "synchronized"))]
-    rep.comparisons.append(Comparison(
-        "sensitivity: scan ends synchronized (every node the mean CPU time), passes 3+ default vs MIN random "
-        "250..350 ms, MAX = MIN + 100",
-        "random per node much faster near 100 nodes (Fig. 6, §5.3)",
-        f"synchronized {sd['pass3plus_s']:.2f} vs {sr['pass3plus_s']:.2f} s "
-        f"({sd['timeouts_pass3plus']} vs {sr['timeouts_pass3plus']} RTOs); modelled spread "
-        f"{base['pass3plus_s']:.2f} vs {rand['pass3plus_s']:.2f} s",
-        None, "a bound on how much the flush timing matters, not a reproduction: the study's own runs use the "
-        "modelled spread"))
+    rep.tables["sync_sensitivity"] = [
+        dict(x, scans=lab)
+        for x, lab in ((base, "modelled spread"), (rand, "modelled spread"), (sd, "synchronized"), (sr, "synchronized"))
+    ]
+    rep.comparisons.append(
+        Comparison(
+            "sensitivity: scan ends synchronized (every node the mean CPU time), passes 3+ default vs MIN random "
+            "250..350 ms, MAX = MIN + 100",
+            "random per node much faster near 100 nodes (Fig. 6, §5.3)",
+            f"synchronized {sd['pass3plus_s']:.2f} vs {sr['pass3plus_s']:.2f} s "
+            f"({sd['timeouts_pass3plus']} vs {sr['timeouts_pass3plus']} RTOs); modelled spread "
+            f"{base['pass3plus_s']:.2f} vs {rand['pass3plus_s']:.2f} s",
+            None,
+            "a bound on how much the flush timing matters, not a reproduction: the study's own runs use the "
+            "modelled spread",
+        )
+    )
 
 
 #: A short "why it differs" per comparison (by the start of its quantity); the notes give the details.
 WHY = {
     "pass 3+4+5 time": "The paper's 21.5 s implies repeated timeouts of the same segments, doubling up to seconds. "
-                       "In the simulated run most lost segments get through at their first retransmission: the "
-                       "pass-end volumes are smaller, and the retransmissions come back spread out (scan ends spread "
-                       "by the modelled CPU time, each host's timers on its own 10 ms tick), so they rarely collide "
-                       "again.",
+    "In the simulated run most lost segments get through at their first retransmission: the "
+    "pass-end volumes are smaller, and the retransmissions come back spread out (scan ends spread "
+    "by the modelled CPU time, each host's timers on its own 10 ms tick), so they rarely collide "
+    "again.",
     "Fig. 2: retransmitted bytes": "Spurious retransmissions start below 100 ms here, below 150-200 ms in the paper: "
-                                   "the simulated ACK delay is the 50 ms delayed-ACK timer plus at most 7 ms of "
-                                   "queueing, while the real hosts, whose CPU also counted candidates, delayed ACKs "
-                                   "longer under load; the simulator charges no CPU for ACKs.",
+    "the simulated ACK delay is the 50 ms delayed-ACK timer plus at most 7 ms of "
+    "queueing, while the real hosts, whose CPU also counted candidates, delayed ACKs "
+    "longer under load; the simulator charges no CPU for ACKs.",
     "Fig. 3: retransmitted bytes": "As for Fig. 2: the simulated hosts acknowledge sooner than the paper's loaded "
-                                   "hosts, so spurious retransmissions need a smaller MIN.",
+    "hosts, so spurious retransmissions need a smaller MIN.",
     "Figs. 4-5": "Random RTOs help by breaking up retransmissions that collide again and again; in the simulated run "
-                 "a loss is mostly repaired by its first retransmission, so a random MIN in [X, X+100] adds only its "
-                 "mean extra wait and saves little.",
+    "a loss is mostly repaired by its first retransmission, so a random MIN in [X, X+100] adds only its "
+    "mean extra wait and saves little.",
 }
 
 
@@ -731,8 +946,9 @@ def _why(rep: StudyReport, base: dict, ample: dict, f2: list[dict]) -> None:
     for c in rep.comparisons:
         if c.agrees is False and not c.why:
             c.why = next((w for start, w in WHY.items() if c.quantity.startswith(start)), "")
-    sd = ", ".join(f"pass {k}: {base[f'pass{k}_flush_sd_ms']:.1f} ms" for k in range(3, 6)
-                   if f"pass{k}_flush_sd_ms" in base)
+    sd = ", ".join(
+        f"pass {k}: {base[f'pass{k}_flush_sd_ms']:.1f} ms" for k in range(3, 6) if f"pass{k}_flush_sd_ms" in base
+    )
     tos = sorted({q["timeouts_pass3plus"] for q in f2 if q["min_ms"] >= 100})
     lo = [q for q in f2 if q["min_ms"] < 100]
     cs = ", ".join(str(base[f"pass{k}_C"]) for k in range(3, 12) if f"pass{k}_C" in base)
@@ -768,7 +984,8 @@ def _why(rep: StudyReport, base: dict, ample: dict, f2: list[dict]) -> None:
             "simulated ACK delay is the 50 ms delayed-ACK timer (assumed for Solaris 2.5.1 in atm_cluster) plus "
             "queueing (at most 2048 cells = 7 ms per switch port); the real hosts, whose single CPU also counted "
             "candidates, evidently delayed ACKs longer under pass 2's load, and the simulator sends ACKs without "
-            "charging the host CPU.")
+            "charging the host CPU."
+        )
 
 
 def _notes(rep, calib, cost, nodes, sample, weight, quick) -> None:
@@ -793,5 +1010,7 @@ def _notes(rep, calib, cost, nodes, sample, weight, quick) -> None:
         "run; the tables split them at the start of pass 3.",
     ]
     if quick:
-        rep.notes.append("--quick: 100 nodes as in the full study, five configurations only (no Fig. 3 sweep, one X, "
-                         "no Fig. 6, no emulation).")
+        rep.notes.append(
+            "--quick: 100 nodes as in the full study, five configurations only (no Fig. 3 sweep, one X, "
+            "no Fig. 6, no emulation)."
+        )

@@ -23,15 +23,28 @@ from typing import Any
 
 #: The five papers, by their place in the project's list and by first author.
 PAPERS = {
-    "000": ("oguchi", "Oguchi et al.", "Oguchi, Shintani, Tamura, Kitsuregawa: TCP retransmission on an "
-            "ATM-connected PC cluster and parallel data mining"),
-    "001": ("nomura", "Nomura & Ishikawa", "Nomura, Ishikawa: a communication model considering "
-            "retransmission control (PlogP-BR)"),
+    "000": (
+        "oguchi",
+        "Oguchi et al.",
+        "Oguchi, Shintani, Tamura, Kitsuregawa: TCP retransmission on an "
+        "ATM-connected PC cluster and parallel data mining",
+    ),
+    "001": (
+        "nomura",
+        "Nomura & Ishikawa",
+        "Nomura, Ishikawa: a communication model considering retransmission control (PlogP-BR)",
+    ),
     "002": ("hironaka", "Hironaka", "Hironaka: PVM performance on a large workstation cluster"),
-    "003": ("shimokuni", "Shimokuni et al.", "Shimokuni, Koga, Jinzaki: reliable multicast for wide-area "
-            "parallel and distributed systems"),
-    "004": ("chiba", "Chiba et al.", "Chiba, Kielmann, den Burger, Matsuoka: dynamic optimization for large "
-            "data broadcast on clouds"),
+    "003": (
+        "shimokuni",
+        "Shimokuni et al.",
+        "Shimokuni, Koga, Jinzaki: reliable multicast for wide-area parallel and distributed systems",
+    ),
+    "004": (
+        "chiba",
+        "Chiba et al.",
+        "Chiba, Kielmann, den Burger, Matsuoka: dynamic optimization for large data broadcast on clouds",
+    ),
 }
 
 _SEED_PAREN = re.compile(r"\bseed[ -](\d{3}) \(([^()]*)\)")
@@ -73,10 +86,16 @@ def run_info(executor: str = "") -> dict[str, Any]:
     commit = ""
     try:
         here = Path(__file__).resolve().parent
-        commit = subprocess.run(["git", "rev-parse", "--short=12", "HEAD"], cwd=here, capture_output=True,
-                                text=True, timeout=5).stdout.strip()
-        dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], cwd=here,
-                               capture_output=True, text=True, timeout=5).stdout.strip()
+        commit = subprocess.run(
+            ["git", "rev-parse", "--short=12", "HEAD"], cwd=here, capture_output=True, text=True, timeout=5
+        ).stdout.strip()
+        dirty = subprocess.run(
+            ["git", "status", "--porcelain", "--untracked-files=no"],
+            cwd=here,
+            capture_output=True,
+            text=True,
+            timeout=5,
+        ).stdout.strip()
         if commit and dirty:
             commit += " (with uncommitted changes)"
     except (OSError, subprocess.SubprocessError):
@@ -89,7 +108,7 @@ def run_info(executor: str = "") -> dict[str, Any]:
         "version": ver,
         "commit": commit or "unknown (not a git checkout)",
         "machine": f"{uname.node}: {uname.system} {uname.release} {uname.machine}, {os.cpu_count()} cores, "
-                   f"Python {platform.python_version()}",
+        f"Python {platform.python_version()}",
         "executor": executor,
     }
 
@@ -143,14 +162,20 @@ a{color:#0969da}
 
 def _bar(a: int, d: int, n: int) -> str:
     total = max(1, a + d + n)
-    seg = "".join(f"<div class='{cls}' style='width:{100 * k / total:.1f}%;background:var(--{var})'></div>"
-                  for k, cls, var in ((a, "ok", "ok"), (d, "bad", "bad"), (n, "na", "na")) if k)
+    seg = "".join(
+        f"<div class='{cls}' style='width:{100 * k / total:.1f}%;background:var(--{var})'></div>"
+        for k, cls, var in ((a, "ok", "ok"), (d, "bad", "bad"), (n, "na", "na"))
+        if k
+    )
     return f"<div class='bar' title='{a} agree, {d} differ, {n} not comparable'>{seg}</div>"
 
 
 def _verdict(agrees: bool | None) -> str:
-    return {True: "<span class='badge ok'>agrees</span>", False: "<span class='badge bad'>differs</span>",
-            None: "<span class='badge na'>not comparable</span>"}[agrees]
+    return {
+        True: "<span class='badge ok'>agrees</span>",
+        False: "<span class='badge bad'>differs</span>",
+        None: "<span class='badge na'>not comparable</span>",
+    }[agrees]
 
 
 def _png_size(path: Path) -> tuple[int, int] | None:
@@ -172,27 +197,38 @@ def section_html(rep: dict[str, Any], base: Path | None = None) -> str:
     name = html.escape(rep["name"])
     comps = rep.get("comparisons", [])
     a, d, n = tally(comps)
-    parts = [f"<section class='study' id='{name}'><h2>{e(rep['title'])}</h2>",
-             f"<p class='source'>Follows {e(rep['source'])}</p>",
-             f"<p>{_verdict(True)} {a} &nbsp; {_verdict(False)} {d} &nbsp; {_verdict(None)} {n}"
-             f"{' &nbsp; <b>quick mode</b>' if rep.get('quick') else ''}</p>"]
+    parts = [
+        f"<section class='study' id='{name}'><h2>{e(rep['title'])}</h2>",
+        f"<p class='source'>Follows {e(rep['source'])}</p>",
+        f"<p>{_verdict(True)} {a} &nbsp; {_verdict(False)} {d} &nbsp; {_verdict(None)} {n}"
+        f"{' &nbsp; <b>quick mode</b>' if rep.get('quick') else ''}</p>",
+    ]
     if comps:
         with_notes = any(c.get("note") for c in comps)
-        parts.append(f"<h3 id='{name}-verdicts'>Paper vs parcomm</h3><table><tr><th>quantity</th><th>paper</th>"
-                     f"<th>parcomm</th><th>verdict</th>{'<th>note</th>' if with_notes else ''}</tr>")
+        parts.append(
+            f"<h3 id='{name}-verdicts'>Paper vs parcomm</h3><table><tr><th>quantity</th><th>paper</th>"
+            f"<th>parcomm</th><th>verdict</th>{'<th>note</th>' if with_notes else ''}</tr>"
+        )
         for c in comps:
             note = f"<td>{e(c.get('note', ''))}</td>" if with_notes else ""
-            parts.append(f"<tr><td>{e(c['quantity'])}</td><td>{e(c['paper'])}</td><td>{e(c['parcomm'])}</td>"
-                         f"<td>{_verdict(c.get('agrees'))}</td>{note}</tr>")
+            parts.append(
+                f"<tr><td>{e(c['quantity'])}</td><td>{e(c['paper'])}</td><td>{e(c['parcomm'])}</td>"
+                f"<td>{_verdict(c.get('agrees'))}</td>{note}</tr>"
+            )
         parts.append("</table>")
         differs = [c for c in comps if c.get("agrees") is False]
         if differs:
             parts.append(f"<h3 id='{name}-why'>Why it differs</h3>")
             for c in differs:
-                why = (c.get("why") or c.get("note")
-                       or "The study records no explanation for this row; its method and notes are below.")
-                parts.append(f"<div class='why'><b>{e(c['quantity'])}</b>: paper {e(c['paper'])}; parcomm "
-                             f"{e(c['parcomm'])}.<br>{e(why)}</div>")
+                why = (
+                    c.get("why")
+                    or c.get("note")
+                    or "The study records no explanation for this row; its method and notes are below."
+                )
+                parts.append(
+                    f"<div class='why'><b>{e(c['quantity'])}</b>: paper {e(c['paper'])}; parcomm "
+                    f"{e(c['parcomm'])}.<br>{e(why)}</div>"
+                )
     figs = rep.get("figures", [])
     if figs:
         parts.append(f"<h3 id='{name}-figures'>Figures</h3><div class='figs'>")
@@ -200,11 +236,13 @@ def section_html(rep: dict[str, Any], base: Path | None = None) -> str:
         for i, fig in enumerate(figs, 1):
             fname = Path(fig).name
             cap = captions.get(fname) or fname
-            size = _png_size(base / rep['name'] / fname if base else Path(fig))
+            size = _png_size(base / rep["name"] / fname if base else Path(fig))
             wide = " class='wide'" if size and size[0] > 1.7 * size[1] else ""
-            parts.append(f"<figure id='{name}-fig{i}'{wide}><a href='{name}/{html.escape(fname)}'>"
-                         f"<img src='{name}/{html.escape(fname)}' alt='{e(cap)}' loading='lazy'></a>"
-                         f"<figcaption><b>Figure {i}.</b> {e(cap)}</figcaption></figure>")
+            parts.append(
+                f"<figure id='{name}-fig{i}'{wide}><a href='{name}/{html.escape(fname)}'>"
+                f"<img src='{name}/{html.escape(fname)}' alt='{e(cap)}' loading='lazy'></a>"
+                f"<figcaption><b>Figure {i}.</b> {e(cap)}</figcaption></figure>"
+            )
         parts.append("</div>")
     notes = rep.get("notes", [])
     if notes:
@@ -213,8 +251,10 @@ def section_html(rep: dict[str, Any], base: Path | None = None) -> str:
         parts.append("</ul>")
     tables = rep.get("tables", {})
     links = ", ".join(f"<a href='{name}/{html.escape(t)}.csv'>{html.escape(t)}</a>" for t in tables)
-    parts.append(f"<p><small class='foot'>{rep.get('wall_s', 0):.1f} s wall time. Tables (CSV, JSON beside them): "
-                 f"{links or 'none'}.</small></p></section>")
+    parts.append(
+        f"<p><small class='foot'>{rep.get('wall_s', 0):.1f} s wall time. Tables (CSV, JSON beside them): "
+        f"{links or 'none'}.</small></p></section>"
+    )
     return "\n".join(parts)
 
 
@@ -227,28 +267,46 @@ def index_html(reports: list[dict[str, Any]], info: dict[str, Any], base: Path |
         a, d, n = tally(rep.get("comparisons", []))
         tot = [tot[0] + a, tot[1] + d, tot[2] + n]
         name = e(rep["name"])
-        rows.append(f"<tr><td><a href='#{name}'><b>{name}</b></a><br><small>{e(user_text(rep['title']))}</small></td>"
-                    f"<td class='num ok'>{a}</td><td class='num bad'>{d}</td><td class='num na'>{n}</td>"
-                    f"<td>{_bar(a, d, n)}</td><td class='num'>{rep.get('wall_s', 0):.0f} s"
-                    f"{' (quick)' if rep.get('quick') else ''}</td></tr>")
-        subs = [f"<a href='#{name}-verdicts'>paper vs parcomm</a>" if rep.get("comparisons") else "",
-                f"<a href='#{name}-why'>why it differs</a>" if d else "",
-                f"<a href='#{name}-figures'>figures</a>" if rep.get("figures") else "",
-                f"<a href='#{name}-notes'>notes</a>" if rep.get("notes") else ""]
-        toc.append(f"<li><a href='#{name}'>{e(user_text(rep['title']))}</a> — "
-                   f"<small>{' · '.join(s for s in subs if s)}</small></li>")
-    rows.append(f"<tr><th>all studies</th><td class='num ok'>{tot[0]}</td><td class='num bad'>{tot[1]}</td>"
-                f"<td class='num na'>{tot[2]}</td><td>{_bar(*tot)}</td><td></td></tr>")
+        rows.append(
+            f"<tr><td><a href='#{name}'><b>{name}</b></a><br><small>{e(user_text(rep['title']))}</small></td>"
+            f"<td class='num ok'>{a}</td><td class='num bad'>{d}</td><td class='num na'>{n}</td>"
+            f"<td>{_bar(a, d, n)}</td><td class='num'>{rep.get('wall_s', 0):.0f} s"
+            f"{' (quick)' if rep.get('quick') else ''}</td></tr>"
+        )
+        subs = [
+            f"<a href='#{name}-verdicts'>paper vs parcomm</a>" if rep.get("comparisons") else "",
+            f"<a href='#{name}-why'>why it differs</a>" if d else "",
+            f"<a href='#{name}-figures'>figures</a>" if rep.get("figures") else "",
+            f"<a href='#{name}-notes'>notes</a>" if rep.get("notes") else "",
+        ]
+        toc.append(
+            f"<li><a href='#{name}'>{e(user_text(rep['title']))}</a> — "
+            f"<small>{' · '.join(s for s in subs if s)}</small></li>"
+        )
+    rows.append(
+        f"<tr><th>all studies</th><td class='num ok'>{tot[0]}</td><td class='num bad'>{tot[1]}</td>"
+        f"<td class='num na'>{tot[2]}</td><td>{_bar(*tot)}</td><td></td></tr>"
+    )
     quick = [r["name"] for r in reports if r.get("quick")]
     banner = ""
     if quick:
-        banner = ("<div class='banner'><b>Quick mode.</b> "
-                  f"{'These studies' if len(quick) > 1 else 'This study'} ({e(', '.join(quick))}) ran with "
-                  "<code>--quick</code>: smaller sweeps, fewer seeds and sizes. Verdicts can differ from a full run "
-                  "(<code>parcomm repro</code> without <code>--quick</code>).</div>")
-    meta = "".join(f"<span><b>{k}</b> {e(str(v))}</span>" for k, v in (
-        ("date", info.get("date", "")), ("parcomm", info.get("version", "")), ("commit", info.get("commit", "")),
-        ("machine", info.get("machine", "")), ("executor", info.get("executor", ""))) if v)
+        banner = (
+            "<div class='banner'><b>Quick mode.</b> "
+            f"{'These studies' if len(quick) > 1 else 'This study'} ({e(', '.join(quick))}) ran with "
+            "<code>--quick</code>: smaller sweeps, fewer seeds and sizes. Verdicts can differ from a full run "
+            "(<code>parcomm repro</code> without <code>--quick</code>).</div>"
+        )
+    meta = "".join(
+        f"<span><b>{k}</b> {e(str(v))}</span>"
+        for k, v in (
+            ("date", info.get("date", "")),
+            ("parcomm", info.get("version", "")),
+            ("commit", info.get("commit", "")),
+            ("machine", info.get("machine", "")),
+            ("executor", info.get("executor", "")),
+        )
+        if v
+    )
     papers = "".join(f"<li><b>{e(short)}</b> — {e(full)}</li>" for _, short, full in PAPERS.values())
     return (
         "<!doctype html><html lang='en'><head><meta charset='utf-8'>"

@@ -26,16 +26,16 @@ SOURCE = "seed 000 (Oguchi et al.) §4-5 and seed 001 (Nomura & Ishikawa) §3.1,
 #: Captions of the report's figures (file name without .png -> text).
 CAPTIONS = {
     "incast_goodput": "Incast on the simulator: N senders each send 256 KiB to one receiver through a switch port "
-                      "with a 32 KiB buffer (1 GbE). Goodput against the number of senders for an RTO minimum of "
-                      "200 ms (Solaris/Linux default) and 1 ms. Oguchi et al. and Nomura & Ishikawa describe the "
-                      "collapse; they print no incast curve to plot beside it.",
+    "with a 32 KiB buffer (1 GbE). Goodput against the number of senders for an RTO minimum of "
+    "200 ms (Solaris/Linux default) and 1 ms. Oguchi et al. and Nomura & Ishikawa describe the "
+    "collapse; they print no incast curve to plot beside it.",
     "alltoall_a_vs_b": "Alltoall time of algorithms A (all receives posted, send to everyone) and B (one partner per "
-                       "phase) on 64 simulated hosts, 1 GbE, no flow control, against the message size. A wins while "
-                       "its bursts fit the switch queue and loses once RTOs strike (Nomura & Ishikawa, ineq. 10-12).",
+    "phase) on 64 simulated hosts, 1 GbE, no flow control, against the message size. A wins while "
+    "its bursts fit the switch queue and loses once RTOs strike (Nomura & Ishikawa, ineq. 10-12).",
     "stacks": "The same sweeps under TCP stack profiles. Left: incast completion time at RTO min 200 ms with the "
-              "settings of the pinned numbers (RFC profile), seed 001's Linux 2.6.11 and today's Linux. Right: "
-              "Alltoall A and B, before (opteron_cluster with SACK, Linux RTO rules, timestamps, quick-ACK and idle "
-              "restart off) and with the full Linux 2.6.11 profile.",
+    "settings of the pinned numbers (RFC profile), seed 001's Linux 2.6.11 and today's Linux. Right: "
+    "Alltoall A and B, before (opteron_cluster with SACK, Linux RTO rules, timestamps, quick-ACK and idle "
+    "restart off) and with the full Linux 2.6.11 profile.",
 }
 
 # Incast: 256 KiB per sender into a 32 KiB port buffer, as in the emulation
@@ -97,7 +97,9 @@ def _alltoall_one(job: tuple) -> dict:
 
 
 def _alltoall(ctx: StudyContext) -> list[dict]:
-    sizes = [1024, 16384, 65536, 262144] if ctx.quick else [256, 1024, 4096, 16384, 32768, 65536, 131072, 262144, 1048576]
+    sizes = (
+        [1024, 16384, 65536, 262144] if ctx.quick else [256, 1024, 4096, 16384, 32768, 65536, 131072, 262144, 1048576]
+    )
     procs = 64
     jobs = [(name, procs, m, ctx.seed) for m in sizes for name in ("A", "B")]
     return ctx.map(_alltoall_one, jobs, f"alltoall A and B: P={procs}")
@@ -116,8 +118,11 @@ def _stacks(ctx: StudyContext, incast: list[dict], a2a: list[dict]) -> list[dict
             is_incast = "senders" in r
             row = {
                 "workload": "incast" if is_incast else f"alltoall {r['algo']}",
-                "case": (f"{r['senders']} senders, RTO min {r['rto_min_ms']:g} ms" if is_incast
-                         else f"P={r['procs']}, m={r['size_bytes']} B"),
+                "case": (
+                    f"{r['senders']} senders, RTO min {r['rto_min_ms']:g} ms"
+                    if is_incast
+                    else f"P={r['procs']}, m={r['size_bytes']} B"
+                ),
                 "before_time_s": r["time_s"],
                 "before_timeouts": r["timeouts"],
             }
@@ -167,30 +172,36 @@ def run(ctx: StudyContext) -> StudyReport:
     g = {(r["rto_min_ms"], r["senders"]): r["goodput_mbps"] for r in incast}
     collapse_200 = g[(200.0, largest)] / g[(200.0, 1)]
     collapse_1 = g[(1.0, largest)] / g[(1.0, 1)]
-    rep.comparisons.append(Comparison(
-        f"incast goodput at {largest} senders / 1 sender",
-        "collapses with RTO min 200 ms; shorter RTO min relieves it (seed 000 Fig. 2)",
-        f"{collapse_200:.3f} (RTO min 200 ms) vs {collapse_1:.3f} (1 ms)",
-        collapse_200 < 0.2 and collapse_1 > 2 * collapse_200,
-    ))
+    rep.comparisons.append(
+        Comparison(
+            f"incast goodput at {largest} senders / 1 sender",
+            "collapses with RTO min 200 ms; shorter RTO min relieves it (seed 000 Fig. 2)",
+            f"{collapse_200:.3f} (RTO min 200 ms) vs {collapse_1:.3f} (1 ms)",
+            collapse_200 < 0.2 and collapse_1 > 2 * collapse_200,
+        )
+    )
     by = {(r["algo"], r["size_bytes"]): r for r in a2a}
     sizes = sorted({r["size_bytes"] for r in a2a})
     small, large = sizes[0], sizes[-1]
     a_small_faster = by[("A", small)]["time_s"] < by[("B", small)]["time_s"]
     b_large_faster = by[("B", large)]["time_s"] < by[("A", large)]["time_s"]
-    rep.comparisons.append(Comparison(
-        f"Alltoall, m = {small} B (E_q = 0)",
-        "A faster than B (ineq. 11)",
-        f"A {by[('A', small)]['time_s'] * 1e3:.2f} ms, B {by[('B', small)]['time_s'] * 1e3:.2f} ms",
-        a_small_faster,
-    ))
-    rep.comparisons.append(Comparison(
-        f"Alltoall, m = {large} B (E_q = 1)",
-        "B faster than A, A pays RTOs (ineq. 12)",
-        f"A {by[('A', large)]['time_s'] * 1e3:.1f} ms ({by[('A', large)]['timeouts']} timeouts), "
-        f"B {by[('B', large)]['time_s'] * 1e3:.1f} ms ({by[('B', large)]['timeouts']} timeouts)",
-        b_large_faster and by[("B", large)]["timeouts"] == 0 and by[("A", large)]["timeouts"] > 0,
-    ))
+    rep.comparisons.append(
+        Comparison(
+            f"Alltoall, m = {small} B (E_q = 0)",
+            "A faster than B (ineq. 11)",
+            f"A {by[('A', small)]['time_s'] * 1e3:.2f} ms, B {by[('B', small)]['time_s'] * 1e3:.2f} ms",
+            a_small_faster,
+        )
+    )
+    rep.comparisons.append(
+        Comparison(
+            f"Alltoall, m = {large} B (E_q = 1)",
+            "B faster than A, A pays RTOs (ineq. 12)",
+            f"A {by[('A', large)]['time_s'] * 1e3:.1f} ms ({by[('A', large)]['timeouts']} timeouts), "
+            f"B {by[('B', large)]['time_s'] * 1e3:.1f} ms ({by[('B', large)]['timeouts']} timeouts)",
+            b_large_faster and by[("B", large)]["timeouts"] == 0 and by[("A", large)]["timeouts"] > 0,
+        )
+    )
     inversion = next((m for m in sizes if by[("B", m)]["time_s"] < by[("A", m)]["time_s"]), None)
     rep.notes.append(
         f"A first loses to B at m = {inversion} B; eq. 1 puts the onset where (P-1)·m exceeds the switch queue q "
@@ -237,24 +248,32 @@ def _stack_verdicts(rep: StudyReport, rows: list[dict]) -> None:
     inc = [r for r in rows if r["workload"] == "incast"]
     by = {r["case"]: r for r in inc}
     largest = max(int(c.split()[0]) for c in by)
-    good = {ms: by[f"1 senders, RTO min {ms:g} ms"][f"{st}_time_s"] / by[f"{largest} senders, RTO min {ms:g} ms"][f"{st}_time_s"] * largest
-            for ms in (200.0, 1.0)}
-    rep.comparisons.append(Comparison(
-        f"incast goodput at {largest} senders / 1 sender, Linux 2.6.11 stack",
-        "collapses with RTO min 200 ms; shorter RTO min relieves it (seed 000 Fig. 2)",
-        f"{good[200.0]:.3f} (RTO min 200 ms) vs {good[1.0]:.3f} (1 ms)",
-        good[200.0] < 0.2 and good[1.0] > 2 * good[200.0],
-    ))
+    good = {
+        ms: by[f"1 senders, RTO min {ms:g} ms"][f"{st}_time_s"]
+        / by[f"{largest} senders, RTO min {ms:g} ms"][f"{st}_time_s"]
+        * largest
+        for ms in (200.0, 1.0)
+    }
+    rep.comparisons.append(
+        Comparison(
+            f"incast goodput at {largest} senders / 1 sender, Linux 2.6.11 stack",
+            "collapses with RTO min 200 ms; shorter RTO min relieves it (seed 000 Fig. 2)",
+            f"{good[200.0]:.3f} (RTO min 200 ms) vs {good[1.0]:.3f} (1 ms)",
+            good[200.0] < 0.2 and good[1.0] > 2 * good[200.0],
+        )
+    )
     a2 = {(r["workload"][-1], r["case"]): r for r in rows if r["workload"].startswith("alltoall")}
     big = max(a2, key=lambda k: int(k[1].split("m=")[1].split()[0]))[1]
     a, b = a2[("A", big)], a2[("B", big)]
-    rep.comparisons.append(Comparison(
-        f"Alltoall, {big} (E_q = 1), Linux 2.6.11 stack",
-        "B faster than A, A pays RTOs (ineq. 12)",
-        f"A {a[f'{st}_time_s'] * 1e3:.1f} ms ({a[f'{st}_timeouts']} timeouts), "
-        f"B {b[f'{st}_time_s'] * 1e3:.1f} ms ({b[f'{st}_timeouts']} timeouts)",
-        b[f"{st}_time_s"] < a[f"{st}_time_s"] and a[f"{st}_timeouts"] > 0,
-    ))
+    rep.comparisons.append(
+        Comparison(
+            f"Alltoall, {big} (E_q = 1), Linux 2.6.11 stack",
+            "B faster than A, A pays RTOs (ineq. 12)",
+            f"A {a[f'{st}_time_s'] * 1e3:.1f} ms ({a[f'{st}_timeouts']} timeouts), "
+            f"B {b[f'{st}_time_s'] * 1e3:.1f} ms ({b[f'{st}_timeouts']} timeouts)",
+            b[f"{st}_time_s"] < a[f"{st}_time_s"] and a[f"{st}_timeouts"] > 0,
+        )
+    )
     worst = max(rows, key=lambda r: abs(r[f"{st}_time_s"] / r["before_time_s"] - 1))
     rep.notes.append(
         "Stack profiles (table stacks): every case again under seed 001's kernel, linux-2.6.11 (SACK, Linux RTO "

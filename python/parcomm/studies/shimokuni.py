@@ -44,22 +44,22 @@ SOURCE = "seed 003 (Shimokuni, Koga & Jinzaki), §3-5, studies 1-5, Figs. 3-6, 1
 #: Captions of the report's figures (file name without .png -> text).
 CAPTIONS = {
     "fig3_study1": "Shimokuni et al. Fig. 3 (study 1): expected delay against the loss rate E of three networks "
-                   "(T = 3 ms each) for placements A-D, the model as lines and the packet simulator as dots.",
+    "(T = 3 ms each) for placements A-D, the model as lines and the packet simulator as dots.",
     "fig4_study2_1": "Shimokuni et al. Fig. 4 (study 2.1): expected delay against the loss rate of the third network "
-                     "with E1 = E2 = 0.1 %, model and simulator.",
+    "with E1 = E2 = 0.1 %, model and simulator.",
     "fig5_study2_2": "Shimokuni et al. Fig. 5 (study 2.2): expected delay against the loss rate of the middle network "
-                     "with E1 = E3 = 0.1 %, model and simulator.",
+    "with E1 = E3 = 0.1 %, model and simulator.",
     "fig6_study3": "Shimokuni et al. Fig. 6 (study 3): expected delay against the one-way delay T3 with losses "
-                   "5.0, 0.2 and 5.0 %, model and simulator.",
+    "5.0, 0.2 and 5.0 %, model and simulator.",
     "study4_tradeoff": "Shimokuni et al. study 4: expected delay against system-wide retransmission buffer for an "
-                       "8-network path to a binary tree of 128 receivers (622 Mbit/s); grey dots are the best "
-                       "placement for each router count, circles the paper's placements A-E by the model, crosses "
-                       "the paper's printed table.",
+    "8-network path to a binary tree of 128 receivers (622 Mbit/s); grey dots are the best "
+    "placement for each router count, circles the paper's placements A-E by the model, crosses "
+    "the paper's printed table.",
     "fig10_study5": "Shimokuni et al. Fig. 10 (study 5): expected delay against the number of links n at router "
-                    "beta for placements A-D (solid: all-or-nothing rounds; dotted: exact coverage).",
+    "beta for placements A-D (solid: all-or-nothing rounds; dotted: exact coverage).",
     "larger_tree_tradeoff": "Beyond the paper: delay against buffer on a 1,024-receiver wide-area tree with 383 "
-                            "routers, for the delay-optimal placement of k routers, no repair (Comet RM), boundary "
-                            "routers only, and every router.",
+    "routers, for the delay-optimal placement of k routers, no repair (Comet RM), boundary "
+    "routers only, and every router.",
 }
 
 #: Fig. 2's variants (§4 table): repair routers at none, α (r1), β (r2), both.
@@ -100,7 +100,11 @@ def _load_sim() -> Callable[..., Any]:
 
 
 def _sweep_losses(quick: bool) -> list[float]:
-    return [0.001, 0.005, 0.01, 0.02, 0.05, 0.1] if quick else [0.001, 0.002, 0.005, 0.01, 0.02, 0.03, 0.04, 0.05, 0.06, 0.07, 0.08, 0.09, 0.1]
+    return (
+        [0.001, 0.005, 0.01, 0.02, 0.05, 0.1]
+        if quick
+        else [0.001, 0.002, 0.005, 0.01, 0.02, 0.03, 0.04, 0.05, 0.06, 0.07, 0.08, 0.09, 0.1]
+    )
 
 
 def _route_rows(ctx: StudyContext, sim, study: str, xname: str, xs: list[float], segs_of) -> list[dict]:
@@ -111,30 +115,39 @@ def _route_rows(ctx: StudyContext, sim, study: str, xname: str, xs: list[float],
         for var, rep in VARIANTS.items():
             t = path_tree(segs, rep, name=f"{study}-{var}")
             m = analyze(t)
-            row: dict[str, Any] = {xname: x, "variant": var, "delay_ms": m.mean_delay_s * 1e3, "arrival_ms": m.mean_arrival_s * 1e3}
+            row: dict[str, Any] = {
+                xname: x,
+                "variant": var,
+                "delay_ms": m.mean_delay_s * 1e3,
+                "arrival_ms": m.mean_arrival_s * 1e3,
+            }
             if sim is not None:
                 ctx.progress(f"{study}: {xname}={x:g}, variant {var} (simulator)")
                 ms = analyze(t, serialization=True)
                 r = sim(t, packets=packets, rate_pps=SIM_RATE_PPS, seed=ctx.seed)
                 a = r.delay["mean_s"]
-                row.update({
-                    "sim_arrival_ms": a * 1e3,
-                    "sim_delay_ms": (a + ms.receivers[0].oneway_s) * 1e3,
-                    "model_arrival_ser_ms": ms.mean_arrival_s * 1e3,
-                    "sim_vs_model": a / ms.mean_arrival_s - 1,
-                    "sim_p99_ms": r.delay["p99_s"] * 1e3,
-                })
+                row.update(
+                    {
+                        "sim_arrival_ms": a * 1e3,
+                        "sim_delay_ms": (a + ms.receivers[0].oneway_s) * 1e3,
+                        "model_arrival_ser_ms": ms.mean_arrival_s * 1e3,
+                        "sim_vs_model": a / ms.mean_arrival_s - 1,
+                        "sim_p99_ms": r.delay["p99_s"] * 1e3,
+                    }
+                )
             rows.append(row)
     return rows
 
 
-def _plot_route(ctx: StudyContext, rows: list[dict], xname: str, xlabel: str, title: str, fig_name: str, xscale: str = "linear") -> str:
+def _plot_route(
+    ctx: StudyContext, rows: list[dict], xname: str, xlabel: str, title: str, fig_name: str, xscale: str = "linear"
+) -> str:
     plt = ctx.pyplot()
     fig, ax = plt.subplots(figsize=(6, 4))
     for var in VARIANTS:
         pts = [r for r in rows if r["variant"] == var]
         xs = [r[xname] * (100 if xname.startswith("E") else 1) for r in pts]
-        line, = ax.plot(xs, [r["delay_ms"] for r in pts], "-", label=f"{var} (model)")
+        (line,) = ax.plot(xs, [r["delay_ms"] for r in pts], "-", label=f"{var} (model)")
         if "sim_delay_ms" in pts[0]:
             ax.plot(xs, [r["sim_delay_ms"] for r in pts], "o", color=line.get_color(), ms=4, label=f"{var} (simulator)")
     ax.set_xscale(xscale)
@@ -159,12 +172,18 @@ def _study4(ctx: StudyContext, sim) -> tuple[list[dict], list[dict], list[Compar
         t = binary_tree(128, repair_at=levels, name=f"study4-{var}")
         m = analyze(t)
         row: dict[str, Any] = {
-            "variant": var, "repair_levels": " ".join(f"r{l}" for l in levels) or "-",
-            "paper_delay_ms": pd, "delay_ms": m.mean_delay_s * 1e3,
-            "paper_ratio": pr, "ratio": m.mean_delay_s / a_delay,
-            "paper_buffer_system_MB": pb, "buffer_system_MB": m.buffer_total_bytes / 1e6,
-            "paper_buffer_max_MB": pm, "buffer_max_MB": m.buffer_max_bytes / 1e6,
-            "arrival_ms": m.mean_arrival_s * 1e3, "repair_routers": len(m.repair_points) - 1,
+            "variant": var,
+            "repair_levels": " ".join(f"r{l}" for l in levels) or "-",
+            "paper_delay_ms": pd,
+            "delay_ms": m.mean_delay_s * 1e3,
+            "paper_ratio": pr,
+            "ratio": m.mean_delay_s / a_delay,
+            "paper_buffer_system_MB": pb,
+            "buffer_system_MB": m.buffer_total_bytes / 1e6,
+            "paper_buffer_max_MB": pm,
+            "buffer_max_MB": m.buffer_max_bytes / 1e6,
+            "arrival_ms": m.mean_arrival_s * 1e3,
+            "repair_routers": len(m.repair_points) - 1,
         }
         if sim is not None:
             ctx.progress(f"study 4: variant {var} (simulator)")
@@ -177,20 +196,28 @@ def _study4(ctx: StudyContext, sim) -> tuple[list[dict], list[dict], list[Compar
             if not ctx.quick:
                 rt = sim(t, packets=2000, rate_pps=SIM_RATE_PPS, seed=ctx.seed)
                 mt = analyze(t, serialization=True)
-                row["sim_tree_receiver_arrival_ms"] = sum(rt.receivers["mean_delay_s"]) / len(rt.receivers["mean_delay_s"]) * 1e3
+                row["sim_tree_receiver_arrival_ms"] = (
+                    sum(rt.receivers["mean_delay_s"]) / len(rt.receivers["mean_delay_s"]) * 1e3
+                )
                 row["sim_tree_vs_model"] = row["sim_tree_receiver_arrival_ms"] / (mt.mean_arrival_s * 1e3) - 1
                 row["sim_tree_all_receivers_ms"] = rt.delay["mean_s"] * 1e3
         rows.append(row)
-        ok = (abs(row["delay_ms"] - pd) <= 1 and abs(row["ratio"] - pr) <= 0.001
-              and abs(row["buffer_system_MB"] - pb) <= 0.1 and abs(row["buffer_max_MB"] - pm) <= (0.01 if pm < 10 else 0.1))
-        comps.append(Comparison(
-            f"study 4, {var} ({row['repair_levels']}): delay, ratio, buffer system / per device",
-            f"{pd} ms, {pr}, {pb} / {pm} MB",
-            f"{row['delay_ms']:.2f} ms, {row['ratio']:.4f}, {row['buffer_system_MB']:.2f} / {row['buffer_max_MB']:.3f} MB",
-            ok,
-            "within the printed precision (±1 ms, ±0.001, ±0.1 MB)" + (
-                "; the paper's last digit is rounded down here" if var in ("C", "D") else ""),
-        ))
+        ok = (
+            abs(row["delay_ms"] - pd) <= 1
+            and abs(row["ratio"] - pr) <= 0.001
+            and abs(row["buffer_system_MB"] - pb) <= 0.1
+            and abs(row["buffer_max_MB"] - pm) <= (0.01 if pm < 10 else 0.1)
+        )
+        comps.append(
+            Comparison(
+                f"study 4, {var} ({row['repair_levels']}): delay, ratio, buffer system / per device",
+                f"{pd} ms, {pr}, {pb} / {pm} MB",
+                f"{row['delay_ms']:.2f} ms, {row['ratio']:.4f}, {row['buffer_system_MB']:.2f} / {row['buffer_max_MB']:.3f} MB",
+                ok,
+                "within the printed precision (±1 ms, ±0.001, ±0.1 MB)"
+                + ("; the paper's last digit is rounded down here" if var in ("C", "D") else ""),
+            )
+        )
     # What the optimizer does with the same budgets.
     tree = binary_tree(128)
     opt_rows = []
@@ -198,13 +225,19 @@ def _study4(ctx: StudyContext, sim) -> tuple[list[dict], list[dict], list[Compar
         budget = row["buffer_system_MB"] * 1e6
         by_buf = P.place(tree, buffer_bytes=budget)
         by_k = P.place(tree, routers=row["repair_routers"])
-        opt_rows.append({
-            "variant": row["variant"], "paper_placement_delay_ms": row["delay_ms"],
-            "buffer_budget_MB": row["buffer_system_MB"], "best_at_buffer_delay_ms": by_buf.mean_delay_s * 1e3,
-            "best_at_buffer_routers": by_buf.k, "best_at_buffer_method": by_buf.method,
-            "k": row["repair_routers"], "best_at_k_delay_ms": by_k.mean_delay_s * 1e3,
-            "best_at_k_buffer_MB": by_k.buffer_total_bytes / 1e6,
-        })
+        opt_rows.append(
+            {
+                "variant": row["variant"],
+                "paper_placement_delay_ms": row["delay_ms"],
+                "buffer_budget_MB": row["buffer_system_MB"],
+                "best_at_buffer_delay_ms": by_buf.mean_delay_s * 1e3,
+                "best_at_buffer_routers": by_buf.k,
+                "best_at_buffer_method": by_buf.method,
+                "k": row["repair_routers"],
+                "best_at_k_delay_ms": by_k.mean_delay_s * 1e3,
+                "best_at_k_buffer_MB": by_k.buffer_total_bytes / 1e6,
+            }
+        )
     return rows, opt_rows, comps
 
 
@@ -220,7 +253,8 @@ def _study5(ctx: StudyContext, sim) -> list[dict]:
             mc = analyze(t, convention="coverage")
             mr = analyze(t)
             row: dict[str, Any] = {
-                "n": n, "variant": var,
+                "n": n,
+                "variant": var,
                 "delay_fanout_ms": mf.mean_delay_s * 1e3,  # the paper's study-5 convention
                 "delay_coverage_ms": mc.mean_delay_s * 1e3,
                 "delay_route_ms": mr.mean_delay_s * 1e3,
@@ -270,10 +304,13 @@ def _wan(ctx: StudyContext, sim) -> tuple[list[dict], list[dict], Tree]:
     for label, routers in placements:
         m = analyze(with_repair(tree, routers))
         row: dict[str, Any] = {
-            "placement": label, "repair_routers": len(routers),
-            "delay_ms": m.mean_delay_s * 1e3, "max_delay_ms": m.max_delay_s * 1e3,
+            "placement": label,
+            "repair_routers": len(routers),
+            "delay_ms": m.mean_delay_s * 1e3,
+            "max_delay_ms": m.max_delay_s * 1e3,
             "arrival_ms": m.mean_arrival_s * 1e3,
-            "buffer_system_MB": m.buffer_total_bytes / 1e6, "buffer_max_MB": m.buffer_max_bytes / 1e6,
+            "buffer_system_MB": m.buffer_total_bytes / 1e6,
+            "buffer_max_MB": m.buffer_max_bytes / 1e6,
         }
         ctx.progress(f"larger tree: {label} (coverage)")
         row["delay_coverage_ms"] = analyze(with_repair(tree, routers), convention="coverage").mean_delay_s * 1e3
@@ -296,8 +333,10 @@ def _wan(ctx: StudyContext, sim) -> tuple[list[dict], list[dict], Tree]:
             row["sim_vs_model"] = rec / mf.mean_arrival_s - 1
             row["sim_all_receivers_ms"] = sum(alls) / len(alls) * 1e3
         rows.append(row)
-    curve = [{"k": p.k, "delay_ms": p.mean_delay_s * 1e3, "buffer_system_MB": p.buffer_total_bytes / 1e6}
-             for p in P.tradeoff(tree)]
+    curve = [
+        {"k": p.k, "delay_ms": p.mean_delay_s * 1e3, "buffer_system_MB": p.buffer_total_bytes / 1e6}
+        for p in P.tradeoff(tree)
+    ]
     return rows, curve, tree
 
 
@@ -312,53 +351,94 @@ def run(ctx: StudyContext) -> StudyReport:
     # Study 1 (Fig. 3): uniform networks, E the same everywhere.
     s1 = _route_rows(ctx, sim, "study 1", "E", _sweep_losses(ctx.quick), lambda e: [(T_MS / 1e3, e, RATE)] * 3)
     # Study 2.1 (Fig. 4): E1 = E2 = 0.1 %, N3 lossy. Study 2.2 (Fig. 5): N2 lossy.
-    s21 = _route_rows(ctx, sim, "study 2.1", "E3", _sweep_losses(ctx.quick),
-                      lambda e: [(0.003, 0.001, RATE), (0.003, 0.001, RATE), (0.003, e, RATE)])
-    s22 = _route_rows(ctx, sim, "study 2.2", "E2", _sweep_losses(ctx.quick),
-                      lambda e: [(0.003, 0.001, RATE), (0.003, e, RATE), (0.003, 0.001, RATE)])
+    s21 = _route_rows(
+        ctx,
+        sim,
+        "study 2.1",
+        "E3",
+        _sweep_losses(ctx.quick),
+        lambda e: [(0.003, 0.001, RATE), (0.003, 0.001, RATE), (0.003, e, RATE)],
+    )
+    s22 = _route_rows(
+        ctx,
+        sim,
+        "study 2.2",
+        "E2",
+        _sweep_losses(ctx.quick),
+        lambda e: [(0.003, 0.001, RATE), (0.003, e, RATE), (0.003, 0.001, RATE)],
+    )
     # Study 3 (Fig. 6): E = 5.0, 0.2, 5.0 %, T3 from 3 to 40 ms.
     t3s = [3, 10, 20, 30, 40] if ctx.quick else [3, 5, 10, 15, 20, 25, 30, 35, 40]
-    s3 = _route_rows(ctx, sim, "study 3", "T3_ms", t3s,
-                     lambda t: [(0.003, 0.05, RATE), (0.003, 0.002, RATE), (t / 1e3, 0.05, RATE)])
+    s3 = _route_rows(
+        ctx, sim, "study 3", "T3_ms", t3s, lambda t: [(0.003, 0.05, RATE), (0.003, 0.002, RATE), (t / 1e3, 0.05, RATE)]
+    )
     rep.tables.update({"study1": s1, "study2_1": s21, "study2_2": s22, "study3": s3})
     rep.figures += [
-        _plot_route(ctx, s1, "E", "loss rate E of every network (%)", "Study 1 (Fig. 3): three networks, T = 3 ms, same E", "fig3_study1", "log"),
-        _plot_route(ctx, s21, "E3", "loss rate E3 of N3 (%)", "Study 2.1 (Fig. 4): E1 = E2 = 0.1 %", "fig4_study2_1", "log"),
-        _plot_route(ctx, s22, "E2", "loss rate E2 of N2 (%)", "Study 2.2 (Fig. 5): E1 = E3 = 0.1 %", "fig5_study2_2", "log"),
-        _plot_route(ctx, s3, "T3_ms", "one-way delay T3 of N3 (ms)", "Study 3 (Fig. 6): E = 5.0, 0.2, 5.0 %", "fig6_study3"),
+        _plot_route(
+            ctx,
+            s1,
+            "E",
+            "loss rate E of every network (%)",
+            "Study 1 (Fig. 3): three networks, T = 3 ms, same E",
+            "fig3_study1",
+            "log",
+        ),
+        _plot_route(
+            ctx, s21, "E3", "loss rate E3 of N3 (%)", "Study 2.1 (Fig. 4): E1 = E2 = 0.1 %", "fig4_study2_1", "log"
+        ),
+        _plot_route(
+            ctx, s22, "E2", "loss rate E2 of N2 (%)", "Study 2.2 (Fig. 5): E1 = E3 = 0.1 %", "fig5_study2_2", "log"
+        ),
+        _plot_route(
+            ctx, s3, "T3_ms", "one-way delay T3 of N3 (ms)", "Study 3 (Fig. 6): E = 5.0, 0.2, 5.0 %", "fig6_study3"
+        ),
     ]
     emax = max(r["E"] for r in s1)
     a, d = _at(s1, "E", emax, "A"), _at(s1, "E", emax, "D")
-    rep.comparisons.append(Comparison(
-        "study 1: repair at the routers shortens the delay (Fig. 3)", "D < A; the effect grows with E",
-        f"D/A = {_at(s1, 'E', 0.001, 'D') / _at(s1, 'E', 0.001, 'A'):.4f} at E = 0.1 %, {d / a:.4f} at {emax * 100:g} %",
-        all(_at(s1, "E", e, "D") < _at(s1, "E", e, "A") for e in {r["E"] for r in s1}) and d / a < _at(s1, "E", 0.001, "D") / _at(s1, "E", 0.001, "A"),
-    ))
+    rep.comparisons.append(
+        Comparison(
+            "study 1: repair at the routers shortens the delay (Fig. 3)",
+            "D < A; the effect grows with E",
+            f"D/A = {_at(s1, 'E', 0.001, 'D') / _at(s1, 'E', 0.001, 'A'):.4f} at E = 0.1 %, {d / a:.4f} at {emax * 100:g} %",
+            all(_at(s1, "E", e, "D") < _at(s1, "E", e, "A") for e in {r["E"] for r in s1})
+            and d / a < _at(s1, "E", 0.001, "D") / _at(s1, "E", 0.001, "A"),
+        )
+    )
     es = sorted({r["E3"] for r in s21})
     c_d = max(_at(s21, "E3", e, "C") / _at(s21, "E3", e, "D") - 1 for e in es)
-    rep.comparisons.append(Comparison(
-        "study 2.1: repair just before the lossy network (C) (Fig. 4)", "C < B, and C almost equals D for every E3",
-        f"C exceeds D by at most {_pct(c_d)}; at E3 = {es[-1] * 100:g} %: B {_at(s21, 'E3', es[-1], 'B'):.3f}, C {_at(s21, 'E3', es[-1], 'C'):.3f} ms",
-        c_d < 0.005 and all(_at(s21, "E3", e, "C") <= _at(s21, "E3", e, "B") for e in es),
-    ))
+    rep.comparisons.append(
+        Comparison(
+            "study 2.1: repair just before the lossy network (C) (Fig. 4)",
+            "C < B, and C almost equals D for every E3",
+            f"C exceeds D by at most {_pct(c_d)}; at E3 = {es[-1] * 100:g} %: B {_at(s21, 'E3', es[-1], 'B'):.3f}, C {_at(s21, 'E3', es[-1], 'C'):.3f} ms",
+            c_d < 0.005 and all(_at(s21, "E3", e, "C") <= _at(s21, "E3", e, "B") for e in es),
+        )
+    )
     es2 = sorted({r["E2"] for r in s22})
     sym = max(abs(_at(s22, "E2", e, "B") - _at(s22, "E2", e, "C")) for e in es2)
     between = all(_at(s22, "E2", e, "D") <= _at(s22, "E2", e, "B") <= _at(s22, "E2", e, "A") for e in es2)
-    rep.comparisons.append(Comparison(
-        "study 2.2: lossy middle network (Fig. 5)", "B = C (symmetry), between A and D",
-        f"|B - C| <= {sym:.2e} ms; D <= B <= A: {between}", sym < 1e-9 and between,
-    ))
+    rep.comparisons.append(
+        Comparison(
+            "study 2.2: lossy middle network (Fig. 5)",
+            "B = C (symmetry), between A and D",
+            f"|B - C| <= {sym:.2e} ms; D <= B <= A: {between}",
+            sym < 1e-9 and between,
+        )
+    )
     a40, d40 = _at(s3, "T3_ms", 40, "A"), _at(s3, "T3_ms", 40, "D")
     uni = analyze(path_tree([(0.003, 0.001, RATE), (0.003, 0.001, RATE), (0.040, 0.001, RATE)])).mean_delay_s
     uni_d = analyze(path_tree([(0.003, 0.001, RATE), (0.003, 0.001, RATE), (0.040, 0.001, RATE)], [1, 2])).mean_delay_s
-    rep.comparisons.append(Comparison(
-        "study 3: A vs D at T3 = 40 ms (Fig. 6)", "differ by only 0.2 %",
-        f"{_pct(a40 / d40 - 1)} with the printed E = 5.0, 0.2, 5.0 %; {_pct(uni / uni_d - 1)} with E = 0.1 % everywhere",
-        False,
-        "the text's 0.2 % is what low loss (E = 0.1 % on all three networks) gives; with the printed 5 % "
-        "networks repair saves several percent. The text's conclusion (low loss: delay dominated by the "
-        "link delay, little gain from repair) holds for the low-loss case.",
-    ))
+    rep.comparisons.append(
+        Comparison(
+            "study 3: A vs D at T3 = 40 ms (Fig. 6)",
+            "differ by only 0.2 %",
+            f"{_pct(a40 / d40 - 1)} with the printed E = 5.0, 0.2, 5.0 %; {_pct(uni / uni_d - 1)} with E = 0.1 % everywhere",
+            False,
+            "the text's 0.2 % is what low loss (E = 0.1 % on all three networks) gives; with the printed 5 % "
+            "networks repair saves several percent. The text's conclusion (low loss: delay dominated by the "
+            "link delay, little gain from repair) holds for the low-loss case.",
+        )
+    )
 
     # Study 4: the table.
     s4, s4opt, comps = _study4(ctx, sim)
@@ -368,11 +448,22 @@ def run(ctx: StudyContext) -> StudyReport:
     bt = binary_tree(128)
     curve4 = P.tradeoff(bt)
     fig, ax = plt.subplots(figsize=(6, 4))
-    ax.plot([p.buffer_total_bytes / 1e6 for p in curve4], [p.mean_delay_s * 1e3 for p in curve4], ".", ms=3, color="0.6", label="delay-optimal for each router count k (DP)")
-    ax.plot([r["buffer_system_MB"] for r in s4], [r["delay_ms"] for r in s4], "o-", label="paper's placements A-E (model)")
+    ax.plot(
+        [p.buffer_total_bytes / 1e6 for p in curve4],
+        [p.mean_delay_s * 1e3 for p in curve4],
+        ".",
+        ms=3,
+        color="0.6",
+        label="delay-optimal for each router count k (DP)",
+    )
+    ax.plot(
+        [r["buffer_system_MB"] for r in s4], [r["delay_ms"] for r in s4], "o-", label="paper's placements A-E (model)"
+    )
     for r in s4:
         ax.annotate(r["variant"], (r["buffer_system_MB"], r["delay_ms"]), textcoords="offset points", xytext=(4, 4))
-    ax.plot([r["paper_buffer_system_MB"] for r in s4], [r["paper_delay_ms"] for r in s4], "x", ms=8, label="paper's table")
+    ax.plot(
+        [r["paper_buffer_system_MB"] for r in s4], [r["paper_delay_ms"] for r in s4], "x", ms=8, label="paper's table"
+    )
     ax.set_xlabel("system-wide retransmission buffer (MB)")
     ax.set_ylabel("expected delay (ms)")
     ax.set_title("Study 4: 8 networks, binary tree of 128 receivers, 622 Mbit/s", fontsize=10)
@@ -384,7 +475,9 @@ def run(ctx: StudyContext) -> StudyReport:
     fig, ax = plt.subplots(figsize=(6, 4))
     for var in VARIANTS:
         pts = [r for r in s5 if r["variant"] == var]
-        line, = ax.plot([r["n"] for r in pts], [r["delay_fanout_ms"] for r in pts], "-", label=f"{var} (paper's convention)")
+        (line,) = ax.plot(
+            [r["n"] for r in pts], [r["delay_fanout_ms"] for r in pts], "-", label=f"{var} (paper's convention)"
+        )
         ax.plot([r["n"] for r in pts], [r["delay_coverage_ms"] for r in pts], ":", color=line.get_color())
     ax.set_xlabel("links n at router β")
     ax.set_ylabel("expected delay (ms)")
@@ -393,13 +486,15 @@ def run(ctx: StudyContext) -> StudyReport:
     f = {(r["n"], r["variant"]): r["delay_fanout_ms"] for r in s5}
     grows = all(f[(n + 1, "A")] > f[(n, "A")] for n in range(1, 10))
     c_best = all(f[(n, "C")] < f[(n, "B")] for n in range(2, 11))
-    rep.comparisons.append(Comparison(
-        "study 5: delay vs links at the branching router (Fig. 10)",
-        "grows with n (the fan-out's loss rises); repair at the branching point (C) helps most",
-        f"A {f[(1, 'A')]:.3f} -> {f[(10, 'A')]:.3f} ms for n = 1 -> 10; C {f[(10, 'C')]:.3f} < B {f[(10, 'B')]:.3f} ms at n = 10",
-        grows and c_best,
-        "convention 'fanout': the n links form one network of loss 1-(1-E)^n; the exact coverage rounds give nearly the same curves",
-    ))
+    rep.comparisons.append(
+        Comparison(
+            "study 5: delay vs links at the branching router (Fig. 10)",
+            "grows with n (the fan-out's loss rises); repair at the branching point (C) helps most",
+            f"A {f[(1, 'A')]:.3f} -> {f[(10, 'A')]:.3f} ms for n = 1 -> 10; C {f[(10, 'C')]:.3f} < B {f[(10, 'B')]:.3f} ms at n = 10",
+            grows and c_best,
+            "convention 'fanout': the n links form one network of loss 1-(1-E)^n; the exact coverage rounds give nearly the same curves",
+        )
+    )
 
     # The conclusion on a larger tree.
     wan_rows, wan_curve, wan = _wan(ctx, sim)
@@ -408,7 +503,13 @@ def run(ctx: StudyContext) -> StudyReport:
     byl = {r["placement"]: r for r in wan_rows}
     none, bnd, every = byl["none (Comet RM)"], byl["boundaries (§5)"], byl["every router"]
     fig, ax = plt.subplots(figsize=(6, 4))
-    ax.plot([r["buffer_system_MB"] for r in wan_curve], [r["delay_ms"] for r in wan_curve], ".-", ms=3, label="delay-optimal for each router count k (DP)")
+    ax.plot(
+        [r["buffer_system_MB"] for r in wan_curve],
+        [r["delay_ms"] for r in wan_curve],
+        ".-",
+        ms=3,
+        label="delay-optimal for each router count k (DP)",
+    )
     for r, m in ((none, "s"), (bnd, "o"), (every, "^")):
         ax.plot([r["buffer_system_MB"]], [r["delay_ms"]], m, ms=8, label=r["placement"])
     ax.set_xscale("log")
@@ -416,64 +517,93 @@ def run(ctx: StudyContext) -> StudyReport:
     ax.set_ylabel("mean expected delay (ms)")
     ax.set_title(f"{wan.name}: {len(wan.receivers)} receivers, {len(wan.routers)} routers", fontsize=10)
     rep.figures.append(ctx.save_figure(fig, "larger_tree_tradeoff"))
-    rep.comparisons.append(Comparison(
-        f"larger tree ({len(wan.receivers)} receivers): repair vs Comet RM",
-        "(1) and (2) cut the mean delay by about 10 %",
-        f"every router {every['delay_ms'] / none['delay_ms']:.3f}, boundaries {bnd['delay_ms'] / none['delay_ms']:.3f} of Comet RM's {none['delay_ms']:.1f} ms",
-        0.8 <= every["delay_ms"] / none["delay_ms"] <= 0.95,
-    ))
-    rep.comparisons.append(Comparison(
-        "larger tree: repair only at backbone/local boundaries",
-        "within a few % of repair everywhere, at a fraction of the buffer",
-        f"delay +{_pct(bnd['delay_ms'] / every['delay_ms'] - 1)} vs every router, "
-        f"buffer {bnd['buffer_system_MB']:.0f} of {every['buffer_system_MB']:.0f} MB ({_pct(bnd['buffer_system_MB'] / every['buffer_system_MB'])})",
-        bnd["delay_ms"] / every["delay_ms"] - 1 < 0.03 and bnd["buffer_system_MB"] < 0.5 * every["buffer_system_MB"],
-    ))
+    rep.comparisons.append(
+        Comparison(
+            f"larger tree ({len(wan.receivers)} receivers): repair vs Comet RM",
+            "(1) and (2) cut the mean delay by about 10 %",
+            f"every router {every['delay_ms'] / none['delay_ms']:.3f}, boundaries {bnd['delay_ms'] / none['delay_ms']:.3f} of Comet RM's {none['delay_ms']:.1f} ms",
+            0.8 <= every["delay_ms"] / none["delay_ms"] <= 0.95,
+        )
+    )
+    rep.comparisons.append(
+        Comparison(
+            "larger tree: repair only at backbone/local boundaries",
+            "within a few % of repair everywhere, at a fraction of the buffer",
+            f"delay +{_pct(bnd['delay_ms'] / every['delay_ms'] - 1)} vs every router, "
+            f"buffer {bnd['buffer_system_MB']:.0f} of {every['buffer_system_MB']:.0f} MB ({_pct(bnd['buffer_system_MB'] / every['buffer_system_MB'])})",
+            bnd["delay_ms"] / every["delay_ms"] - 1 < 0.03
+            and bnd["buffer_system_MB"] < 0.5 * every["buffer_system_MB"],
+        )
+    )
     best_buf = byl["best within the boundaries' buffer"]
-    rep.comparisons.append(Comparison(
-        "larger tree: the optimizer at the boundaries' buffer", "(not in the paper)",
-        f"{best_buf['repair_routers']} routers, {best_buf['delay_ms']:.2f} ms vs boundaries {bnd['delay_ms']:.2f} ms",
-        None,
-        "heuristic for a buffer budget (greedy chains, also started from the boundary routers, and the DP's "
-        "k-optimal family); with the same number of "
-        f"routers the exact DP reaches {byl[next(k for k in byl if k.startswith('optimal'))]['delay_ms']:.2f} ms, but at "
-        f"{byl[next(k for k in byl if k.startswith('optimal'))]['buffer_system_MB']:.0f} MB",
-    ))
-    rep.comparisons.append(Comparison(
-        "larger tree, exact multicast completion ('coverage' convention)", "(not in the paper)",
-        f"none {none['delay_coverage_ms']:.0f}, boundaries {bnd['delay_coverage_ms']:.0f}, every router {every['delay_coverage_ms']:.0f} ms",
-        None,
-        "time until every member of each repair domain has the packet; a wide backbone domain needs several "
-        "rounds, so here repair everywhere gains more than in the per-route view",
-    ))
+    rep.comparisons.append(
+        Comparison(
+            "larger tree: the optimizer at the boundaries' buffer",
+            "(not in the paper)",
+            f"{best_buf['repair_routers']} routers, {best_buf['delay_ms']:.2f} ms vs boundaries {bnd['delay_ms']:.2f} ms",
+            None,
+            "heuristic for a buffer budget (greedy chains, also started from the boundary routers, and the DP's "
+            "k-optimal family); with the same number of "
+            f"routers the exact DP reaches {byl[next(k for k in byl if k.startswith('optimal'))]['delay_ms']:.2f} ms, but at "
+            f"{byl[next(k for k in byl if k.startswith('optimal'))]['buffer_system_MB']:.0f} MB",
+        )
+    )
+    rep.comparisons.append(
+        Comparison(
+            "larger tree, exact multicast completion ('coverage' convention)",
+            "(not in the paper)",
+            f"none {none['delay_coverage_ms']:.0f}, boundaries {bnd['delay_coverage_ms']:.0f}, every router {every['delay_coverage_ms']:.0f} ms",
+            None,
+            "time until every member of each repair domain has the packet; a wide backbone domain needs several "
+            "rounds, so here repair everywhere gains more than in the per-route view",
+        )
+    )
 
     # The simulator side by side.
     if sim is None:
-        rep.notes.append("The packet-level simulator (parcomm.apps.mcast.sim) is not built (or does not answer a test run as this study expects); model only.")
+        rep.notes.append(
+            "The packet-level simulator (parcomm.apps.mcast.sim) is not built (or does not answer a test run as this study expects); model only."
+        )
     else:
         errs = [abs(r["sim_vs_model"]) for rows in (s1, s21, s22) for r in rows]
-        rep.comparisons.append(Comparison(
-            "simulator vs model, studies 1-2 sweeps (first arrival, independent losses, timeout = round trip)",
-            "(issue 7: within 3 %)", f"largest difference {_pct(max(errs))} over {len(errs)} runs",
-            max(errs) < 0.03,
-        ))
+        rep.comparisons.append(
+            Comparison(
+                "simulator vs model, studies 1-2 sweeps (first arrival, independent losses, timeout = round trip)",
+                "(issue 7: within 3 %)",
+                f"largest difference {_pct(max(errs))} over {len(errs)} runs",
+                max(errs) < 0.03,
+            )
+        )
         errs4 = [abs(r["sim_vs_model"]) for r in s4]
-        rep.comparisons.append(Comparison(
-            "simulator vs model, study 4 route", "(issue 7: within 3 %)",
-            f"largest difference {_pct(max(errs4))}; simulated A-E "
-            + ", ".join(f"{r['sim_route_delay_ms']:.0f}" for r in s4) + " ms (arrival + one-way)",
-            max(errs4) < 0.03,
-        ))
+        rep.comparisons.append(
+            Comparison(
+                "simulator vs model, study 4 route",
+                "(issue 7: within 3 %)",
+                f"largest difference {_pct(max(errs4))}; simulated A-E "
+                + ", ".join(f"{r['sim_route_delay_ms']:.0f}" for r in s4)
+                + " ms (arrival + one-way)",
+                max(errs4) < 0.03,
+            )
+        )
         if "sim_vs_model" in bnd:
             trio = (none, bnd, every)
-            ok = all(abs(r["sim_vs_model"]) < max(0.03, 2 * r["sim_receiver_arrival_se_ms"] / r["model_arrival_ser_ms"]) for r in trio)
-            rep.comparisons.append(Comparison(
-                f"simulator vs model, larger tree ({len(wan.receivers)} receivers), per-receiver arrival", "(issue 7: within 3 %)",
-                ", ".join(f"{r['placement']} {_pct(r['sim_vs_model'])} (± {_pct(r['sim_receiver_arrival_se_ms'] / r['model_arrival_ser_ms'])})" for r in trio),
-                ok,
-                f"± one standard error over {SIM_BATCHES} runs; agreement means within 3 % or 2 standard errors. "
-                "The model's timeout is the simulator's: the round trip to the farthest next repair point",
-            ))
+            ok = all(
+                abs(r["sim_vs_model"]) < max(0.03, 2 * r["sim_receiver_arrival_se_ms"] / r["model_arrival_ser_ms"])
+                for r in trio
+            )
+            rep.comparisons.append(
+                Comparison(
+                    f"simulator vs model, larger tree ({len(wan.receivers)} receivers), per-receiver arrival",
+                    "(issue 7: within 3 %)",
+                    ", ".join(
+                        f"{r['placement']} {_pct(r['sim_vs_model'])} (± {_pct(r['sim_receiver_arrival_se_ms'] / r['model_arrival_ser_ms'])})"
+                        for r in trio
+                    ),
+                    ok,
+                    f"± one standard error over {SIM_BATCHES} runs; agreement means within 3 % or 2 standard errors. "
+                    "The model's timeout is the simulator's: the round trip to the farthest next repair point",
+                )
+            )
         rep.notes.append(
             f"Simulator runs are paced at {SIM_RATE_PPS} packets/s, so no queue forms (the model has none), with "
             "ACKs never lost (the model's assumption), windows large enough never to stall, and each repair point's "

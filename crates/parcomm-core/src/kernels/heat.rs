@@ -256,7 +256,9 @@ mod tests {
         assert!(check_rect(5, 5, Rect { i0: 1, i1: 5, j0: 1, j1: 4 }).is_err());
         assert!(check_rect(2, 5, Rect { i0: 1, i1: 1, j0: 1, j1: 1 }).is_err());
         assert!(check_rect(5, 5, Rect { i0: 1, i1: 4, j0: 1, j1: 4 }).is_ok());
-        assert!(check_r(0.25).is_ok() && check_r(0.2500001).is_err() && check_r(0.0).is_err() && check_r(f64::NAN).is_err());
+        assert!(
+            check_r(0.25).is_ok() && check_r(0.2500001).is_err() && check_r(0.0).is_err() && check_r(f64::NAN).is_err()
+        );
         assert_eq!(check_r(0.2).unwrap(), 1.0 - 4.0 * 0.2);
     }
 }

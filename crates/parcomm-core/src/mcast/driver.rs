@@ -63,7 +63,6 @@ struct Data {
     retx: bool,
 }
 
-
 pub struct Driver<'a> {
     tree: &'a Tree,
     roles: Vec<Role>,

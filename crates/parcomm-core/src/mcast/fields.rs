@@ -23,7 +23,11 @@ impl<'a> Obj<'a> {
     pub fn new(v: &'a Value, path: &str) -> Result<Obj<'a>, String> {
         match v {
             Value::Object(map) => Ok(Obj { map, path: path.to_string() }),
-            other => Err(format!("{}: expected an object, got {}", if path.is_empty() { "top level" } else { path }, show(other))),
+            other => Err(format!(
+                "{}: expected an object, got {}",
+                if path.is_empty() { "top level" } else { path },
+                show(other)
+            )),
         }
     }
 

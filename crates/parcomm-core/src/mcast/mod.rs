@@ -62,10 +62,10 @@ pub mod stats;
 pub mod timeout;
 pub mod tree;
 
-pub use timeout::{repair_flags, round_trips, timeouts};
 pub use msg::{Ack, Out};
 pub use params::{Params, ParamsSpec, RepairMode};
 pub use stats::{BufferStats, DelaySummary, NetworkStats, ReceiverStats, Report};
+pub use timeout::{repair_flags, round_trips, timeouts};
 pub use tree::{NodeKind, Tree, TreeSpec};
 
 /// Simulate `packets` over a validated tree.

@@ -75,8 +75,18 @@ impl ParamsSpec {
     pub fn from_value(v: &Value) -> Result<ParamsSpec, String> {
         let o = Obj::new(v, "")?;
         o.only(&[
-            "packets", "rate_pps", "rate_bps", "window", "ack_loss", "ack_bytes", "rto_factor", "rto_s", "repair", "seed",
-            "time_limit_s", "queue_limit_packets",
+            "packets",
+            "rate_pps",
+            "rate_bps",
+            "window",
+            "ack_loss",
+            "ack_bytes",
+            "rto_factor",
+            "rto_s",
+            "repair",
+            "seed",
+            "time_limit_s",
+            "queue_limit_packets",
         ])?;
         let d = ParamsSpec::default();
         let repair = match o.opt_str("repair")? {

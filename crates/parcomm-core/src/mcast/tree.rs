@@ -128,9 +128,18 @@ impl TreeSpec {
                 "source" => NodeKind::Source,
                 "router" => NodeKind::Router,
                 "receiver" => NodeKind::Receiver,
-                k => return Err(format!("{}: expected \"source\", \"router\" or \"receiver\", got \"{k}\"", n.field("kind"))),
+                k => {
+                    return Err(format!(
+                        "{}: expected \"source\", \"router\" or \"receiver\", got \"{k}\"",
+                        n.field("kind")
+                    ))
+                }
             };
-            nodes.push(NodeSpec { name: n.str("name")?.to_string(), kind, repair: n.opt_bool("repair")?.unwrap_or(false) });
+            nodes.push(NodeSpec {
+                name: n.str("name")?.to_string(),
+                kind,
+                repair: n.opt_bool("repair")?.unwrap_or(false),
+            });
         }
         let mut networks = Vec::new();
         for (i, l) in o.list("networks")?.iter().enumerate() {
@@ -177,17 +186,18 @@ impl Tree {
                 return Err(format!("nodes[{i}].name: duplicate node name '{}'", n.name));
             }
             if n.repair && n.kind != NodeKind::Router {
-                return Err(format!(
-                    "nodes[{i}].repair: only routers repair; '{}' is a {}",
-                    n.name,
-                    n.kind.as_str()
-                ));
+                return Err(format!("nodes[{i}].repair: only routers repair; '{}' is a {}", n.name, n.kind.as_str()));
             }
-            nodes.push(Node { name: n.name.clone(), kind: n.kind, repair: n.repair, parent_net: None, children: Vec::new() });
+            nodes.push(Node {
+                name: n.name.clone(),
+                kind: n.kind,
+                repair: n.repair,
+                parent_net: None,
+                children: Vec::new(),
+            });
         }
-        let source = *index
-            .get(spec.source.as_str())
-            .ok_or_else(|| format!("source: unknown node '{}'", spec.source))?;
+        let source =
+            *index.get(spec.source.as_str()).ok_or_else(|| format!("source: unknown node '{}'", spec.source))?;
         if nodes[source as usize].kind != NodeKind::Source {
             return Err(format!(
                 "source: node '{}' has kind \"{}\", expected \"source\"",
@@ -195,8 +205,13 @@ impl Tree {
                 nodes[source as usize].kind.as_str()
             ));
         }
-        if let Some((i, n)) = spec.nodes.iter().enumerate().find(|(i, n)| n.kind == NodeKind::Source && *i as u32 != source) {
-            return Err(format!("nodes[{i}].kind: a second source '{}' (the tree's source is '{}')", n.name, spec.source));
+        if let Some((i, n)) =
+            spec.nodes.iter().enumerate().find(|(i, n)| n.kind == NodeKind::Source && *i as u32 != source)
+        {
+            return Err(format!(
+                "nodes[{i}].kind: a second source '{}' (the tree's source is '{}')",
+                n.name, spec.source
+            ));
         }
         if !nodes.iter().any(|n| n.kind == NodeKind::Receiver) {
             return Err("nodes: a tree needs at least one receiver".into());
@@ -212,8 +227,10 @@ impl Tree {
             if net_names.insert(l.name.as_str(), i).is_some() {
                 return Err(format!("{}: duplicate network name '{}'", f("name"), l.name));
             }
-            let parent = *index.get(l.parent.as_str()).ok_or_else(|| format!("{}: unknown node '{}'", f("parent"), l.parent))?;
-            let child = *index.get(l.child.as_str()).ok_or_else(|| format!("{}: unknown node '{}'", f("child"), l.child))?;
+            let parent =
+                *index.get(l.parent.as_str()).ok_or_else(|| format!("{}: unknown node '{}'", f("parent"), l.parent))?;
+            let child =
+                *index.get(l.child.as_str()).ok_or_else(|| format!("{}: unknown node '{}'", f("child"), l.child))?;
             if parent == child {
                 return Err(format!("{}: network '{}' joins '{}' to itself", f("child"), l.name, l.child));
             }
@@ -221,7 +238,12 @@ impl Tree {
                 return Err(format!("{}: receiver '{}' must be a leaf (network '{}')", f("parent"), l.parent, l.name));
             }
             if child == source {
-                return Err(format!("{}: the source '{}' cannot be a child (network '{}')", f("child"), l.child, l.name));
+                return Err(format!(
+                    "{}: the source '{}' cannot be a child (network '{}')",
+                    f("child"),
+                    l.child,
+                    l.name
+                ));
             }
             if let Some(prev) = nodes[child as usize].parent_net {
                 return Err(format!(

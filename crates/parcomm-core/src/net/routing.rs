@@ -28,7 +28,11 @@ pub enum Iface {
     None,
     Port(u32),
     /// Through station `station` of bus `bus`, to the member at station `to`.
-    Bus { bus: u32, station: u32, to: u32 },
+    Bus {
+        bus: u32,
+        station: u32,
+        to: u32,
+    },
 }
 
 const UNREACHABLE: u32 = u32::MAX;

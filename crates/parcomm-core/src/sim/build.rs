@@ -140,7 +140,13 @@ pub(super) fn build(spec: &PlatformSpec, seed: u64) -> Result<Simulation, SpecEr
                 }
             }
         }
-        buses.push(Bus::new(s.rate_bps, from_secs(s.propagation_s), s.collisions, stations, Rng::new(seed, &format!("bus:{}", s.name))));
+        buses.push(Bus::new(
+            s.rate_bps,
+            from_secs(s.propagation_s),
+            s.collisions,
+            stations,
+            Rng::new(seed, &format!("bus:{}", s.name)),
+        ));
         bus_names.push(s.name.clone());
     }
 

@@ -97,7 +97,9 @@ impl Simulation {
         for (i, h) in self.hosts.iter().enumerate() {
             hosts[i].nic_drops = match h.nic {
                 Iface::Port(p) => self.ports[p as usize].queue.stats.drops,
-                Iface::Bus { bus, station, .. } => self.buses[bus as usize].stations[station as usize].queue.stats.drops,
+                Iface::Bus { bus, station, .. } => {
+                    self.buses[bus as usize].stations[station as usize].queue.stats.drops
+                }
                 Iface::None => 0,
             };
         }

@@ -39,12 +39,18 @@ impl Simulation {
     /// The application takes an arrived message of `bytes`: its CPU pays
     /// the host's receive overhead (PlogP's o_r, seed 001 §2.1.3).
     pub(crate) fn start_receive(&mut self, op: OpId, host: u32, bytes: u64) {
-        let cost = { let h = &mut self.hosts[host as usize]; overhead(&h.recv_overhead, bytes, &mut h.rng) };
+        let cost = {
+            let h = &mut self.hosts[host as usize];
+            overhead(&h.recv_overhead, bytes, &mut h.rng)
+        };
         self.cpu_run(host, cost, CpuThen::Complete(op, CompletionKind::Received));
     }
 
     pub(crate) fn start_send(&mut self, op: OpId, src: u32, dst: u32, bytes: u64) -> Result<(), String> {
-        let cost = { let h = &mut self.hosts[src as usize]; overhead(&h.send_overhead, bytes, &mut h.rng) };
+        let cost = {
+            let h = &mut self.hosts[src as usize];
+            overhead(&h.send_overhead, bytes, &mut h.rng)
+        };
         if src == dst {
             // A message to oneself is a memory copy: no network, only the overheads.
             self.cpu_run(src, cost, CpuThen::Complete(op, CompletionKind::Sent));

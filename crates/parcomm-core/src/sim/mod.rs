@@ -55,13 +55,25 @@ pub(crate) enum CpuThen {
 #[derive(Clone, Copy, Debug)]
 pub(crate) enum Event {
     PortDone(u32),
-    Arrive { node: u32, pkt: Packet, from_port: u32 },
+    Arrive {
+        node: u32,
+        pkt: Packet,
+        from_port: u32,
+    },
     /// Cell interleaving: the first cell of the frame `from_port` is sending
     /// reaches switch output `port`; `cells` follow evenly over `duration`.
-    CellsStart { port: u32, from_port: u32, cells: u64, duration: Time },
+    CellsStart {
+        port: u32,
+        from_port: u32,
+        cells: u64,
+        duration: Time,
+    },
     /// Cell interleaving: the frame from `from_port` into `port` was lost on
     /// the wire; its arrival ends now all the same.
-    CellsLost { port: u32, from_port: u32 },
+    CellsLost {
+        port: u32,
+        from_port: u32,
+    },
     BusResolve(u32),
     BusTxDone(u32, u32),
     BusIdle(u32),
@@ -69,7 +81,10 @@ pub(crate) enum Event {
     RouterDone(u32),
     SenderTimer(u32),
     ReceiverTimer(u32),
-    CpuDone { host: u32, then: CpuThen },
+    CpuDone {
+        host: u32,
+        then: CpuThen,
+    },
 }
 
 pub(crate) const NO_PORT: u32 = u32::MAX;
@@ -273,7 +288,9 @@ impl Simulation {
         match ev {
             Event::PortDone(p) => self.port_done(p),
             Event::Arrive { node, pkt, from_port } => self.arrive(node, pkt, from_port),
-            Event::CellsStart { port, from_port, cells, duration } => self.cells_start(port, from_port, cells, duration),
+            Event::CellsStart { port, from_port, cells, duration } => {
+                self.cells_start(port, from_port, cells, duration)
+            }
             Event::CellsLost { port, from_port } => self.cells_lost(port, from_port),
             Event::BusResolve(b) => self.bus_step(b, |bus, now, out| bus.resolve(now, out)),
             Event::BusTxDone(b, st) => self.bus_tx_done(b, st),

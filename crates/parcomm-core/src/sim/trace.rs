@@ -58,20 +58,13 @@ impl Simulation {
     /// Record every sender's state after each ACK and timer from now on, at
     /// most `limit` samples (a trace of a long run would otherwise grow without bound).
     pub fn enable_trace(&mut self, limit: usize) {
-        self.trace = Some(StreamTrace {
-            samples: Vec::new(),
-            limit,
-            dropped: 0,
-        });
+        self.trace = Some(StreamTrace { samples: Vec::new(), limit, dropped: 0 });
     }
 
     /// The samples so far and how many did not fit; tracing stays on.
     pub fn take_trace(&mut self) -> (Vec<TraceSample>, u64) {
         match self.trace.as_mut() {
-            Some(tr) => (
-                std::mem::take(&mut tr.samples),
-                std::mem::replace(&mut tr.dropped, 0),
-            ),
+            Some(tr) => (std::mem::take(&mut tr.samples), std::mem::replace(&mut tr.dropped, 0)),
             None => (Vec::new(), 0),
         }
     }
@@ -117,12 +110,8 @@ mod tests {
         let tcp = r#"{"rto_min_s": 0.2, "rto_max_s": 120.0, "rto_initial_s": 1.0, "clock_granularity_s": 0.001,
             "initial_cwnd_segments": 10, "sndbuf_bytes": 262144, "rcvbuf_bytes": 262144,
             "delayed_ack": false, "delayed_ack_timeout_s": 0.04, "dupack_threshold": 3}"#;
-        let hosts: Vec<String> = (0..n)
-            .map(|i| format!(r#"{{"name":"h{i}","tcp":{tcp}}}"#))
-            .collect();
-        let links: Vec<String> = (0..n)
-            .map(|i| format!(r#"{{"a":"h{i}","b":"sw","rate_bps":1e8}}"#))
-            .collect();
+        let hosts: Vec<String> = (0..n).map(|i| format!(r#"{{"name":"h{i}","tcp":{tcp}}}"#)).collect();
+        let links: Vec<String> = (0..n).map(|i| format!(r#"{{"a":"h{i}","b":"sw","rate_bps":1e8}}"#)).collect();
         format!(
             r#"{{"hosts":[{}],"switches":[{{"name":"sw","buffer":{{"unit":"bytes","size":{buffer_bytes}}}}}],"links":[{}]}}"#,
             hosts.join(","),
@@ -146,10 +135,7 @@ mod tests {
         }
         let (samples, dropped) = sim.take_trace();
         assert_eq!(samples.len(), 10);
-        assert!(
-            dropped > 0,
-            "200 kB in 1448-byte segments takes more than 10 ACKs"
-        );
+        assert!(dropped > 0, "200 kB in 1448-byte segments takes more than 10 ACKs");
         assert!(samples.windows(2).all(|w| w[0].t <= w[1].t));
         assert!(samples.iter().all(|s| s.src == 1 && s.dst == 0));
         assert!(samples.windows(2).all(|w| w[0].acked <= w[1].acked));

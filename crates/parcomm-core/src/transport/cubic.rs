@@ -178,7 +178,7 @@ mod tests {
         assert_eq!(cc.ssthresh(), 70_019); // 100 000 * 717 / 1024
         cc.on_exit_recovery();
         cc.on_ack_at(mss, 0, Some(0)); // the epoch starts here
-        // K = cbrt(W_max (1 - beta) / C) with W_max = 100, cwnd 70.02 (eq. 2).
+                                       // K = cbrt(W_max (1 - beta) / C) with W_max = 100, cwnd 70.02 (eq. 2).
         let k = ((100.0 - 70.019) / C).cbrt();
         assert!((cc.k() - k).abs() < 1e-3, "{} vs {k}", cc.k());
         assert!((cc.w_cubic(0.0) - 70.019).abs() < 0.02); // starts at beta * W_max

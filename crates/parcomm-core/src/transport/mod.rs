@@ -21,11 +21,11 @@ pub mod newreno;
 pub mod prr;
 pub mod rack;
 pub mod receiver;
-pub mod rto;
 pub mod recovery;
+pub mod rto;
 pub mod sack;
-pub mod seqspace;
 pub mod sender;
+pub mod seqspace;
 #[cfg(test)]
 mod testnet;
 pub mod tlp;
@@ -158,11 +158,7 @@ pub struct Ack {
 impl Ack {
     /// A plain cumulative ACK without SACK blocks.
     pub fn new(ack: u64, window: u64) -> Ack {
-        Ack {
-            ack,
-            window,
-            sack: SackBlocks::default(),
-        }
+        Ack { ack, window, sack: SackBlocks::default() }
     }
 }
 

@@ -129,10 +129,10 @@ mod tests {
     fn a_lost_retransmission_is_detected_by_its_own_send_time() {
         let mut r = Rack::new();
         r.on_delivered(100 * US, 0, 1000, false); // min_rtt 100 us
-        // Hole H retransmitted at 1 ms; new data N sent at 1.01 ms is SACKed at 1.11 ms.
+                                                  // Hole H retransmitted at 1 ms; new data N sent at 1.01 ms is SACKed at 1.11 ms.
         r.on_delivered(1110 * US, 1010 * US, 9000, false);
         assert_eq!(r.time_to_loss(1110 * US, 1000 * US, 2000, 0), Some(0)); // H's copy is lost too
-        // A retransmission acked faster than min_rtt is taken for its original: no advance.
+                                                                            // A retransmission acked faster than min_rtt is taken for its original: no advance.
         let mut r2 = r.clone();
         r2.on_delivered(1150 * US, 1100 * US, 3000, true);
         assert_eq!(r2.xmit, r.xmit);

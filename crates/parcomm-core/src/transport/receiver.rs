@@ -68,10 +68,7 @@ impl Receiver {
         // Keep only the part that is new and fits the buffer, which spans
         // [rcv_nxt, rcv_nxt + rcvbuf): out-of-order bytes then never exceed rcvbuf.
         let start = seg.seq.max(self.rcv_nxt);
-        let end = seg
-            .seq
-            .saturating_add(seg.len)
-            .min(self.rcv_nxt.saturating_add(self.rcvbuf));
+        let end = seg.seq.saturating_add(seg.len).min(self.rcv_nxt.saturating_add(self.rcvbuf));
         if start >= end {
             // Duplicate, empty or beyond the window: an immediate ACK tells
             // the sender where we are (RFC 793 / RFC 5681 §4.2).
@@ -156,11 +153,7 @@ impl Receiver {
     /// Queue a cumulative ACK; it covers everything, so the delayed-ACK
     /// state is cleared.
     fn ack_now(&mut self) {
-        self.pending.push_back(Ack {
-            ack: self.rcv_nxt,
-            window: self.window(),
-            sack: self.sack_blocks(),
-        });
+        self.pending.push_back(Ack { ack: self.rcv_nxt, window: self.window(), sack: self.sack_blocks() });
         self.unacked_bytes = 0;
         self.delack_deadline = None;
     }
@@ -172,12 +165,8 @@ impl Receiver {
         if !self.sack || self.ooo.is_empty() {
             return out;
         }
-        let recent = self.recent.iter().filter_map(|&seq| {
-            self.ooo
-                .range(..=seq)
-                .next_back()
-                .filter(|&(_, &e)| e > seq)
-        });
+        let recent =
+            self.recent.iter().filter_map(|&seq| self.ooo.range(..=seq).next_back().filter(|&(_, &e)| e > seq));
         for (&s, &e) in recent.chain(self.ooo.iter()) {
             if out.len() >= self.max_sack_blocks {
                 break;
@@ -234,27 +223,15 @@ mod tests {
     use crate::time::MS;
 
     fn cfg(delayed_ack: bool) -> TcpConfig {
-        TcpConfig {
-            mss: 100,
-            rcvbuf: 1000,
-            delayed_ack,
-            delayed_ack_timeout: 40 * MS,
-            ..Default::default()
-        }
+        TcpConfig { mss: 100, rcvbuf: 1000, delayed_ack, delayed_ack_timeout: 40 * MS, ..Default::default() }
     }
 
     fn seg(seq: u64, len: u64) -> Segment {
-        Segment {
-            seq,
-            len,
-            retransmission: false,
-        }
+        Segment { seq, len, retransmission: false }
     }
 
     fn acks(r: &mut Receiver) -> Vec<(u64, u64)> {
-        std::iter::from_fn(|| r.poll_ack(0))
-            .map(|a| (a.ack, a.window))
-            .collect()
+        std::iter::from_fn(|| r.poll_ack(0)).map(|a| (a.ack, a.window)).collect()
     }
 
     #[test]
@@ -265,10 +242,7 @@ mod tests {
         r.on_segment(0, seg(400, 100));
         r.on_segment(0, seg(250, 100)); // overlaps and extends [200,300)
         r.on_segment(0, seg(200, 50)); // already held
-        assert_eq!(
-            acks(&mut r),
-            vec![(100, 1000), (100, 900), (100, 800), (100, 750), (100, 750)]
-        );
+        assert_eq!(acks(&mut r), vec![(100, 1000), (100, 900), (100, 800), (100, 750), (100, 750)]);
         assert_eq!(r.ooo_bytes(), 250);
         r.on_segment(0, seg(100, 100)); // fills the hole up to 350
         assert_eq!(acks(&mut r), vec![(350, 900)]);
@@ -344,19 +318,12 @@ mod tests {
     }
 
     fn sack_of(r: &mut Receiver) -> Vec<Vec<(u64, u64)>> {
-        std::iter::from_fn(|| r.poll_ack(0))
-            .map(|a| a.sack.as_slice().to_vec())
-            .collect()
+        std::iter::from_fn(|| r.poll_ack(0)).map(|a| a.sack.as_slice().to_vec()).collect()
     }
 
     #[test]
     fn with_timestamps_three_sack_blocks_fit() {
-        let mut r = Receiver::new(&TcpConfig {
-            sack: true,
-            timestamps: true,
-            rcvbuf: 10_000,
-            ..cfg(false)
-        });
+        let mut r = Receiver::new(&TcpConfig { sack: true, timestamps: true, rcvbuf: 10_000, ..cfg(false) });
         for start in [200, 400, 600, 800] {
             r.on_segment(0, seg(start, 100));
         }
@@ -366,11 +333,7 @@ mod tests {
 
     #[test]
     fn sack_blocks_most_recent_first() {
-        let mut r = Receiver::new(&TcpConfig {
-            sack: true,
-            rcvbuf: 10_000,
-            ..cfg(false)
-        });
+        let mut r = Receiver::new(&TcpConfig { sack: true, rcvbuf: 10_000, ..cfg(false) });
         r.on_segment(0, seg(0, 100));
         r.on_segment(0, seg(200, 100));
         r.on_segment(0, seg(600, 100));
@@ -392,10 +355,7 @@ mod tests {
             r.on_segment(0, seg(start, 100));
         }
         let last = sack_of(&mut r).pop().unwrap();
-        assert_eq!(
-            last,
-            vec![(1400, 1500), (1200, 1300), (1000, 1100), (800, 900)]
-        );
+        assert_eq!(last, vec![(1400, 1500), (1200, 1300), (1000, 1100), (800, 900)]);
         r.on_segment(0, seg(0, 100));
         assert_eq!(sack_of(&mut r)[0].len(), 4);
         // Filling the holes delivers [100, 700): those blocks vanish, the
@@ -404,10 +364,7 @@ mod tests {
         r.on_segment(0, seg(500, 100));
         let acks: Vec<_> = std::iter::from_fn(|| r.poll_ack(0)).collect();
         assert_eq!(acks[1].ack, 700);
-        assert_eq!(
-            acks[1].sack.as_slice(),
-            &[(1400, 1500), (1200, 1300), (1000, 1100), (800, 900)]
-        );
+        assert_eq!(acks[1].sack.as_slice(), &[(1400, 1500), (1200, 1300), (1000, 1100), (800, 900)]);
     }
 
     #[test]

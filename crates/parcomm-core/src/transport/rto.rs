@@ -40,14 +40,7 @@ pub struct Rfc6298Rto {
 
 impl Rfc6298Rto {
     pub fn new(min: Time, max: Time, initial: Time, granularity: Time) -> Self {
-        Rfc6298Rto {
-            min,
-            max,
-            granularity,
-            srtt: None,
-            rttvar: 0,
-            rto: clamp(initial, min, max),
-        }
+        Rfc6298Rto { min, max, granularity, srtt: None, rttvar: 0, rto: clamp(initial, min, max) }
     }
 
     pub fn rttvar(&self) -> Time {

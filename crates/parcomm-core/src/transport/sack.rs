@@ -224,10 +224,7 @@ impl Scoreboard {
     /// End of the unSACKed run starting at `seq` (which is not SACKed):
     /// the next SACKed block's start, or `snd_max`.
     pub fn hole_end(&self, seq: u64, snd_max: u64) -> u64 {
-        self.sacked
-            .range(seq..)
-            .next()
-            .map_or(snd_max, |(&s, _)| s.min(snd_max))
+        self.sacked.range(seq..).next().map_or(snd_max, |(&s, _)| s.min(snd_max))
     }
 
     /// Recovery begins with a retransmission ending at `first_rtx_end`
@@ -267,21 +264,13 @@ impl Scoreboard {
         if start >= limit {
             return None;
         }
-        let end = self
-            .sacked
-            .range(start..)
-            .next()
-            .map_or(limit, |(&s, _)| s.min(limit));
+        let end = self.sacked.range(start..).next().map_or(limit, |(&s, _)| s.min(limit));
         Some((start, end))
     }
 
     /// The SACKed block holding `seq`, if any.
     fn containing(&self, seq: u64) -> Option<(u64, u64)> {
-        self.sacked
-            .range(..=seq)
-            .next_back()
-            .filter(|&(_, &e)| e > seq)
-            .map(|(&s, &e)| (s, e))
+        self.sacked.range(..=seq).next_back().filter(|&(_, &e)| e > seq).map(|(&s, &e)| (s, e))
     }
 
     fn sacked_between(&self, a: u64, b: u64) -> u64 {
@@ -362,10 +351,7 @@ mod tests {
         assert_eq!(sb.update(100, &[(350, 500)], 1000), 100); // bridges both
         assert_eq!(sb.sacked_bytes(), 300);
         // Below or at snd_una: ignored; beyond snd_max: cut; inverted: ignored.
-        assert_eq!(
-            sb.update(100, &[(0, 200), (100, 150), (900, 5000), (700, 600)], 1000),
-            100
-        );
+        assert_eq!(sb.update(100, &[(0, 200), (100, 150), (900, 5000), (700, 600)], 1000), 100);
         assert_eq!(sb.sacked_bytes(), 400);
         assert_eq!(sb.update(350, &[], 1000), 0); // cumulative ACK cuts the block
         assert_eq!(sb.sacked_bytes(), 350);
@@ -483,19 +469,13 @@ mod tests {
         let drops = [300_000, 305_000, 310_000];
         let (net, span) = transfer(true, &drops, 2_000_000);
         let st = net.tx.stats();
-        assert_eq!(
-            (st.fast_retransmits, st.timeouts, st.segments_retransmitted),
-            (1, 0, 3)
-        );
+        assert_eq!((st.fast_retransmits, st.timeouts, st.segments_retransmitted), (1, 0, 3));
         assert_eq!(st.bytes_retransmitted, 3000);
         // NewReno needs one round trip per hole (partial ACKs); SACK sends
         // the later holes together.
         let (reno, reno_span) = transfer(false, &drops, 2_000_000);
         assert_eq!(reno.tx.stats().segments_retransmitted, 3);
-        assert!(
-            2 * span < reno_span,
-            "sack {span} ns vs newreno {reno_span} ns"
-        );
+        assert!(2 * span < reno_span, "sack {span} ns vs newreno {reno_span} ns");
     }
 
     #[test]
@@ -503,30 +483,19 @@ mod tests {
         let drops: Vec<u64> = (0..10).map(|i| 300_000 + 1000 * i).collect();
         let (net, span) = transfer(true, &drops, 2_000_000);
         let st = net.tx.stats();
-        assert_eq!(
-            (st.fast_retransmits, st.timeouts, st.segments_retransmitted),
-            (1, 0, 10)
-        );
+        assert_eq!((st.fast_retransmits, st.timeouts, st.segments_retransmitted), (1, 0, 10));
         // NewReno: a partial ACK per hole, nine more round trips.
         let (reno, reno_span) = transfer(false, &drops, 2_000_000);
         assert_eq!(reno.tx.stats().timeouts, 0);
         let srtt = net.tx.srtt().unwrap();
         assert!(span < 2 * srtt, "span {span} ns, srtt {srtt} ns");
-        assert!(
-            reno_span > 5 * span,
-            "sack {span} ns vs newreno {reno_span} ns"
-        );
+        assert!(reno_span > 5 * span, "sack {span} ns vs newreno {reno_span} ns");
     }
 
     #[test]
     fn acks_carry_the_blocks_and_packets_grow_by_the_option() {
         let (net, _) = transfer(true, &[300_000, 310_000], 1_000_000);
-        let with_blocks: Vec<&Ack> = net
-            .acked
-            .iter()
-            .map(|a| &a.1)
-            .filter(|a| !a.sack.is_empty())
-            .collect();
+        let with_blocks: Vec<&Ack> = net.acked.iter().map(|a| &a.1).filter(|a| !a.sack.is_empty()).collect();
         assert!(!with_blocks.is_empty());
         assert!(with_blocks.iter().any(|a| a.sack.len() == 2));
         for a in with_blocks {
@@ -538,50 +507,27 @@ mod tests {
 
     #[test]
     fn after_a_timeout_only_the_holes_are_resent() {
-        let mut s = Sender::new(&TcpConfig {
-            initial_cwnd_segments: 10,
-            ..cfg(true)
-        });
+        let mut s = Sender::new(&TcpConfig { initial_cwnd_segments: 10, ..cfg(true) });
         s.write(10_000);
         let first: Vec<_> = std::iter::from_fn(|| s.poll_transmit(0)).collect();
         assert_eq!(first.len(), 10);
         // [0, 2000) lost; the receiver holds the rest: one dupack SACKing it.
         let mut blocks = SackBlocks::default();
         blocks.push(2000, 10_000);
-        s.on_ack(
-            MS,
-            Ack {
-                ack: 0,
-                window: 1 << 20,
-                sack: blocks,
-            },
-        );
+        s.on_ack(MS, Ack { ack: 0, window: 1 << 20, sack: blocks });
         // 8 segments SACKed above both holes: they are lost, recovery starts.
         assert!(s.in_recovery());
-        let rtx: Vec<_> = std::iter::from_fn(|| s.poll_transmit(MS))
-            .map(|g| (g.seq, g.len))
-            .collect();
+        let rtx: Vec<_> = std::iter::from_fn(|| s.poll_transmit(MS)).map(|g| (g.seq, g.len)).collect();
         assert_eq!(rtx, vec![(0, 1000), (1000, 1000)]);
         // Both retransmissions are lost too: timeout. The SACKed data is not
         // resent (the scoreboard is kept), the holes go as cwnd allows.
         let t = s.poll_timeout().unwrap();
         s.on_timeout(t);
         assert_eq!(s.stats().timeouts, 1);
-        let rtx: Vec<_> = std::iter::from_fn(|| s.poll_transmit(t))
-            .map(|g| (g.seq, g.len))
-            .collect();
+        let rtx: Vec<_> = std::iter::from_fn(|| s.poll_transmit(t)).map(|g| (g.seq, g.len)).collect();
         assert_eq!(rtx, vec![(0, 1000)]); // cwnd = 1 MSS
-        s.on_ack(
-            t + MS,
-            Ack {
-                ack: 1000,
-                window: 1 << 20,
-                sack: blocks,
-            },
-        );
-        let rtx: Vec<_> = std::iter::from_fn(|| s.poll_transmit(t + MS))
-            .map(|g| (g.seq, g.len))
-            .collect();
+        s.on_ack(t + MS, Ack { ack: 1000, window: 1 << 20, sack: blocks });
+        let rtx: Vec<_> = std::iter::from_fn(|| s.poll_transmit(t + MS)).map(|g| (g.seq, g.len)).collect();
         assert_eq!(rtx, vec![(1000, 1000)]);
         s.on_ack(t + 2 * MS, Ack::new(10_000, 1 << 20));
         assert_eq!((s.acked(), s.poll_timeout()), (10_000, None));
@@ -596,35 +542,14 @@ mod tests {
         let mut blocks = SackBlocks::default();
         blocks.push(1000, 2000);
         for _ in 0..5 {
-            s.on_ack(
-                MS,
-                Ack {
-                    ack: 0,
-                    window: 1 << 20,
-                    sack: blocks,
-                },
-            ); // same block again
+            s.on_ack(MS, Ack { ack: 0, window: 1 << 20, sack: blocks }); // same block again
         }
         assert!(!s.in_recovery());
         blocks.push(3000, 4000);
-        s.on_ack(
-            MS,
-            Ack {
-                ack: 0,
-                window: 1 << 20,
-                sack: blocks,
-            },
-        );
+        s.on_ack(MS, Ack { ack: 0, window: 1 << 20, sack: blocks });
         assert!(!s.in_recovery());
         blocks.push(5000, 6000);
-        s.on_ack(
-            MS,
-            Ack {
-                ack: 0,
-                window: 1 << 20,
-                sack: blocks,
-            },
-        );
+        s.on_ack(MS, Ack { ack: 0, window: 1 << 20, sack: blocks });
         assert!(s.in_recovery()); // third ACK with news (also 3 blocks above 0)
         assert_eq!(s.stats().fast_retransmits, 1);
     }

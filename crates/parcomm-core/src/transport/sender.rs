@@ -67,19 +67,11 @@ impl Sender {
     }
 
     /// A sender with another congestion control or RTO estimator.
-    pub fn with_strategies(
-        cfg: &TcpConfig,
-        cc: Box<dyn CongestionControl>,
-        rto: Box<dyn RtoEstimator>,
-    ) -> Sender {
+    pub fn with_strategies(cfg: &TcpConfig, cc: Box<dyn CongestionControl>, rto: Box<dyn RtoEstimator>) -> Sender {
         let mss = cfg.mss.max(1);
         let dupack_threshold = cfg.dupack_threshold.max(1);
         // The peer's worst-case ACK delay, for the PTO (both ends share the config).
-        let max_ack_delay = if cfg.delayed_ack {
-            cfg.delayed_ack_timeout
-        } else {
-            0
-        };
+        let max_ack_delay = if cfg.delayed_ack { cfg.delayed_ack_timeout } else { 0 };
         let recovery: Box<dyn Recovery> = if cfg.sack {
             Box::new(SackRecovery::new(mss, dupack_threshold, cfg.rack, cfg.prr))
         } else {
@@ -239,11 +231,8 @@ impl Sender {
         }
 
         // RFC 6298 (5.2)/(5.3).
-        self.rto_deadline = if self.seq.snd_una == self.seq.snd_max {
-            None
-        } else {
-            Some(now.saturating_add(self.rto.rto()))
-        };
+        self.rto_deadline =
+            if self.seq.snd_una == self.seq.snd_max { None } else { Some(now.saturating_add(self.rto.rto())) };
         {
             let (rec, mut cx) = self.split(now);
             rec.after_cumulative_ack(&mut cx, ack.ack - una_before + newly_sacked);
@@ -278,12 +267,7 @@ impl Sender {
             }
             return;
         }
-        if self
-            .tlp
-            .as_ref()
-            .and_then(Tlp::deadline)
-            .is_some_and(|d| now >= d)
-        {
+        if self.tlp.as_ref().and_then(Tlp::deadline).is_some_and(|d| now >= d) {
             return self.on_probe_timeout(now);
         }
         match self.rto_deadline {
@@ -295,8 +279,7 @@ impl Sender {
             return;
         }
         self.stats.timeouts += 1;
-        self.cc
-            .on_timeout(self.seq.snd_nxt - self.seq.snd_una, self.timed_out_unrepaired);
+        self.cc.on_timeout(self.seq.snd_nxt - self.seq.snd_una, self.timed_out_unrepaired);
         self.rto.on_timeout_backoff();
         self.timed_out_unrepaired = true;
         // Everything outstanding is presumed lost (like Linux's loss state).
@@ -492,11 +475,7 @@ impl Sender {
             // ACK (RFC 6298 (5.3) restarts only on ACKs).
             self.rto_deadline = Some(now.saturating_add(self.rto.rto()));
         }
-        Segment {
-            seq,
-            len,
-            retransmission,
-        }
+        Segment { seq, len, retransmission }
     }
 
     /// The next timer deadline (probe, retransmission, or the recovery's
@@ -566,9 +545,7 @@ mod tests {
     }
 
     fn drain(s: &mut Sender, now: Time) -> Vec<(u64, u64, bool)> {
-        std::iter::from_fn(|| s.poll_transmit(now))
-            .map(|g| (g.seq, g.len, g.retransmission))
-            .collect()
+        std::iter::from_fn(|| s.poll_transmit(now)).map(|g| (g.seq, g.len, g.retransmission)).collect()
     }
 
     #[test]
@@ -578,12 +555,8 @@ mod tests {
         fixed.expand_sndbuf();
         assert_eq!(fixed.sndbuf(), 64_000);
         // On: starts at tcp_wmem[1]; a writer blocked on it can queue no more.
-        let mut s = Sender::new(&TcpConfig {
-            sndbuf: 64_000,
-            sndbuf_initial: 16_000,
-            initial_cwnd_segments: 3,
-            ..cfg()
-        });
+        let mut s =
+            Sender::new(&TcpConfig { sndbuf: 64_000, sndbuf_initial: 16_000, initial_cwnd_segments: 3, ..cfg() });
         assert_eq!(s.sndbuf(), 16_000);
         s.write(100_000);
         assert_eq!((s.written(), s.buffer_space()), (16_000, 0));
@@ -663,15 +636,9 @@ mod tests {
 
     #[test]
     fn segmentation_and_flight_limit() {
-        let mut s = Sender::new(&TcpConfig {
-            initial_cwnd_segments: 2,
-            ..cfg()
-        });
+        let mut s = Sender::new(&TcpConfig { initial_cwnd_segments: 2, ..cfg() });
         s.write(2500);
-        assert_eq!(
-            drain(&mut s, 0),
-            vec![(0, 1000, false), (1000, 1000, false)]
-        );
+        assert_eq!(drain(&mut s, 0), vec![(0, 1000, false), (1000, 1000, false)]);
         assert_eq!(s.poll_timeout(), Some(SEC)); // rto_initial, no sample yet
         s.on_ack(MS, ack(1000)); // cwnd 3000: one short tail segment may go
         assert_eq!(drain(&mut s, MS), vec![(2000, 500, false)]);
@@ -725,10 +692,7 @@ mod tests {
         assert_eq!(drain(&mut s, MS), vec![(0, 1000, true)]);
         let t = s.poll_timeout().unwrap();
         s.on_timeout(t);
-        assert_eq!(
-            (s.stats().timeouts, s.cwnd(), s.in_recovery()),
-            (1, 1000, false)
-        );
+        assert_eq!((s.stats().timeouts, s.cwnd(), s.in_recovery()), (1, 1000, false));
         assert_eq!(drain(&mut s, t), vec![(0, 1000, true)]); // go-back-N, cwnd = 1 MSS
         for _ in 0..5 {
             s.on_ack(t, ack(0)); // ack <= recover: stale, not a new loss
@@ -757,10 +721,7 @@ mod tests {
         assert!(net.run(10 * SEC));
         assert_eq!(net.rx.delivered(), 1_000_000);
         let st = net.tx.stats();
-        assert_eq!(
-            (st.fast_retransmits, st.timeouts, st.segments_retransmitted),
-            (1, 0, 1)
-        );
+        assert_eq!((st.fast_retransmits, st.timeouts, st.segments_retransmitted), (1, 0, 1));
         assert_eq!(st.bytes_retransmitted, 1000);
         assert_eq!(st.bytes_sent, 1_001_000);
         assert_eq!(st.segments_sent, 1001);
@@ -776,10 +737,7 @@ mod tests {
         assert!(net.run(10 * SEC));
         assert_eq!(net.rx.delivered(), 2_000_000);
         let st = net.tx.stats();
-        assert_eq!(
-            (st.fast_retransmits, st.timeouts, st.segments_retransmitted),
-            (1, 0, 3)
-        );
+        assert_eq!((st.fast_retransmits, st.timeouts, st.segments_retransmitted), (1, 0, 3));
     }
 
     #[test]
@@ -790,10 +748,7 @@ mod tests {
         net.write(5000);
         assert!(net.run(10 * SEC));
         let st = net.tx.stats();
-        assert_eq!(
-            (st.timeouts, st.fast_retransmits, st.segments_retransmitted),
-            (1, 0, 1)
-        );
+        assert_eq!((st.timeouts, st.fast_retransmits, st.segments_retransmitted), (1, 0, 1));
         let sends = net.sends_of(4000);
         assert_eq!(sends.len(), 2);
         let gap = sends[1] - sends[0];
@@ -922,14 +877,7 @@ mod tests {
                     0 => s.write(rnd(100_000)),
                     1 => s.on_ack(now, Ack::new(rnd(s.written() + 10), rnd(30_000))),
                     2 => s.on_timeout(now),
-                    3 => r.on_segment(
-                        now,
-                        Segment {
-                            seq: rnd(60_000),
-                            len: rnd(5000),
-                            retransmission: false,
-                        },
-                    ),
+                    3 => r.on_segment(now, Segment { seq: rnd(60_000), len: rnd(5000), retransmission: false }),
                     4 => r.on_timeout(now),
                     _ => {
                         while let Some(g) = s.poll_transmit(now) {
@@ -991,14 +939,7 @@ mod tests {
                             let a = base.saturating_add(rnd(60_000)).saturating_sub(rnd(3000));
                             sack.push(a, a.saturating_add(rnd(8000)).saturating_sub(rnd(2000)));
                         }
-                        s.on_ack(
-                            now,
-                            Ack {
-                                ack: base,
-                                window: rnd(30_000),
-                                sack,
-                            },
-                        );
+                        s.on_ack(now, Ack { ack: base, window: rnd(30_000), sack });
                     }
                     2 => s.on_timeout(now),
                     3 => {
@@ -1007,14 +948,7 @@ mod tests {
                             s.on_timeout(now);
                         }
                     }
-                    4 => r.on_segment(
-                        now,
-                        Segment {
-                            seq: rnd(60_000),
-                            len: rnd(5000),
-                            retransmission: false,
-                        },
-                    ),
+                    4 => r.on_segment(now, Segment { seq: rnd(60_000), len: rnd(5000), retransmission: false }),
                     5 => r.on_timeout(now),
                     _ => {
                         while let Some(g) = s.poll_transmit(now) {
@@ -1032,10 +966,7 @@ mod tests {
                 let q = &s.seq;
                 assert!(q.snd_una <= q.snd_nxt && q.snd_nxt <= q.snd_max && q.snd_max <= q.written);
                 assert!(s.recovery.uses_go_back_n() || q.snd_nxt == q.snd_max);
-                assert!(
-                    q.snd_una == q.snd_max || s.poll_timeout().is_some(),
-                    "data outstanding, no timer"
-                );
+                assert!(q.snd_una == q.snd_max || s.poll_timeout().is_some(), "data outstanding, no timer");
             }
         }
     }

@@ -84,11 +84,8 @@ impl Net {
                 self.rx.poll_timeout(),
                 self.tx.poll_timeout(),
             ];
-            let Some((which, t)) = candidates
-                .iter()
-                .enumerate()
-                .filter_map(|(i, t)| t.map(|t| (i, t)))
-                .min_by_key(|&(i, t)| (t, i))
+            let Some((which, t)) =
+                candidates.iter().enumerate().filter_map(|(i, t)| t.map(|t| (i, t))).min_by_key(|&(i, t)| (t, i))
             else {
                 return false; // stuck: nothing can happen any more
             };
@@ -151,11 +148,7 @@ impl Net {
 
     /// Send times of every transmission of the segment starting at `seq`.
     pub fn sends_of(&self, seq: u64) -> Vec<Time> {
-        self.sent
-            .iter()
-            .filter(|s| s.1.seq == seq)
-            .map(|s| s.0)
-            .collect()
+        self.sent.iter().filter(|s| s.1.seq == seq).map(|s| s.0).collect()
     }
 }
 
@@ -165,13 +158,7 @@ mod tests {
     use crate::time::MS;
 
     fn cfg() -> TcpConfig {
-        TcpConfig {
-            mss: 1000,
-            delayed_ack: false,
-            sndbuf: 2 << 20,
-            rcvbuf: 2 << 20,
-            ..Default::default()
-        }
+        TcpConfig { mss: 1000, delayed_ack: false, sndbuf: 2 << 20, rcvbuf: 2 << 20, ..Default::default() }
     }
 
     #[test]
@@ -183,10 +170,7 @@ mod tests {
         assert!(net.run(10 * SEC));
         assert_eq!(net.rx.delivered(), total);
         let st = net.tx.stats();
-        assert_eq!(
-            (st.bytes_retransmitted, st.timeouts, st.fast_retransmits),
-            (0, 0, 0)
-        );
+        assert_eq!((st.bytes_retransmitted, st.timeouts, st.fast_retransmits), (0, 0, 0));
         assert_eq!(st.bytes_sent, total);
         let last_arrival = net.arrived.last().unwrap().0;
         let goodput = total as f64 * 8.0 / crate::time::to_secs(last_arrival);
@@ -196,10 +180,7 @@ mod tests {
     #[test]
     fn small_receive_window_limits_throughput() {
         // rcvbuf = BDP/2: one window per RTT, i.e. about half the rate.
-        let cfg = TcpConfig {
-            rcvbuf: 62_000,
-            ..cfg()
-        };
+        let cfg = TcpConfig { rcvbuf: 62_000, ..cfg() };
         let mut net = Net::new(&cfg, 100_000_000, 5 * MS);
         net.write(2_000_000);
         assert!(net.run(10 * SEC));
@@ -209,29 +190,20 @@ mod tests {
 
     #[test]
     fn delayed_ack_halves_ack_count() {
-        let cfg = TcpConfig {
-            delayed_ack: true,
-            ..cfg()
-        };
+        let cfg = TcpConfig { delayed_ack: true, ..cfg() };
         let mut net = Net::new(&cfg, 100_000_000, 5 * MS);
         net.write(1_000_000);
         assert!(net.run(10 * SEC));
         let segs = net.tx.stats().segments_sent;
         let acks = net.acked.len() as u64;
         assert_eq!(segs, 1000);
-        assert!(
-            acks >= segs / 2 && acks <= segs / 2 + 10,
-            "{acks} acks for {segs} segments"
-        );
+        assert!(acks >= segs / 2 && acks <= segs / 2 + 10, "{acks} acks for {segs} segments");
         assert_eq!(net.tx.stats().bytes_retransmitted, 0);
     }
 
     #[test]
     fn lone_segment_acked_after_delayed_ack_timeout() {
-        let cfg = TcpConfig {
-            delayed_ack: true,
-            ..cfg()
-        };
+        let cfg = TcpConfig { delayed_ack: true, ..cfg() };
         let mut net = Net::new(&cfg, 100_000_000, 5 * MS);
         net.write(100);
         assert!(net.run(SEC));
@@ -242,19 +214,11 @@ mod tests {
     #[test]
     fn random_loss_transfer_completes() {
         for (seed, delack) in [(1, false), (7, true), (12345, false), (99, true)] {
-            let cfg = TcpConfig {
-                delayed_ack: delack,
-                rcvbuf: 100_000,
-                ..cfg()
-            };
+            let cfg = TcpConfig { delayed_ack: delack, rcvbuf: 100_000, ..cfg() };
             let mut net = Net::new(&cfg, 50_000_000, 2 * MS);
             net.random_loss(0.03, seed);
             net.write(2_000_000);
-            assert!(
-                net.run(600 * SEC),
-                "seed {seed} stuck at {}",
-                net.rx.delivered()
-            );
+            assert!(net.run(600 * SEC), "seed {seed} stuck at {}", net.rx.delivered());
             assert_eq!(net.rx.delivered(), 2_000_000);
             let st = net.tx.stats();
             assert!(st.fast_retransmits > 0, "{st:?}");
@@ -268,33 +232,14 @@ mod tests {
         // (seed, delayed ACK, rcvbuf, loss) -> (end, ACKs, sender counters)
         type Run = ((u64, bool, u64, f64), (Time, usize, [u64; 6]));
         let runs: [Run; 5] = [
-            (
-                (1, false, 100_000, 0.03),
-                (2187360000, 2000, [2060000, 60000, 2060, 60, 4, 47]),
-            ),
-            (
-                (7, true, 100_000, 0.03),
-                (4491200000, 1189, [2065000, 65000, 2065, 65, 11, 39]),
-            ),
-            (
-                (12345, false, 2 << 20, 0.01),
-                (683360000, 2000, [2016000, 16000, 2016, 16, 0, 16]),
-            ),
-            (
-                (99, true, 60_000, 0.05),
-                (10352320000, 1214, [2113000, 113000, 2113, 113, 37, 46]),
-            ),
-            (
-                (5, false, 30_000, 0.1),
-                (18361120000, 2015, [2214000, 214000, 2214, 214, 61, 84]),
-            ),
+            ((1, false, 100_000, 0.03), (2187360000, 2000, [2060000, 60000, 2060, 60, 4, 47])),
+            ((7, true, 100_000, 0.03), (4491200000, 1189, [2065000, 65000, 2065, 65, 11, 39])),
+            ((12345, false, 2 << 20, 0.01), (683360000, 2000, [2016000, 16000, 2016, 16, 0, 16])),
+            ((99, true, 60_000, 0.05), (10352320000, 1214, [2113000, 113000, 2113, 113, 37, 46])),
+            ((5, false, 30_000, 0.1), (18361120000, 2015, [2214000, 214000, 2214, 214, 61, 84])),
         ];
         for ((seed, delayed_ack, rcvbuf, p), want) in runs {
-            let cfg = TcpConfig {
-                delayed_ack,
-                rcvbuf,
-                ..cfg()
-            };
+            let cfg = TcpConfig { delayed_ack, rcvbuf, ..cfg() };
             assert!(!cfg.sack && !cfg.tail_loss_probe);
             let mut net = Net::new(&cfg, 50_000_000, 2 * MS);
             net.random_loss(p, seed);
@@ -318,21 +263,11 @@ mod tests {
     #[test]
     fn random_loss_transfer_completes_with_sack_and_tlp() {
         for (seed, delack) in [(1, false), (7, true), (12345, false), (99, true)] {
-            let cfg = TcpConfig {
-                delayed_ack: delack,
-                rcvbuf: 100_000,
-                sack: true,
-                tail_loss_probe: true,
-                ..cfg()
-            };
+            let cfg = TcpConfig { delayed_ack: delack, rcvbuf: 100_000, sack: true, tail_loss_probe: true, ..cfg() };
             let mut net = Net::new(&cfg, 50_000_000, 2 * MS);
             net.random_loss(0.03, seed);
             net.write(2_000_000);
-            assert!(
-                net.run(600 * SEC),
-                "seed {seed} stuck at {}",
-                net.rx.delivered()
-            );
+            assert!(net.run(600 * SEC), "seed {seed} stuck at {}", net.rx.delivered());
             assert_eq!(net.rx.delivered(), 2_000_000);
             assert!(net.acked.iter().any(|a| !a.1.sack.is_empty()));
         }

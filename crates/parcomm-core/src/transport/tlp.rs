@@ -86,13 +86,7 @@ impl Tlp {
     }
 
     /// (Re)starts the PTO timer at `now + PTO`, but no later than the RTO.
-    pub fn arm(
-        &mut self,
-        now: Time,
-        srtt: Option<Time>,
-        one_segment_in_flight: bool,
-        rto_deadline: Option<Time>,
-    ) {
+    pub fn arm(&mut self, now: Time, srtt: Option<Time>, one_segment_in_flight: bool, rto_deadline: Option<Time>) {
         let at = now.saturating_add(self.pto(srtt, one_segment_in_flight));
         self.deadline = Some(rto_deadline.map_or(at, |r| at.min(r)));
     }
@@ -268,11 +262,7 @@ mod tests {
         assert!(net.run(20 * SEC));
         assert_eq!(net.rx.delivered(), 5000);
         let last_ack = net.acked.iter().find(|a| a.1.ack == 4000).unwrap().0 + MS;
-        let sends = net
-            .sends_of(4000)
-            .iter()
-            .map(|&t| t.saturating_sub(last_ack))
-            .collect();
+        let sends = net.sends_of(4000).iter().map(|&t| t.saturating_sub(last_ack)).collect();
         (net, sends)
     }
 
@@ -281,10 +271,7 @@ mod tests {
         for sack in [false, true] {
             let (net, sends) = tail_loss(&cfg(sack, false), 1);
             let st = net.tx.stats();
-            assert_eq!(
-                (st.timeouts, st.tail_loss_probes, st.segments_retransmitted),
-                (0, 1, 1)
-            );
+            assert_eq!((st.timeouts, st.tail_loss_probes, st.segments_retransmitted), (0, 1, 1));
             assert_eq!(st.fast_retransmits, 0);
             // Nothing new to send: the probe resends the last segment, 2·SRTT
             // after the last ACK (no sample since: Karn), far below rto_min.
@@ -298,10 +285,7 @@ mod tests {
     fn one_segment_in_flight_waits_for_a_delayed_ack_too() {
         let c = cfg(true, true);
         let (net, sends) = tail_loss(&c, 1);
-        assert_eq!(
-            (net.tx.stats().timeouts, net.tx.stats().tail_loss_probes),
-            (0, 1)
-        );
+        assert_eq!((net.tx.stats().timeouts, net.tx.stats().tail_loss_probes), (0, 1));
         assert_eq!(sends[1], 2 * net.tx.srtt().unwrap() + c.delayed_ack_timeout);
     }
 
@@ -310,10 +294,7 @@ mod tests {
         let c = cfg(true, false);
         let (net, sends) = tail_loss(&c, 2);
         let st = net.tx.stats();
-        assert_eq!(
-            (st.timeouts, st.tail_loss_probes, st.segments_retransmitted),
-            (1, 1, 2)
-        );
+        assert_eq!((st.timeouts, st.tail_loss_probes, st.segments_retransmitted), (1, 1, 2));
         // The RTO is re-armed when the probe goes (RFC 8985 §7.3).
         assert_eq!(sends[2] - sends[1], c.rto_min);
     }
@@ -322,10 +303,7 @@ mod tests {
     fn probe_sends_new_data_when_there_is_some() {
         // The whole first flight (2 segments) is lost and more data waits
         // behind the window: the probe is the next new segment.
-        let c = TcpConfig {
-            initial_cwnd_segments: 2,
-            ..cfg(true, false)
-        };
+        let c = TcpConfig { initial_cwnd_segments: 2, ..cfg(true, false) };
         let mut net = Net::new(&c, 100_000_000, MS);
         net.tx.seed_handshake_rtt(2 * MS);
         net.drop_nth(0, 1).drop_nth(1000, 1);
@@ -333,17 +311,11 @@ mod tests {
         assert!(net.run(20 * SEC));
         assert_eq!(net.rx.delivered(), 5000);
         let probe = net.sent[2];
-        assert_eq!(
-            (probe.0, probe.1.seq, probe.1.retransmission),
-            (4 * MS, 2000, false)
-        );
+        assert_eq!((probe.0, probe.1.seq, probe.1.retransmission), (4 * MS, 2000, false));
         // Its SACK is one segment, too few to call the first two lost (no
         // RACK): the RTO, re-armed at the probe, repairs them.
         let st = net.tx.stats();
-        assert_eq!(
-            (st.tail_loss_probes, st.timeouts, st.fast_retransmits),
-            (1, 1, 0)
-        );
+        assert_eq!((st.tail_loss_probes, st.timeouts, st.fast_retransmits), (1, 1, 0));
         assert_eq!(net.sends_of(0)[1], 4 * MS + c.rto_min);
         assert_eq!(net.sends_of(2000).len(), 1); // SACKed: not resent after the RTO
     }
@@ -354,9 +326,6 @@ mod tests {
         net.write(5_000_000);
         assert!(net.run(10 * SEC));
         let st = net.tx.stats();
-        assert_eq!(
-            (st.tail_loss_probes, st.segments_retransmitted, st.timeouts),
-            (0, 0, 0)
-        );
+        assert_eq!((st.tail_loss_probes, st.segments_retransmitted, st.timeouts), (0, 0, 0));
     }
 }

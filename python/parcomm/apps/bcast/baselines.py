@@ -77,8 +77,13 @@ def node_ranged(args) -> dict:
         got = ranged_download(client, URL, size, fd, args.k, args.part)
     finally:
         os.close(fd)
-    return {"rank": args.rank, "seconds": time.monotonic() - t, "bytes_from_storage": got, "bytes_from_peers": 0,
-            "storage_requests": client.stats.requests}
+    return {
+        "rank": args.rank,
+        "seconds": time.monotonic() - t,
+        "bytes_from_storage": got,
+        "bytes_from_peers": 0,
+        "storage_requests": client.stats.requests,
+    }
 
 
 # ---------------------------------------------------------------- (b) MPI_Bcast after one download
@@ -112,9 +117,14 @@ def node_mpi(args) -> dict:
     if rank != 0:
         with open(out, "wb") as f:
             f.write(buf.tobytes())
-    return {"rank": rank, "seconds": time.monotonic() - t, "bytes_from_storage": got,
-            "bytes_from_peers": 0 if rank == 0 else size, "download_s": t_download,
-            "mpi_library": MPI.Get_library_version().splitlines()[0]}
+    return {
+        "rank": rank,
+        "seconds": time.monotonic() - t,
+        "bytes_from_storage": got,
+        "bytes_from_peers": 0 if rank == 0 else size,
+        "download_s": t_download,
+        "mpi_library": MPI.Get_library_version().splitlines()[0],
+    }
 
 
 # ---------------------------------------------------------------- (c) libtorrent swarm
@@ -174,8 +184,12 @@ def node_torrent(args) -> dict:
         client.head(URL)  # connect and check before the clock starts, as parcomm's nodes do
     settings = {
         "listen_interfaces": f"{args.bind}:{TORRENT_PORT}",
-        "enable_dht": False, "enable_lsd": False, "enable_upnp": False, "enable_natpmp": False,
-        "alert_mask": 0, "allow_multiple_connections_per_ip": True,
+        "enable_dht": False,
+        "enable_lsd": False,
+        "enable_upnp": False,
+        "enable_natpmp": False,
+        "alert_mask": 0,
+        "allow_multiple_connections_per_ip": True,
         "unchoke_slots_limit": -1,  # unchoke every interested peer: a cooperative swarm
         "connections_limit": 4 * args.nodes + 8,
         "close_redundant_connections": False,
@@ -249,8 +263,14 @@ def node_torrent(args) -> dict:
         raise SystemExit(f"rank {args.rank}: S3 fetch failed: {failure[0]}")
     if done_at is None:
         raise SystemExit(f"rank {args.rank}: torrent incomplete after {args.timeout:.0f} s")
-    return {"rank": args.rank, "seconds": done_at, "bytes_from_storage": got[0], "bytes_from_peers": payload,
-            "libtorrent": lt.__version__, "seeding": args.seeding}
+    return {
+        "rank": args.rank,
+        "seconds": done_at,
+        "bytes_from_storage": got[0],
+        "bytes_from_peers": payload,
+        "libtorrent": lt.__version__,
+        "seeding": args.seeding,
+    }
 
 
 def node_main(argv: Sequence[str]) -> int:
@@ -278,31 +298,81 @@ def node_main(argv: Sequence[str]) -> int:
 
 
 def _node_argv(eb: EmuBcast, kind: str, run_dir: Path, rank: int, extra: Sequence[str]) -> list[str]:
-    return [sys.executable, "-m", "parcomm.apps.bcast.emu", "node", kind, "--out",
-            str(run_dir / "out" / f"object.{rank}"), "--rdv", str(run_dir / "rdv"), "--rank", str(rank),
-            "--nodes", str(eb.platform.nodes), "--bind", eb.node_addr[rank], *extra]
+    return [
+        sys.executable,
+        "-m",
+        "parcomm.apps.bcast.emu",
+        "node",
+        kind,
+        "--out",
+        str(run_dir / "out" / f"object.{rank}"),
+        "--rdv",
+        str(run_dir / "rdv"),
+        "--rank",
+        str(rank),
+        "--nodes",
+        str(eb.platform.nodes),
+        "--bind",
+        eb.node_addr[rank],
+        *extra,
+    ]
 
 
-def run_ranged(eb: EmuBcast, k: int = BOTO3_CONCURRENCY, part: int = BOTO3_PART, timeout: float = 900.0) -> EmuRunResult:
+def run_ranged(
+    eb: EmuBcast, k: int = BOTO3_CONCURRENCY, part: int = BOTO3_PART, timeout: float = 900.0
+) -> EmuRunResult:
     run_dir = eb.new_run_dir(f"ranged-k{k}")
     extra = ["--k", str(k), "--part", str(part), "--timeout", str(timeout)]
-    return eb.run_nodes(f"flat ranged GETs k={k} part={part >> 20}MiB", {"k": k, "part": part},
-                        lambda r: _node_argv(eb, "ranged", run_dir, r, extra), timeout + 60, run_dir)
+    return eb.run_nodes(
+        f"flat ranged GETs k={k} part={part >> 20}MiB",
+        {"k": k, "part": part},
+        lambda r: _node_argv(eb, "ranged", run_dir, r, extra),
+        timeout + 60,
+        run_dir,
+    )
 
 
-def run_torrent(eb: EmuBcast, k: int = BOTO3_CONCURRENCY, part: int = BOTO3_PART, piece: int = 1 << 20,
-                seeding: str = "inject", timeout: float = 900.0) -> EmuRunResult:
+def run_torrent(
+    eb: EmuBcast,
+    k: int = BOTO3_CONCURRENCY,
+    part: int = BOTO3_PART,
+    piece: int = 1 << 20,
+    seeding: str = "inject",
+    timeout: float = 900.0,
+) -> EmuRunResult:
     from .emu import object_bytes
 
     run_dir = eb.new_run_dir(f"torrent-{seeding}")
     torrent = run_dir / "object.torrent"
     torrent.write_bytes(make_torrent_bytes(object_bytes(eb.size, eb.seed), "object.bin", piece))
-    extra = ["--k", str(k), "--part", str(part), "--piece", str(piece), "--timeout", str(timeout),
-             "--peers", json.dumps(eb.node_addr), "--torrent", str(torrent), "--seeding", seeding]
-    label = ("libtorrent swarm, 1/N each injected from S3" if seeding == "inject"
-             else "libtorrent swarm, rank 0 from S3 then seeds")
-    return eb.run_nodes(f"{label} (k={k})", {"k": k, "part": part, "piece": piece, "seeding": seeding},
-                        lambda r: _node_argv(eb, "torrent", run_dir, r, extra), timeout + 60, run_dir)
+    extra = [
+        "--k",
+        str(k),
+        "--part",
+        str(part),
+        "--piece",
+        str(piece),
+        "--timeout",
+        str(timeout),
+        "--peers",
+        json.dumps(eb.node_addr),
+        "--torrent",
+        str(torrent),
+        "--seeding",
+        seeding,
+    ]
+    label = (
+        "libtorrent swarm, 1/N each injected from S3"
+        if seeding == "inject"
+        else "libtorrent swarm, rank 0 from S3 then seeds"
+    )
+    return eb.run_nodes(
+        f"{label} (k={k})",
+        {"k": k, "part": part, "piece": piece, "seeding": seeding},
+        lambda r: _node_argv(eb, "torrent", run_dir, r, extra),
+        timeout + 60,
+        run_dir,
+    )
 
 
 NSEXEC = """#!/bin/sh
@@ -335,38 +405,79 @@ def run_mpi(eb: EmuBcast, k: int = BOTO3_CONCURRENCY, part: int = BOTO3_PART, ti
     mpiexec = _sh.which("mpiexec.hydra") or _sh.which("mpiexec")
     nodes = eb.platform.nodes
     ns_map = " ".join(f"{a}={ns}" for a, ns in zip(eb.node_addr, eb.node_ns))
-    argv_mpi = [mpiexec, "-launcher", "ssh", "-launcher-exec", str(script), "-hosts", ",".join(eb.node_addr),
-                "-n", str(nodes), "-ppn", "1", "-iface", "eth0",
-                "-genv", "PARCOMM_NS_MAP", ns_map,
-                # Network only: no shared memory between ranks (they share /dev/shm and the boot
-                # id, so MPICH and UCX would otherwise move the data through memory, unshaped).
-                "-genv", "MPIR_CVAR_NOLOCAL", "1", "-genv", "UCX_TLS", "tcp,self",
-                "-genv", "UCX_NET_DEVICES", "eth0", "-genv", "FI_PROVIDER", "tcp",
-                sys.executable, "-m", "parcomm.apps.bcast.emu", "node", "mpi", "--out",
-                str(run_dir / "out" / "object.{rank}"), "--rdv", str(run_dir / "rdv"), "--k", str(k),
-                "--part", str(part), "--timeout", str(timeout)]
+    argv_mpi = [
+        mpiexec,
+        "-launcher",
+        "ssh",
+        "-launcher-exec",
+        str(script),
+        "-hosts",
+        ",".join(eb.node_addr),
+        "-n",
+        str(nodes),
+        "-ppn",
+        "1",
+        "-iface",
+        "eth0",
+        "-genv",
+        "PARCOMM_NS_MAP",
+        ns_map,
+        # Network only: no shared memory between ranks (they share /dev/shm and the boot
+        # id, so MPICH and UCX would otherwise move the data through memory, unshaped).
+        "-genv",
+        "MPIR_CVAR_NOLOCAL",
+        "1",
+        "-genv",
+        "UCX_TLS",
+        "tcp,self",
+        "-genv",
+        "UCX_NET_DEVICES",
+        "eth0",
+        "-genv",
+        "FI_PROVIDER",
+        "tcp",
+        sys.executable,
+        "-m",
+        "parcomm.apps.bcast.emu",
+        "node",
+        "mpi",
+        "--out",
+        str(run_dir / "out" / "object.{rank}"),
+        "--rdv",
+        str(run_dir / "rdv"),
+        "--k",
+        str(k),
+        "--part",
+        str(part),
+        "--timeout",
+        str(timeout),
+    ]
     from .emu import cpu_times, spawn_in, stop_pid
 
     before = eb.proxy_stats()
     t_launch = time.time()
     cpu0 = cpu_times()
-    proc = spawn_in(eb.node_ns[0], argv_mpi, run_dir / "log" / "mpiexec.log", env={**eb.env(), "PARCOMM_NS_MAP": ns_map})
+    proc = spawn_in(
+        eb.node_ns[0], argv_mpi, run_dir / "log" / "mpiexec.log", env={**eb.env(), "PARCOMM_NS_MAP": ns_map}
+    )
     try:
         proc.wait(timeout=timeout + 60)
     except Exception:
         pass
     finally:
         stop_pid(proc)
-    res = _collect_single_log(eb, run_dir, "MPICH MPI_Bcast after 1 download", {"k": k, "part": part},
-                              before, t_launch, proc.returncode)
+    res = _collect_single_log(
+        eb, run_dir, "MPICH MPI_Bcast after 1 download", {"k": k, "part": part}, before, t_launch, proc.returncode
+    )
     from .emu import cpu_busy
 
     res.extra["cpu_busy"] = round(cpu_busy(cpu0, cpu_times()), 3)
     return res
 
 
-def _collect_single_log(eb: EmuBcast, run_dir: Path, method: str, options: dict, before: dict, t_launch: float,
-                        code) -> EmuRunResult:
+def _collect_single_log(
+    eb: EmuBcast, run_dir: Path, method: str, options: dict, before: dict, t_launch: float, code
+) -> EmuRunResult:
     from .emu import _new_rates, _sha256_file
 
     n = eb.platform.nodes
@@ -393,17 +504,26 @@ def _collect_single_log(eb: EmuBcast, run_dir: Path, method: str, options: dict,
     ok_times = [t for t in times if t == t]
     errors = {} if code == 0 else {"mpiexec": f"exit {code}: " + " | ".join(log.strip().splitlines()[-4:])}
     return EmuRunResult(
-        method=method, options=options, nodes=n, size=eb.size,
-        completion_s=max(ok_times) if len(ok_times) == n else float("inf"), node_times_s=times,
+        method=method,
+        options=options,
+        nodes=n,
+        size=eb.size,
+        completion_s=max(ok_times) if len(ok_times) == n else float("inf"),
+        node_times_s=times,
         reported_s=[reports.get(r, {}).get("seconds") for r in range(n)],
         bytes_from_storage=[int(reports.get(r, {}).get("bytes_from_storage", 0)) for r in range(n)],
         bytes_from_peers=[int(reports.get(r, {}).get("bytes_from_peers", 0)) for r in range(n)],
         origin_egress_bytes=after["bytes_served"] - before["bytes_served"],
         storage_requests=after["get_requests"] - before["get_requests"],
-        all_match=all(matches) and not errors, errors=errors,
-        bound_s=eb.platform.bound(eb.size, eb.piece_size).seconds, wall_s=time.time() - t_launch,
-        extra={"download_s": reports.get(0, {}).get("download_s"),
-               "mpi_library": reports.get(0, {}).get("mpi_library"), "rates_drawn_mb_s": _new_rates(before, after)},
+        all_match=all(matches) and not errors,
+        errors=errors,
+        bound_s=eb.platform.bound(eb.size, eb.piece_size).seconds,
+        wall_s=time.time() - t_launch,
+        extra={
+            "download_s": reports.get(0, {}).get("download_s"),
+            "mpi_library": reports.get(0, {}).get("mpi_library"),
+            "rates_drawn_mb_s": _new_rates(before, after),
+        },
     )
 
 

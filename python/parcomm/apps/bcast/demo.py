@@ -20,8 +20,15 @@ from .s3 import S3Client
 from .versitygw import VersityGW, ensure_versitygw
 
 
-def run_demo(nodes: int = 4, size: int = 64 << 20, algo: str = "steal", *, quiet: bool = True,
-             piece_size: int = 1 << 20, seed: int = 0) -> dict:
+def run_demo(
+    nodes: int = 4,
+    size: int = 64 << 20,
+    algo: str = "steal",
+    *,
+    quiet: bool = True,
+    piece_size: int = 1 << 20,
+    seed: int = 0,
+) -> dict:
     binary = ensure_versitygw(install=True)
     with tempfile.TemporaryDirectory(prefix="parcomm-bcast-demo-") as tmp:
         root, outdir = Path(tmp, "s3"), Path(tmp, "out")
@@ -41,9 +48,12 @@ def run_demo(nodes: int = 4, size: int = 64 << 20, algo: str = "steal", *, quiet
         matches = [p.exists() and hashlib.sha256(p.read_bytes()).hexdigest() == digest for p in outputs]
         egress = sum(r.bytes_from_storage for r in result.reports)
         return {
-            "nodes": nodes, "size": size, "algo": algo, "seconds": result.seconds,
-            "all_match": all(matches), "errors": {str(k): v for k, v in result.errors.items()},
+            "nodes": nodes,
+            "size": size,
+            "algo": algo,
+            "seconds": result.seconds,
+            "all_match": all(matches),
+            "errors": {str(k): v for k, v in result.errors.items()},
             "egress_ratio": egress / size if size else 0.0,
             "reports": [r.to_dict() for r in result.reports],
         }
-

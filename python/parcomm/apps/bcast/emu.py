@@ -143,9 +143,16 @@ class EmuBcastPlatform:
         from ...models.storage_broadcast import broadcast_lower_bound
 
         b = self.payload_rate(self.node_rate_bps)
-        return broadcast_lower_bound(size, self.nodes, storage_rate=self.payload_rate(self.storage_bps),
-                                     node_storage_rate=b, b_down=b, b_up=b, latency_s=self.latency_s,
-                                     piece_size=piece_size)
+        return broadcast_lower_bound(
+            size,
+            self.nodes,
+            storage_rate=self.payload_rate(self.storage_bps),
+            node_storage_rate=b,
+            b_down=b,
+            b_up=b,
+            latency_s=self.latency_s,
+            piece_size=piece_size,
+        )
 
     def describe(self) -> dict:
         return {
@@ -178,9 +185,14 @@ def spawn_in(netns: str, argv: Sequence[str], log_path: str | os.PathLike, env: 
     from ...emu.shell import tool
 
     with open(log_path, "wb") as log:
-        return subprocess.Popen([tool("ip"), "netns", "exec", netns, *argv], stdin=subprocess.DEVNULL,
-                                stdout=log, stderr=subprocess.STDOUT, preexec_fn=_die_with_parent,
-                                env={**os.environ, **(env or {}), "PYTHONUNBUFFERED": "1"})
+        return subprocess.Popen(
+            [tool("ip"), "netns", "exec", netns, *argv],
+            stdin=subprocess.DEVNULL,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            preexec_fn=_die_with_parent,
+            env={**os.environ, **(env or {}), "PYTHONUNBUFFERED": "1"},
+        )
 
 
 def stop_pid(proc: subprocess.Popen, grace: float = 5.0) -> None:
@@ -266,10 +278,26 @@ def storage_main(argv: Sequence[str] | None = None) -> int:
         manifest.prepare(URL, args.piece_size, client=client)
         sha = hashlib.sha256(data).hexdigest()
         del data
-        with PacingProxy(gw.endpoint_url, profile=draw, first_byte_latency=args.latency,
-                         error_rate=args.error_rate, seed=args.seed, host=host, port=int(port)) as proxy:
-            write_status(args.ready, {"endpoint": proxy.endpoint_url, "sha256": sha, "size": args.size,
-                                     "pid": os.getpid(), **gw.environ(), "AWS_ENDPOINT_URL_S3": proxy.endpoint_url})
+        with PacingProxy(
+            gw.endpoint_url,
+            profile=draw,
+            first_byte_latency=args.latency,
+            error_rate=args.error_rate,
+            seed=args.seed,
+            host=host,
+            port=int(port),
+        ) as proxy:
+            write_status(
+                args.ready,
+                {
+                    "endpoint": proxy.endpoint_url,
+                    "sha256": sha,
+                    "size": args.size,
+                    "pid": os.getpid(),
+                    **gw.environ(),
+                    "AWS_ENDPOINT_URL_S3": proxy.endpoint_url,
+                },
+            )
             seq = 0
             while True:
                 while not got:
@@ -279,8 +307,7 @@ def storage_main(argv: Sequence[str] | None = None) -> int:
                     seq += 1
                     snap = asdict(proxy.snapshot())
                     rates = snap.pop("rates")
-                    write_status(args.stats, {"seq": seq, **snap, "rates_drawn": len(rates),
-                                             "rates": rates[-5000:]})
+                    write_status(args.stats, {"seq": seq, **snap, "rates_drawn": len(rates), "rates": rates[-5000:]})
                 else:
                     break
     return 0
@@ -321,8 +348,11 @@ class EmuRunResult:
         return {**asdict(self), "fraction_of_bound": self.fraction_of_bound, "egress_ratio": self.egress_ratio}
 
     def line(self) -> str:
-        return (f"{self.method:<34} {self.completion_s:7.2f} s  bound/time {self.fraction_of_bound:5.2f}  "
-                f"egress {self.egress_ratio:5.2f}x  ok={self.all_match}" + (f"  errors={self.errors}" if self.errors else ""))
+        return (
+            f"{self.method:<34} {self.completion_s:7.2f} s  bound/time {self.fraction_of_bound:5.2f}  "
+            f"egress {self.egress_ratio:5.2f}x  ok={self.all_match}"
+            + (f"  errors={self.errors}" if self.errors else "")
+        )
 
 
 # ---------------------------------------------------------------- the harness
@@ -338,8 +368,16 @@ class EmuBcast:
             print(res.line())
     """
 
-    def __init__(self, platform: EmuBcastPlatform, size: int, *, piece_size: int = 1 << 20, seed: int = 0,
-                 workdir: str | None = None, keep: bool = False) -> None:
+    def __init__(
+        self,
+        platform: EmuBcastPlatform,
+        size: int,
+        *,
+        piece_size: int = 1 << 20,
+        seed: int = 0,
+        workdir: str | None = None,
+        keep: bool = False,
+    ) -> None:
         self.platform, self.size, self.piece_size, self.seed = platform, size, piece_size, seed
         self.keep = keep
         self._workdir_arg = workdir
@@ -412,10 +450,32 @@ class EmuBcast:
         root = self.work / "s3"
         root.mkdir(exist_ok=True)
         self._ready_path, self._stats_path = self.work / "storage-ready.json", self.work / "storage-stats.json"
-        argv = [sys.executable, "-m", "parcomm.apps.bcast.emu", "storage", "--root", str(root),
-                "--listen", f"{self.storage_addr}:{STORAGE_PORT}", "--size", str(self.size), "--seed", str(self.seed),
-                "--piece-size", str(self.piece_size), "--modes", json.dumps(pf.modes), "--latency", str(pf.latency_s),
-                "--error-rate", str(pf.error_rate), "--ready", str(self._ready_path), "--stats", str(self._stats_path)]
+        argv = [
+            sys.executable,
+            "-m",
+            "parcomm.apps.bcast.emu",
+            "storage",
+            "--root",
+            str(root),
+            "--listen",
+            f"{self.storage_addr}:{STORAGE_PORT}",
+            "--size",
+            str(self.size),
+            "--seed",
+            str(self.seed),
+            "--piece-size",
+            str(self.piece_size),
+            "--modes",
+            json.dumps(pf.modes),
+            "--latency",
+            str(pf.latency_s),
+            "--error-rate",
+            str(pf.error_rate),
+            "--ready",
+            str(self._ready_path),
+            "--stats",
+            str(self._stats_path),
+        ]
         self.storage = spawn_in(self.storage_ns, argv, self.work / "storage.log")
         deadline = time.monotonic() + 120 + self.size / 20e6
         while time.monotonic() < deadline:
@@ -450,15 +510,17 @@ class EmuBcast:
         (d / "log").mkdir()
         return d
 
-    def run_nodes(self, method: str, options: dict, argv_for_rank, timeout: float, run_dir: Path,
-                  parse_report=None) -> EmuRunResult:
+    def run_nodes(
+        self, method: str, options: dict, argv_for_rank, timeout: float, run_dir: Path, parse_report=None
+    ) -> EmuRunResult:
         """Start ``argv_for_rank(rank)`` in every node namespace, wait, check, time."""
         n = self.platform.nodes
         before = self.proxy_stats()
         t_launch = time.time()
         cpu0 = cpu_times()
-        procs = [spawn_in(self.node_ns[r], argv_for_rank(r), run_dir / "log" / f"{r}.log", env=self.env())
-                 for r in range(n)]
+        procs = [
+            spawn_in(self.node_ns[r], argv_for_rank(r), run_dir / "log" / f"{r}.log", env=self.env()) for r in range(n)
+        ]
         try:
             codes = wait_all(procs, timeout)
         finally:
@@ -487,44 +549,101 @@ class EmuBcast:
         reported = [(rep or {}).get("seconds") for rep in reports]
         ok_times = [t for t in times if t == t]
         res = EmuRunResult(
-            method=method, options=options, nodes=n, size=self.size,
+            method=method,
+            options=options,
+            nodes=n,
+            size=self.size,
             completion_s=max(ok_times) if len(ok_times) == n else float("inf"),
-            node_times_s=times, reported_s=reported, bytes_from_storage=from_storage, bytes_from_peers=from_peers,
+            node_times_s=times,
+            reported_s=reported,
+            bytes_from_storage=from_storage,
+            bytes_from_peers=from_peers,
             origin_egress_bytes=after["bytes_served"] - before["bytes_served"],
             storage_requests=after["get_requests"] - before["get_requests"],
-            all_match=all(matches) and not errors, errors=errors,
-            bound_s=self.platform.bound(self.size, self.piece_size).seconds, wall_s=wall,
-            extra={"start_skew_s": (max(starts) - min(starts)) if starts else None, "cpu_busy": round(cpu, 3),
-                   "injected_errors": after["injected_errors"] - before["injected_errors"],
-                   "rates_drawn_mb_s": _new_rates(before, after)},
+            all_match=all(matches) and not errors,
+            errors=errors,
+            bound_s=self.platform.bound(self.size, self.piece_size).seconds,
+            wall_s=wall,
+            extra={
+                "start_skew_s": (max(starts) - min(starts)) if starts else None,
+                "cpu_busy": round(cpu, 3),
+                "injected_errors": after["injected_errors"] - before["injected_errors"],
+                "rates_drawn_mb_s": _new_rates(before, after),
+            },
         )
         for r in range(n):  # outputs can be large: keep only what is needed
             (run_dir / "out" / f"object.{r}").unlink(missing_ok=True)
         return res
 
-    def run_parcomm(self, algo: str = "steal", *, connections: int = 2, overlap: bool = False,
-                    work_pieces: int = 8, peers: int = 4, seed: int = 0, timeout: float = 600.0) -> EmuRunResult:
+    def run_parcomm(
+        self,
+        algo: str = "steal",
+        *,
+        connections: int = 2,
+        overlap: bool = False,
+        work_pieces: int = 8,
+        peers: int = 4,
+        seed: int = 0,
+        timeout: float = 600.0,
+    ) -> EmuRunResult:
         """One broadcast with the real tool, ``python -m parcomm bcast ...`` on every node."""
-        opts = {"algo": algo, "connections": connections, "overlap": overlap, "work_pieces": work_pieces,
-                "peers": peers, "seed": seed}
+        opts = {
+            "algo": algo,
+            "connections": connections,
+            "overlap": overlap,
+            "work_pieces": work_pieces,
+            "peers": peers,
+            "seed": seed,
+        }
         name = f"parcomm-{algo}-c{connections}" + ("-overlap" if overlap else "") + f"-p{peers}"
         run_dir = self.new_run_dir(name)
 
         def argv(rank: int) -> list[str]:
-            return [sys.executable, "-m", "parcomm", "bcast", URL, "--out", str(run_dir / "out" / f"object.{rank}"),
-                    "--rendezvous-dir", str(run_dir / "rdv"), "--rank", str(rank), "--nodes", str(self.platform.nodes),
-                    "--bind", self.node_addr[rank], "--endpoint-url", self.ready["endpoint"],
-                    "--algo", algo, "--connections", str(connections), "--work-pieces", str(work_pieces),
-                    "--peers", str(peers), "--seed", str(seed), "--overlap" if overlap else "--no-overlap",
-                    "--timeout", f"{timeout:g}s", "--json"]
+            return [
+                sys.executable,
+                "-m",
+                "parcomm",
+                "bcast",
+                URL,
+                "--out",
+                str(run_dir / "out" / f"object.{rank}"),
+                "--rendezvous-dir",
+                str(run_dir / "rdv"),
+                "--rank",
+                str(rank),
+                "--nodes",
+                str(self.platform.nodes),
+                "--bind",
+                self.node_addr[rank],
+                "--endpoint-url",
+                self.ready["endpoint"],
+                "--algo",
+                algo,
+                "--connections",
+                str(connections),
+                "--work-pieces",
+                str(work_pieces),
+                "--peers",
+                str(peers),
+                "--seed",
+                str(seed),
+                "--overlap" if overlap else "--no-overlap",
+                "--timeout",
+                f"{timeout:g}s",
+                "--json",
+            ]
 
         def parse(log: str) -> dict | None:
             doc = _last_json(log)
             nodes = (doc or {}).get("nodes") or []
             return nodes[0] if nodes else None
 
-        label = (f"parcomm {algo} c={connections}" + (" overlap" if overlap else "")
-                 + (f" peers={peers}" if peers != 4 else "") + f" work={work_pieces}")
+        label = (
+            f"parcomm {algo} c={connections}"
+            + (" overlap" if overlap else "")
+            + (f" peers={peers}" if peers != 4 else "")
+            + f" work={work_pieces}"
+        )
         return self.run_nodes(label, opts, argv, timeout + 60, run_dir, parse_report=parse)
 
 
@@ -545,7 +664,7 @@ def cpu_busy(before: tuple[float, float], after: tuple[float, float]) -> float:
 def _new_rates(before: dict, after: dict) -> list[float]:
     """Per-GET rates (MB/s) the proxy drew during one run."""
     k = min(after.get("rates_drawn", 0) - before.get("rates_drawn", 0), len(after.get("rates", [])))
-    return [round(x / MB, 3) for x in after["rates"][len(after["rates"]) - k:]] if k > 0 else []
+    return [round(x / MB, 3) for x in after["rates"][len(after["rates"]) - k :]] if k > 0 else []
 
 
 def _sha256_file(path: Path) -> str:
@@ -567,7 +686,7 @@ def _last_json(text: str) -> dict | None:
     start = text.rfind("\n{")
     while start >= -1:
         try:
-            doc = json.loads(text[start + 1:])
+            doc = json.loads(text[start + 1 :])
             if isinstance(doc, dict):
                 return doc
         except ValueError:

@@ -78,8 +78,9 @@ class PieceExchange:
     ``reserved`` marks pieces the node is fetching from storage.
     """
 
-    def __init__(self, rank: int, nranks: int, layout: Layout, config, rng: random.Random,
-                 have: np.ndarray, reserved: np.ndarray) -> None:
+    def __init__(
+        self, rank: int, nranks: int, layout: Layout, config, rng: random.Random, have: np.ndarray, reserved: np.ndarray
+    ) -> None:
         self.rank, self.nranks, self.layout, self.cfg, self.rng = rank, nranks, layout, config, rng
         self.have, self.reserved = have, reserved
         pieces = layout.pieces
@@ -113,8 +114,7 @@ class PieceExchange:
         return actions + self._fill_slots(now)
 
     def _strangers(self, count: int) -> list[int]:
-        pool = [r for r in range(self.nranks)
-                if r != self.rank and r not in self.neighbours and r not in self.excluded]
+        pool = [r for r in range(self.nranks) if r != self.rank and r not in self.neighbours and r not in self.excluded]
         return self.rng.sample(pool, min(count, len(pool)))
 
     def _connect(self, now: float, peer: int) -> list[Action]:
@@ -361,4 +361,4 @@ class PieceExchange:
 
     def holds_work(self, pieces: range) -> bool:
         """Some live neighbour announced every piece of ``pieces``."""
-        return any(bool(nb.has[pieces.start:pieces.stop].all()) for nb in self.neighbours.values())
+        return any(bool(nb.has[pieces.start : pieces.stop].all()) for nb in self.neighbours.values())

@@ -57,8 +57,14 @@ class Job:
     @classmethod
     def from_json(cls, text: str) -> "Job":
         raw = json.loads(text)
-        return cls(**{**raw, "config": BcastConfig(**raw["config"]), "s3": S3Config(**raw["s3"]),
-                      "faults": {int(k): v for k, v in raw.get("faults", {}).items()}})
+        return cls(
+            **{
+                **raw,
+                "config": BcastConfig(**raw["config"]),
+                "s3": S3Config(**raw["s3"]),
+                "faults": {int(k): v for k, v in raw.get("faults", {}).items()},
+            }
+        )
 
 
 def check_object(job: Job, client: S3Client) -> manifests.Manifest:
@@ -67,19 +73,49 @@ def check_object(job: Job, client: S3Client) -> manifests.Manifest:
     return manifests.load(job.url, client=client, info=info)
 
 
-def _node(job: Job, rank: int, table: list[Endpoint], listen: socket.socket, client: S3Client,
-          manifest: manifests.Manifest, on_progress: Callable[[Progress], None] | None, key: JobKey) -> NodeReport:
+def _node(
+    job: Job,
+    rank: int,
+    table: list[Endpoint],
+    listen: socket.socket,
+    client: S3Client,
+    manifest: manifests.Manifest,
+    on_progress: Callable[[Progress], None] | None,
+    key: JobKey,
+) -> NodeReport:
     config = replace(job.config, piece_size=manifest.piece_size)
-    node = RealNode(rank, table, listen, job.url, job.out_for(rank), manifest, algo=job.algo, config=config,
-                    client=client, key=key, on_progress=on_progress, timeout=job.timeout, linger=job.linger,
-                    faults=tuple(job.faults.get(rank, ())))
+    node = RealNode(
+        rank,
+        table,
+        listen,
+        job.url,
+        job.out_for(rank),
+        manifest,
+        algo=job.algo,
+        config=config,
+        client=client,
+        key=key,
+        on_progress=on_progress,
+        timeout=job.timeout,
+        linger=job.linger,
+        faults=tuple(job.faults.get(rank, ())),
+    )
     return node.run()
 
 
-def run_one(job: Job, *, rank: int | None = None, nodes: int | None = None, rendezvous: str | None = None,
-            rendezvous_dir: str | None = None, mpi: bool = False, bind: str = "127.0.0.1",
-            advertise: str | None = None, key: JobKey | None = None,
-            on_progress: Callable[[Progress], None] | None = None) -> NodeReport:
+def run_one(
+    job: Job,
+    *,
+    rank: int | None = None,
+    nodes: int | None = None,
+    rendezvous: str | None = None,
+    rendezvous_dir: str | None = None,
+    mpi: bool = False,
+    bind: str = "127.0.0.1",
+    advertise: str | None = None,
+    key: JobKey | None = None,
+    on_progress: Callable[[Progress], None] | None = None,
+) -> NodeReport:
     """This process is one node of the broadcast.
 
     ``key`` is the job's shared secret: with ``mpi`` rank 0 makes one and sends
@@ -117,8 +153,9 @@ def run_one(job: Job, *, rank: int | None = None, nodes: int | None = None, rend
             host, _, port = rendezvous.rpartition(":")
             if not host or not port.isdigit():
                 raise BcastError(f"--rendezvous must be HOST:PORT, got {rendezvous!r}")
-            table = asyncio.run(via_address(rank, nodes, (host, int(port)), me, key=key, job=name,
-                                            timeout=min(job.timeout, 300)))
+            table = asyncio.run(
+                via_address(rank, nodes, (host, int(port)), me, key=key, job=name, timeout=min(job.timeout, 300))
+            )
         else:
             raise BcastError("choose how nodes meet: --local N, --mpi, --rendezvous HOST:PORT or --rendezvous-dir DIR")
     except RendezvousError as exc:
@@ -166,8 +203,9 @@ class LocalResult:
     seconds: float
 
 
-def run_local(job: Job, nodes: int, *, on_tick: Callable[[dict[int, dict]], None] | None = None,
-              status_dir: str | None = None) -> LocalResult:
+def run_local(
+    job: Job, nodes: int, *, on_tick: Callable[[dict[int, dict]], None] | None = None, status_dir: str | None = None
+) -> LocalResult:
     """Run ``nodes`` node processes here; returns every node's report or error.
 
     ``on_tick(progress_by_rank)`` is called a few times a second (progress bars).
@@ -183,8 +221,11 @@ def run_local(job: Job, nodes: int, *, on_tick: Callable[[dict[int, dict]], None
     start = time.monotonic()
     # Secrets go to the children through their environment, never their argv (ps shows argv).
     env = dict(os.environ)
-    for var, value in (("AWS_ACCESS_KEY_ID", job.s3.access_key), ("AWS_SECRET_ACCESS_KEY", job.s3.secret_key),
-                       ("AWS_SESSION_TOKEN", job.s3.session_token)):
+    for var, value in (
+        ("AWS_ACCESS_KEY_ID", job.s3.access_key),
+        ("AWS_SECRET_ACCESS_KEY", job.s3.secret_key),
+        ("AWS_SESSION_TOKEN", job.s3.session_token),
+    ):
         if value is not None:
             env[var] = value
     env[KEY_ENV] = JobKey.generate().hex()  # this run's members: our children, nobody else
@@ -192,8 +233,13 @@ def run_local(job: Job, nodes: int, *, on_tick: Callable[[dict[int, dict]], None
     try:
         for rank, sock in enumerate(socks):
             spec = {"job": public.to_json(), "rank": rank, "fd": sock.fileno(), "table": table, "status": str(status)}
-            procs.append(subprocess.Popen([sys.executable, "-m", "parcomm.apps.bcast.launch", json.dumps(spec)],
-                                          pass_fds=[sock.fileno()], env=env))
+            procs.append(
+                subprocess.Popen(
+                    [sys.executable, "-m", "parcomm.apps.bcast.launch", json.dumps(spec)],
+                    pass_fds=[sock.fileno()],
+                    env=env,
+                )
+            )
         for sock in socks:
             sock.close()  # the children hold them now
         deadline = start + job.timeout + 30

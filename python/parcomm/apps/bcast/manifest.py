@@ -64,15 +64,18 @@ class Manifest:
         return start, min(start + self.piece_size, self.size)
 
     def to_json(self) -> str:
-        return json.dumps({
-            "format": MANIFEST_FORMAT,
-            "version": MANIFEST_VERSION,
-            "size": self.size,
-            "etag": self.etag,
-            "piece_size": self.piece_size,
-            "piece_sha256": base64.b64encode(b"".join(self.piece_digests)).decode("ascii"),
-            "sha256": self.sha256.hex(),
-        }, indent=1)
+        return json.dumps(
+            {
+                "format": MANIFEST_FORMAT,
+                "version": MANIFEST_VERSION,
+                "size": self.size,
+                "etag": self.etag,
+                "piece_size": self.piece_size,
+                "piece_sha256": base64.b64encode(b"".join(self.piece_digests)).decode("ascii"),
+                "sha256": self.sha256.hex(),
+            },
+            indent=1,
+        )
 
     @classmethod
     def from_json(cls, text: str | bytes) -> "Manifest":
@@ -99,9 +102,11 @@ class Manifest:
         except ValueError:
             raise ValueError("field 'piece_sha256' is not base64") from None
         if len(blob) != num_pieces(size, piece_size) * DIGEST_SIZE:
-            raise ValueError(f"field 'piece_sha256' holds {len(blob) // DIGEST_SIZE} digests; size and "
-                             f"piece_size make {num_pieces(size, piece_size)} pieces")
-        digests = tuple(blob[i:i + DIGEST_SIZE] for i in range(0, len(blob), DIGEST_SIZE))
+            raise ValueError(
+                f"field 'piece_sha256' holds {len(blob) // DIGEST_SIZE} digests; size and "
+                f"piece_size make {num_pieces(size, piece_size)} pieces"
+            )
+        digests = tuple(blob[i : i + DIGEST_SIZE] for i in range(0, len(blob), DIGEST_SIZE))
         try:
             whole = bytes.fromhex(_str_field(doc, "sha256", 2 * DIGEST_SIZE))
         except ValueError:
@@ -149,8 +154,9 @@ def verify_piece(manifest: Manifest, index: int, data: bytes | bytearray | memor
     return hmac.compare_digest(hashlib.sha256(data).digest(), manifest.piece_digests[index])
 
 
-def compute(url: str, piece_size: int, *, client: S3Client | None = None,
-            fetch_size: int = DEFAULT_FETCH_SIZE) -> Manifest:
+def compute(
+    url: str, piece_size: int, *, client: S3Client | None = None, fetch_size: int = DEFAULT_FETCH_SIZE
+) -> Manifest:
     """Stream the object once and hash it (GETs pinned to one ETag via If-Match)."""
     if piece_size <= 0:
         raise ValueError("piece_size must be positive")
@@ -170,8 +176,9 @@ def compute(url: str, piece_size: int, *, client: S3Client | None = None,
     return Manifest(info.size, info.etag, piece_size, tuple(pieces), whole.digest())
 
 
-def prepare(url: str, piece_size: int, *, client: S3Client | None = None,
-            fetch_size: int = DEFAULT_FETCH_SIZE) -> Manifest:
+def prepare(
+    url: str, piece_size: int, *, client: S3Client | None = None, fetch_size: int = DEFAULT_FETCH_SIZE
+) -> Manifest:
     """Compute the manifest and store it as the sidecar ``KEY.parcomm.json``."""
     client = client or S3Client()
     manifest = compute(url, piece_size, client=client, fetch_size=fetch_size)
@@ -190,17 +197,24 @@ def load(url: str, *, client: S3Client | None = None, info: ObjectInfo | None = 
     try:
         sidecar = client.head(sidecar_url(url))
         if sidecar.size > MAX_MANIFEST_BYTES:
-            raise ManifestError(url, f"hash list {sidecar_url(url)} is {sidecar.size} bytes, more than any hash list "
-                                     f"({MAX_MANIFEST_BYTES}); {fix.replace('create', 'recreate')}")
+            raise ManifestError(
+                url,
+                f"hash list {sidecar_url(url)} is {sidecar.size} bytes, more than any hash list "
+                f"({MAX_MANIFEST_BYTES}); {fix.replace('create', 'recreate')}",
+            )
         raw = client.get_bytes(sidecar_url(url), 0, sidecar.size, etag=sidecar.etag)
     except ObjectNotFound:
         raise ManifestError(url, f"no hash list ({sidecar_url(url)} not found); {fix}") from None
     try:
         manifest = Manifest.from_json(raw)
     except (ValueError, KeyError, TypeError) as exc:
-        raise ManifestError(url, f"unreadable hash list {sidecar_url(url)} ({exc}); {fix.replace('create', 'recreate')}") from None
+        raise ManifestError(
+            url, f"unreadable hash list {sidecar_url(url)} ({exc}); {fix.replace('create', 'recreate')}"
+        ) from None
     if manifest.size != info.size or manifest.etag != info.etag:
         raise ManifestError(
-            url, f"stale hash list: made for size {manifest.size} etag {manifest.etag}, the object now has "
-                 f"size {info.size} etag {info.etag}; {fix.replace('create', 'recreate')}")
+            url,
+            f"stale hash list: made for size {manifest.size} etag {manifest.etag}, the object now has "
+            f"size {info.size} etag {info.etag}; {fix.replace('create', 'recreate')}",
+        )
     return manifest

@@ -112,8 +112,9 @@ class BcastConfig:
 class BcastNode:
     """Rank ``rank`` of ``nranks`` receiving the object described by ``layout``."""
 
-    def __init__(self, rank: int, nranks: int, layout: Layout, algo: str = "steal",
-                 config: BcastConfig | None = None) -> None:
+    def __init__(
+        self, rank: int, nranks: int, layout: Layout, algo: str = "steal", config: BcastConfig | None = None
+    ) -> None:
         if algo not in ALGOS:
             raise ValueError(f"algo must be one of {ALGOS}, got {algo!r}")
         if not 0 <= rank < nranks:
@@ -127,9 +128,18 @@ class BcastNode:
         self._now = 0.0
         self._t0: float | None = None  # time of Start: the adaptive planner's clock counts from it
         self._reserved_for = (0, 0)
-        self.planner = WorkPlanner(rank, nranks, layout, algo, cfg.s3_connections,
-                                   cfg.max_fetch_attempts, rng, self._missing,
-                                   adaptive=cfg.adaptive_works, clock=self._clock)
+        self.planner = WorkPlanner(
+            rank,
+            nranks,
+            layout,
+            algo,
+            cfg.s3_connections,
+            cfg.max_fetch_attempts,
+            rng,
+            self._missing,
+            adaptive=cfg.adaptive_works,
+            clock=self._clock,
+        )
         self.exchange = PieceExchange(rank, nranks, layout, cfg, rng, self.have, self.reserved)
         self.storage_done_at: float | None = None
         self.exchange_started_at: float | None = None
@@ -249,16 +259,21 @@ class BcastNode:
         """Span of a work still to fetch: None if held, or if a neighbour
         holds all of it (it comes through the exchange)."""
         pieces = self.layout.work_pieces_of(work)
-        lacking = np.flatnonzero(~self.have[pieces.start:pieces.stop])
+        lacking = np.flatnonzero(~self.have[pieces.start : pieces.stop])
         if lacking.size == 0 or self.exchange.holds_work(pieces):
             return None
         return pieces.start + int(lacking[0]), pieces.start + int(lacking[-1])
 
     def _fetch_orphans(self, now: float) -> list[Action]:
         ex = self.exchange
-        if (not ex.started or self.finished or self.planner.pending or self.planner.fetches
-                or now - self.last_gain < self.orphan_wait
-                or any(nb.outstanding for nb in ex.neighbours.values())):
+        if (
+            not ex.started
+            or self.finished
+            or self.planner.pending
+            or self.planner.fetches
+            or now - self.last_gain < self.orphan_wait
+            or any(nb.outstanding for nb in ex.neighbours.values())
+        ):
             return []
         held_around = np.zeros(self.layout.pieces, bool)
         for nb in ex.neighbours.values():
@@ -280,15 +295,14 @@ class BcastNode:
             self._reserved_for = fetches
             self.reserved[:] = False
             for fetch in self.planner.fetches.values():
-                self.reserved[fetch.first_piece:fetch.last_piece + 1] = True
+                self.reserved[fetch.first_piece : fetch.last_piece + 1] = True
         if self.planner.failed and not self.failed:
             self.failed = next((a.reason for a in actions if isinstance(a, Failed)), "failed")
             return actions
         if self.planner.storage_done and self.storage_done_at is None:
             self.storage_done_at = now
             actions.append(PhaseDone(1))
-        if (self.algo != "flat" and not self.exchange.started
-                and (self.cfg.overlap_phases or self.planner.all_done)):
+        if self.algo != "flat" and not self.exchange.started and (self.cfg.overlap_phases or self.planner.all_done):
             self.exchange_started_at = now
             actions += self.exchange.start(now)
         if self.held == self.layout.pieces and self.finished_at is None:

@@ -81,7 +81,7 @@ def partial_path(path: str | os.PathLike[str], pid: int | None = None) -> Path:
 
 def _owner(name: str, mark: str) -> tuple[str, int, int | None] | None:
     """(host, pid, start time) from a partial's name; None if the name is not one of ours."""
-    token = name[len(mark):]
+    token = name[len(mark) :]
     if token.isdigit():  # the older ``-<pid>`` form: same host, start time unknown
         return _host(), int(token), None
     parts = token.rsplit("-", 2)
@@ -194,8 +194,10 @@ def _check_free_space(target: Path, size: int, statvfs) -> None:
     # Root may also use the blocks reserved for it; anyone else only the available ones.
     free = (st.f_bfree if os.geteuid() == 0 else st.f_bavail) * st.f_frsize
     if free < size:
-        raise OutputError(f"{target}: disk full (ENOSPC): the object needs {size} bytes, "
-                          f"{free} are free on the filesystem of {target.parent}")
+        raise OutputError(
+            f"{target}: disk full (ENOSPC): the object needs {size} bytes, "
+            f"{free} are free on the filesystem of {target.parent}"
+        )
 
 
 class OutputWriter:
@@ -253,7 +255,9 @@ class OutputWriter:
                 return
             except OSError as exc:
                 if exc.errno not in _NO_FALLOCATE_ERRNOS:
-                    raise self._io_error(exc, f"reserving {self.size} bytes for {self.temp_path.name}", size_hint=False) from None
+                    raise self._io_error(
+                        exc, f"reserving {self.size} bytes for {self.temp_path.name}", size_hint=False
+                    ) from None
         # No fallocate on this filesystem: at least check the free space, then size the file (sparse).
         _check_free_space(self.path, self.size, lambda: os.fstatvfs(self._fd))
         try:
@@ -270,7 +274,9 @@ class OutputWriter:
         if self._closed:
             raise OutputError(f"{self.path}: writer already closed")
         if offset < 0 or offset + len(data) > self.size:
-            raise OutputError(f"{self.path}: write [{offset}, {offset + len(data)}) outside the object (size {self.size})")
+            raise OutputError(
+                f"{self.path}: write [{offset}, {offset + len(data)}) outside the object (size {self.size})"
+            )
         view = memoryview(data)
         try:
             while view:
@@ -309,8 +315,10 @@ class OutputWriter:
             if self.expected_sha256 is not None:
                 actual = self.sha256()
                 if not hmac.compare_digest(actual, self.expected_sha256):
-                    raise OutputError(f"{self.path}: sha256 {actual.hex()} does not match the object's "
-                                      f"{self.expected_sha256.hex()}; output not written")
+                    raise OutputError(
+                        f"{self.path}: sha256 {actual.hex()} does not match the object's "
+                        f"{self.expected_sha256.hex()}; output not written"
+                    )
             try:
                 os.fsync(self._fd)  # delayed allocation (NFS, XFS) may report a full disk only here
                 os.close(self._fd)

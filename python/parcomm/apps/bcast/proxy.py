@@ -155,8 +155,12 @@ def slow_down_response(resource: str) -> bytes:
         "<Error><Code>SlowDown</Code><Message>Please reduce your request rate.</Message>"
         f"<Resource>{resource}</Resource><RequestId>{request_id}</RequestId></Error>"
     ).encode()
-    headers = [("Content-Type", "application/xml"), ("Content-Length", str(len(body))),
-               ("x-amz-request-id", request_id), ("Retry-After", "1")]
+    headers = [
+        ("Content-Type", "application/xml"),
+        ("Content-Length", str(len(body))),
+        ("x-amz-request-id", request_id),
+        ("Retry-After", "1"),
+    ]
     return _Http.encode("HTTP/1.1 503 Slow Down", headers) + body
 
 
@@ -272,7 +276,13 @@ class PacingProxy:
             async with self._slots:
                 while await self._one_request(reader, writer):
                     pass
-        except (ConnectionError, asyncio.IncompleteReadError, asyncio.LimitOverrunError, asyncio.TimeoutError, ValueError):
+        except (
+            ConnectionError,
+            asyncio.IncompleteReadError,
+            asyncio.LimitOverrunError,
+            asyncio.TimeoutError,
+            ValueError,
+        ):
             pass  # a broken or malformed exchange: drop the connection
         except asyncio.CancelledError:
             pass  # stop(): end quietly (asyncio's stream callback would log a re-raised cancel)
@@ -305,7 +315,8 @@ class PacingProxy:
             return True
 
         up_reader, up_writer = await asyncio.wait_for(
-            asyncio.open_connection(self.upstream_host, self.upstream_port), self.upstream_timeout)
+            asyncio.open_connection(self.upstream_host, self.upstream_port), self.upstream_timeout
+        )
         try:
             # One upstream connection per request: simple, and cheap on loopback.
             forward = [(k, v) for k, v in headers if k.lower() not in ("connection", "keep-alive")]
@@ -332,8 +343,14 @@ class PacingProxy:
         length = int(_Http.get(headers, "content-length") or 0)
         return await reader.readexactly(length) if length else b""
 
-    async def _relay_response(self, method: str, head: tuple[str, list[tuple[str, str]]],
-                              up_reader: asyncio.StreamReader, writer: asyncio.StreamWriter, paced: bool) -> bool:
+    async def _relay_response(
+        self,
+        method: str,
+        head: tuple[str, list[tuple[str, str]]],
+        up_reader: asyncio.StreamReader,
+        writer: asyncio.StreamWriter,
+        paced: bool,
+    ) -> bool:
         status_line, headers = head
         status = int(status_line.split(" ", 2)[1])
         length_text = _Http.get(headers, "content-length")
@@ -349,7 +366,9 @@ class PacingProxy:
             if chunked and not no_body:
                 await _Http.relay_chunked(up_reader, writer)
             elif not no_body:
-                await self._copy(up_reader, writer, int(length_text) if length_text is not None else None, None, count=paced)
+                await self._copy(
+                    up_reader, writer, int(length_text) if length_text is not None else None, None, count=paced
+                )
             await writer.drain()
             return keep
 
@@ -373,8 +392,9 @@ class PacingProxy:
         await writer.drain()
         return not drop  # after a dropped body the client must see the connection close
 
-    async def _copy(self, src: asyncio.StreamReader, dst: asyncio.StreamWriter, length: int | None,
-                    rate: float | None, count: bool) -> None:
+    async def _copy(
+        self, src: asyncio.StreamReader, dst: asyncio.StreamWriter, length: int | None, rate: float | None, count: bool
+    ) -> None:
         """Copy ``length`` bytes (None: to EOF), at ``rate`` bytes/s if given."""
         # Slices of ~20 ms at the paced rate keep the pacing smooth without a sleep per byte.
         step = 64 * 1024 if rate is None else int(max(1024, min(256 * 1024, rate / 50)))
@@ -409,8 +429,9 @@ class PacingProxy:
 
 # -- command line --------------------------------------------------------------
 def build_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="parcomm bcast proxy",
-                                description="Pace and fault S3 GETs between parcomm bcast and an S3 server.")
+    p = argparse.ArgumentParser(
+        prog="parcomm bcast proxy", description="Pace and fault S3 GETs between parcomm bcast and an S3 server."
+    )
     p.add_argument("--upstream", required=True, help="the S3 server, http://HOST:PORT")
     p.add_argument("--listen", default="127.0.0.1:0", help="HOST:PORT to listen on (default: a free loopback port)")
     p.add_argument("--profile", default=None, help="per-request rates, 'P:RATE,...' (e.g. 0.6:5MB,0.4:10MB) or 'paper'")
@@ -427,11 +448,18 @@ def main(argv: Sequence[str] | None = None) -> int:
     """Run the proxy until SIGINT/SIGTERM; print its URL first and its counters last."""
     args = build_parser().parse_args(argv)
     host, _, port = args.listen.rpartition(":")
-    proxy = PacingProxy(args.upstream, profile=parse_profile(args.profile) if args.profile else None,
-                        first_byte_latency=args.latency, error_rate=args.error_rate,
-                        aggregate_rate=parse_rate(args.aggregate_rate) if args.aggregate_rate else None,
-                        truncate_rate=args.truncate_rate, truncate_mode=args.truncate_mode,
-                        seed=args.seed, host=host or "127.0.0.1", port=int(port or 0))
+    proxy = PacingProxy(
+        args.upstream,
+        profile=parse_profile(args.profile) if args.profile else None,
+        first_byte_latency=args.latency,
+        error_rate=args.error_rate,
+        aggregate_rate=parse_rate(args.aggregate_rate) if args.aggregate_rate else None,
+        truncate_rate=args.truncate_rate,
+        truncate_mode=args.truncate_mode,
+        seed=args.seed,
+        host=host or "127.0.0.1",
+        port=int(port or 0),
+    )
 
     async def run() -> None:
         await proxy.start()

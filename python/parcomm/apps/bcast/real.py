@@ -118,10 +118,24 @@ class _Cancelled(Exception):
 class RealNode:
     """Run rank ``rank`` of a broadcast of ``url`` into ``out``."""
 
-    def __init__(self, rank: int, table: list[Endpoint], listen: socket.socket, url: str, out: str | os.PathLike,
-                 manifest: Manifest, *, algo: str, config: BcastConfig, client: S3Client, key: JobKey,
-                 on_progress: Callable[[Progress], None] | None = None,
-                 timeout: float = 3600.0, linger: float = 60.0, faults: tuple[str, ...] = ()) -> None:
+    def __init__(
+        self,
+        rank: int,
+        table: list[Endpoint],
+        listen: socket.socket,
+        url: str,
+        out: str | os.PathLike,
+        manifest: Manifest,
+        *,
+        algo: str,
+        config: BcastConfig,
+        client: S3Client,
+        key: JobKey,
+        on_progress: Callable[[Progress], None] | None = None,
+        timeout: float = 3600.0,
+        linger: float = 60.0,
+        faults: tuple[str, ...] = (),
+    ) -> None:
         self.rank, self.table, self.listen, self.url = rank, table, listen, url
         self.world = len(table)
         self.manifest = manifest
@@ -224,8 +238,11 @@ class RealNode:
                 await self._apply(Tick())
             if self.on_progress and self._now() - last_progress > 0.2:
                 last_progress = self._now()
-                self.on_progress(Progress(self.node.held, self.layout.pieces,
-                                          self.node.bytes_from_storage, self.node.bytes_from_peers))
+                self.on_progress(
+                    Progress(
+                        self.node.held, self.layout.pieces, self.node.bytes_from_storage, self.node.bytes_from_peers
+                    )
+                )
 
     def _now(self) -> float:
         return time.monotonic() - self.t0
@@ -404,4 +421,3 @@ class RealNode:
         if peer not in self.lost:
             self.lost.add(peer)
             self.events.put_nowait(PeerLost(peer))
-

@@ -37,8 +37,8 @@ from .wire import Record, WireError, encode_record, read_record
 Endpoint = tuple[str, int]
 
 RV_REGISTER = 0xFF01  # fields (rank, world); payload JSON {"host", "port", "job"}
-RV_TABLE = 0xFF02     # payload JSON [[host, port], ...] by rank
-RV_REFUSE = 0xFF03    # payload: the reason, UTF-8
+RV_TABLE = 0xFF02  # payload JSON [[host, port], ...] by rank
+RV_REFUSE = 0xFF03  # payload: the reason, UTF-8
 _MAX_MESSAGE = 1 << 20
 #: Bound into the handshake proofs and entry MACs: worthless for any other protocol.
 _AUTH_CONTEXT = b"parcomm-bcast-rendezvous-1"
@@ -60,8 +60,9 @@ def _check_args(rank: int, world: int) -> None:
 
 
 # -- (a) through a rendezvous address -------------------------------------------
-async def via_address(rank: int, world: int, address: Endpoint, me: Endpoint, *, key: JobKey,
-                      job: str = "", timeout: float = 60.0) -> list[Endpoint]:
+async def via_address(
+    rank: int, world: int, address: Endpoint, me: Endpoint, *, key: JobKey, job: str = "", timeout: float = 60.0
+) -> list[Endpoint]:
     """The peer table; rank 0 serves ``address``, the others register with it."""
     _check_args(rank, world)
     if rank == 0:
@@ -69,8 +70,9 @@ async def via_address(rank: int, world: int, address: Endpoint, me: Endpoint, *,
     return await _register(rank, world, address, me, job, timeout, key)
 
 
-async def _serve_table(world: int, address: Endpoint, me: Endpoint, job: str, timeout: float,
-                       key: JobKey) -> list[Endpoint]:
+async def _serve_table(
+    world: int, address: Endpoint, me: Endpoint, job: str, timeout: float, key: JobKey
+) -> list[Endpoint]:
     table: dict[int, Endpoint] = {0: me}
     waiting: list[asyncio.StreamWriter] = []
     complete = asyncio.Event()
@@ -101,8 +103,9 @@ async def _serve_table(world: int, address: Endpoint, me: Endpoint, job: str, ti
         try:
             await asyncio.wait_for(complete.wait(), timeout)
         except asyncio.TimeoutError:
-            raise RendezvousError(f"rendezvous on {address[0]}:{address[1]} timed out after {timeout:.0f} s: "
-                                  f"{_missing(table, world)}") from None
+            raise RendezvousError(
+                f"rendezvous on {address[0]}:{address[1]} timed out after {timeout:.0f} s: {_missing(table, world)}"
+            ) from None
         ordered = [table[r] for r in range(world)]
         message = _frame(RV_TABLE, payload=json.dumps(ordered).encode())
         for writer in waiting:
@@ -131,26 +134,38 @@ def _registration_problem(record: Record | None, world: int, job: str, table: di
     return None
 
 
-async def _register(rank: int, world: int, address: Endpoint, me: Endpoint, job: str, timeout: float,
-                    key: JobKey) -> list[Endpoint]:
+async def _register(
+    rank: int, world: int, address: Endpoint, me: Endpoint, job: str, timeout: float, key: JobKey
+) -> list[Endpoint]:
     deadline = time.monotonic() + timeout
     delay = 0.05
     while True:  # rank 0 may not be listening yet: retry, bounded by the deadline
         try:
-            reader, writer = await asyncio.wait_for(asyncio.open_connection(*address), max(0.1, deadline - time.monotonic()))
+            reader, writer = await asyncio.wait_for(
+                asyncio.open_connection(*address), max(0.1, deadline - time.monotonic())
+            )
             break
         except (ConnectionError, OSError, asyncio.TimeoutError) as exc:
             if time.monotonic() + delay > deadline:
-                raise RendezvousError(f"cannot reach the rendezvous {address[0]}:{address[1]} within {timeout:.0f} s: {exc}") from None
+                raise RendezvousError(
+                    f"cannot reach the rendezvous {address[0]}:{address[1]} within {timeout:.0f} s: {exc}"
+                ) from None
             await asyncio.sleep(delay)
             delay = min(delay * 2, 1.0)
     try:
         try:
-            await authenticate(reader, writer, key, initiator=True, context=_AUTH_CONTEXT,
-                               timeout=max(0.1, min(10.0, deadline - time.monotonic())))
+            await authenticate(
+                reader,
+                writer,
+                key,
+                initiator=True,
+                context=_AUTH_CONTEXT,
+                timeout=max(0.1, min(10.0, deadline - time.monotonic())),
+            )
         except AuthError as exc:
-            raise RendezvousError(f"the rendezvous {address[0]}:{address[1]} is not a member of this job "
-                                  f"(different key?): {exc}") from None
+            raise RendezvousError(
+                f"the rendezvous {address[0]}:{address[1]} is not a member of this job (different key?): {exc}"
+            ) from None
         payload = json.dumps({"host": me[0], "port": me[1], "job": job}).encode()
         writer.write(_frame(RV_REGISTER, (rank, world), payload))
         await writer.drain()
@@ -161,7 +176,9 @@ async def _register(rank: int, world: int, address: Endpoint, me: Endpoint, job:
         if record is None:
             raise RendezvousError("the rendezvous closed the connection without a table")
         if record.type_code == RV_REFUSE:
-            raise RendezvousError(f"the rendezvous refused rank {rank}: {(record.payload or b'').decode(errors='replace')}")
+            raise RendezvousError(
+                f"the rendezvous refused rank {rank}: {(record.payload or b'').decode(errors='replace')}"
+            )
         if record.type_code != RV_TABLE:
             raise RendezvousError(f"unexpected message {record.type_code:#x} from the rendezvous")
         table = [(str(h), int(p)) for h, p in json.loads(record.payload or b"[]")]
@@ -177,8 +194,17 @@ def _frame(type_code: int, fields: tuple[int, ...] = (), payload: bytes | None =
 
 
 # -- (b) through a shared directory ----------------------------------------------
-def via_directory(directory: str | os.PathLike[str], rank: int, world: int, me: Endpoint, *, key: JobKey,
-                  job: str = "", timeout: float = 60.0, poll: float = 0.05) -> list[Endpoint]:
+def via_directory(
+    directory: str | os.PathLike[str],
+    rank: int,
+    world: int,
+    me: Endpoint,
+    *,
+    key: JobKey,
+    job: str = "",
+    timeout: float = 60.0,
+    poll: float = 0.05,
+) -> list[Endpoint]:
     """Publish ``me`` as ``DIR/rank-R.json`` and wait until all ``world`` ranks have.
 
     Entries of another job or world size, or without a valid MAC under ``key``,

@@ -81,7 +81,7 @@ def parse_s3_url(url: str | S3Url) -> S3Url:
         return url
     if not url.startswith("s3://"):
         raise InvalidS3Url(url, "not an S3 URL (expected s3://BUCKET/KEY)")
-    bucket, sep, key = url[len("s3://"):].partition("/")
+    bucket, sep, key = url[len("s3://") :].partition("/")
     if not bucket or not sep or not key:
         raise InvalidS3Url(url, "expected s3://BUCKET/KEY with a non-empty bucket and key")
     return S3Url(bucket, key)
@@ -98,9 +98,14 @@ class S3Config:
     region: str | None = None
 
     @classmethod
-    def from_env(cls, endpoint_url: str | None = None, access_key: str | None = None,
-                 secret_key: str | None = None, region: str | None = None,
-                 environ: dict[str, str] | None = None) -> "S3Config":
+    def from_env(
+        cls,
+        endpoint_url: str | None = None,
+        access_key: str | None = None,
+        secret_key: str | None = None,
+        region: str | None = None,
+        environ: dict[str, str] | None = None,
+    ) -> "S3Config":
         """Explicit arguments first, then the usual AWS environment variables."""
         env = os.environ if environ is None else environ
         # A session token from the environment belongs to the environment's keys only.
@@ -149,20 +154,46 @@ class S3Stats:
 
 
 # -- classification of failures -----------------------------------------------
-_RETRYABLE_CODES = {"SlowDown", "ServiceUnavailable", "InternalError", "RequestTimeout",
-                    "Throttling", "ThrottlingException", "RequestLimitExceeded", "503", "500"}
+_RETRYABLE_CODES = {
+    "SlowDown",
+    "ServiceUnavailable",
+    "InternalError",
+    "RequestTimeout",
+    "Throttling",
+    "ThrottlingException",
+    "RequestLimitExceeded",
+    "503",
+    "500",
+}
 _NOT_FOUND_CODES = {"NoSuchKey", "NoSuchBucket", "NotFound", "404"}
 # versitygw answers an unknown access key with 404 XAdminUserNotFound (AWS: 403 InvalidAccessKeyId).
-_DENIED_CODES = {"AccessDenied", "InvalidAccessKeyId", "SignatureDoesNotMatch", "ExpiredToken",
-                 "InvalidToken", "AllAccessDisabled", "XAdminUserNotFound", "403", "401"}
+_DENIED_CODES = {
+    "AccessDenied",
+    "InvalidAccessKeyId",
+    "SignatureDoesNotMatch",
+    "ExpiredToken",
+    "InvalidToken",
+    "AllAccessDisabled",
+    "XAdminUserNotFound",
+    "403",
+    "401",
+}
 
 
 def _retryable_exceptions() -> tuple[type[BaseException], ...]:
     import botocore.exceptions as bex
     import urllib3.exceptions as uex
 
-    return (bex.ConnectionError, bex.HTTPClientError, bex.ResponseStreamingError,
-            bex.IncompleteReadError, uex.HTTPError, ConnectionError, TimeoutError, TruncatedBody)
+    return (
+        bex.ConnectionError,
+        bex.HTTPClientError,
+        bex.ResponseStreamingError,
+        bex.IncompleteReadError,
+        uex.HTTPError,
+        ConnectionError,
+        TimeoutError,
+        TruncatedBody,
+    )
 
 
 def _error_code(exc: Any) -> tuple[str, int]:
@@ -175,9 +206,16 @@ def _error_code(exc: Any) -> tuple[str, int]:
 class S3Client:
     """Thread-safe S3 access with our retry policy (botocore's is disabled)."""
 
-    def __init__(self, config: S3Config | None = None, *, retry: RetryPolicy | None = None,
-                 connect_timeout: float = 5.0, read_timeout: float = 30.0,
-                 max_pool_connections: int = 16, seed: int | None = None) -> None:
+    def __init__(
+        self,
+        config: S3Config | None = None,
+        *,
+        retry: RetryPolicy | None = None,
+        connect_timeout: float = 5.0,
+        read_timeout: float = 30.0,
+        max_pool_connections: int = 16,
+        seed: int | None = None,
+    ) -> None:
         self.config = config if config is not None else S3Config.from_env()
         self.retry = retry or RetryPolicy()
         self.connect_timeout = connect_timeout
@@ -248,7 +286,9 @@ class S3Client:
             except _CallbackFailed as exc:
                 raise exc.__cause__ from None  # type: ignore[misc]
             except NoCredentialsError:
-                raise AccessDenied(url, "no S3 credentials found (set AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY)") from None
+                raise AccessDenied(
+                    url, "no S3 credentials found (set AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY)"
+                ) from None
             except ClientError as exc:
                 code, status = _error_code(exc)
                 self._count(error=code)
@@ -260,7 +300,9 @@ class S3Client:
                 if code == "PreconditionFailed" or status == 412:
                     raise ObjectChanged(url, "the object changed during the transfer (ETag differs)") from None
                 if not (code in _RETRYABLE_CODES or status >= 500 or status == 429):
-                    raise S3Error(url, f"{what} failed: {code} {exc.response.get('Error', {}).get('Message', '')}".rstrip()) from None
+                    raise S3Error(
+                        url, f"{what} failed: {code} {exc.response.get('Error', {}).get('Message', '')}".rstrip()
+                    ) from None
                 last = f"{code} (HTTP {status})"
             except self._retryable as exc:
                 self._count(error=type(exc).__name__)
@@ -272,7 +314,8 @@ class S3Client:
             pause = self._jitter(failures)
             if failures >= policy.max_attempts or elapsed + pause > policy.total_timeout:
                 raise StorageUnavailable(
-                    url, f"{what} failed {total_failures} times in {elapsed:.1f} s; last error: {last}") from None
+                    url, f"{what} failed {total_failures} times in {elapsed:.1f} s; last error: {last}"
+                ) from None
             self._count(retries=1)
             time.sleep(pause)
 
@@ -295,12 +338,22 @@ class S3Client:
                     self._count(requests=1)
                     self._boto().get_object(Bucket=loc.bucket, Key=loc.key, Range="bytes=0-0")["Body"].close()
                 raise
-            return ObjectInfo(int(resp["ContentLength"]), resp.get("ETag", "").strip('"'), dict(resp.get("Metadata", {})))
+            return ObjectInfo(
+                int(resp["ContentLength"]), resp.get("ETag", "").strip('"'), dict(resp.get("Metadata", {}))
+            )
 
         return self._call(str(loc), "HEAD", attempt)
 
-    def get_range(self, url: str | S3Url, start: int, end: int, on_chunk: ChunkCallback, *,
-                  chunk_size: int = DEFAULT_CHUNK_SIZE, etag: str | None = None) -> int:
+    def get_range(
+        self,
+        url: str | S3Url,
+        start: int,
+        end: int,
+        on_chunk: ChunkCallback,
+        *,
+        chunk_size: int = DEFAULT_CHUNK_SIZE,
+        etag: str | None = None,
+    ) -> int:
         """Fetch bytes ``[start, end)`` and hand them to ``on_chunk(offset, data)``.
 
         Chunks are exactly ``chunk_size`` bytes (the last may be shorter) and
@@ -325,8 +378,9 @@ class S3Client:
 
         return self._call(str(loc), f"GET bytes {start}-{end - 1}", attempt, progress=lambda: state["next"])
 
-    def _fetch(self, loc: S3Url, state: dict[str, int], end: int, on_chunk: ChunkCallback,
-               chunk_size: int, etag: str | None) -> None:
+    def _fetch(
+        self, loc: S3Url, state: dict[str, int], end: int, on_chunk: ChunkCallback, chunk_size: int, etag: str | None
+    ) -> None:
         offset = state["next"]
         kwargs: dict[str, Any] = {"Bucket": loc.bucket, "Key": loc.key, "Range": f"bytes={offset}-{end - 1}"}
         if etag:
@@ -381,20 +435,26 @@ class S3Client:
         out = bytearray(end - start)
 
         def keep(offset: int, data: bytes) -> None:
-            out[offset - start: offset - start + len(data)] = data
+            out[offset - start : offset - start + len(data)] = data
 
         self.get_range(url, start, end, keep, etag=etag)
         return bytes(out)
 
-    def put_bytes(self, url: str | S3Url, data: bytes, metadata: dict[str, str] | None = None,
-                  content_type: str = "application/octet-stream") -> str:
+    def put_bytes(
+        self,
+        url: str | S3Url,
+        data: bytes,
+        metadata: dict[str, str] | None = None,
+        content_type: str = "application/octet-stream",
+    ) -> str:
         """Upload a small object in one PUT (retried: a PUT is idempotent); returns its ETag."""
         loc = parse_s3_url(url)
 
         def attempt() -> str:
             self._count(requests=1)
-            resp = self._boto().put_object(Bucket=loc.bucket, Key=loc.key, Body=data,
-                                           Metadata=metadata or {}, ContentType=content_type)
+            resp = self._boto().put_object(
+                Bucket=loc.bucket, Key=loc.key, Body=data, Metadata=metadata or {}, ContentType=content_type
+            )
             return str(resp.get("ETag", "")).strip('"')
 
         return self._call(str(loc), "PUT", attempt)

@@ -125,24 +125,31 @@ class SimResult:
         if not idx:
             return {}
         p1 = [self.storage_done_s[i] for i in idx]
-        p2 = [self.finished_s[i] - (self.exchange_started_s[i] if self.exchange_started_s[i] is not None
-                                    else self.finished_s[i]) for i in idx]
+        p2 = [
+            self.finished_s[i]
+            - (self.exchange_started_s[i] if self.exchange_started_s[i] is not None else self.finished_s[i])
+            for i in idx
+        ]
         thr1 = [self.bytes_from_storage[i] / t / MB for i, t in zip(idx, p1) if t > 0]
         thr2 = [self.bytes_from_peers[i] / t / MB for i, t in zip(idx, p2) if t > 0]
         mean = lambda xs: sum(xs) / len(xs) if xs else 0.0  # noqa: E731
-        return {"phase1_s": mean(p1), "phase2_s": mean(p2),
-                "phase1_mb_s": mean(thr1), "phase2_mb_s": mean(thr2)}
+        return {"phase1_s": mean(p1), "phase2_s": mean(p2), "phase1_mb_s": mean(thr1), "phase2_mb_s": mean(thr2)}
 
     def to_dict(self) -> dict[str, Any]:
         d = {k: getattr(self, k) for k in self.__dataclass_fields__}
-        d.update(mean_node_mb_s=self.mean_node_mb_s, total_mb_s=self.total_mb_s,
-                 phase_means=self.phase_means, egress_ratio=self.origin_egress_bytes / self.size if self.size else 0.0)
+        d.update(
+            mean_node_mb_s=self.mean_node_mb_s,
+            total_mb_s=self.total_mb_s,
+            phase_means=self.phase_means,
+            egress_ratio=self.origin_egress_bytes / self.size if self.size else 0.0,
+        )
         return d
 
 
 class _Driver:
-    def __init__(self, nodes: list[BcastNode], layout: Layout, profile: Profile, seed: int,
-                 faults: dict | None) -> None:
+    def __init__(
+        self, nodes: list[BcastNode], layout: Layout, profile: Profile, seed: int, faults: dict | None
+    ) -> None:
         self.nodes, self.layout, self.profile, self.seed = nodes, layout, profile, seed
         n = len(nodes)
         faults = faults or {}
@@ -408,9 +415,16 @@ class _Driver:
         self._push(self.now + self.detect_s, _DELIVER, [(r, PeerLost(rank)) for r in others])
 
 
-def simulate(nodes: int, size: int, algo: str = "steal", profile: Any = None, seed: int = 0,
-             config: BcastConfig | None = None, faults: dict | None = None,
-             max_time: float = 1e6) -> SimResult:
+def simulate(
+    nodes: int,
+    size: int,
+    algo: str = "steal",
+    profile: Any = None,
+    seed: int = 0,
+    config: BcastConfig | None = None,
+    faults: dict | None = None,
+    max_time: float = 1e6,
+) -> SimResult:
     """Broadcast ``size`` bytes to ``nodes`` simulated nodes with ``algo``.
 
     ``profile``: a :class:`~.storage_model.Profile`, a profile name, a
@@ -435,7 +449,12 @@ def simulate(nodes: int, size: int, algo: str = "steal", profile: Any = None, se
     complete = all(t is not None for t in done_at)
     storage_done = [m.storage_done_at for m in machines]
     return SimResult(
-        nodes=nodes, size=size, algo=algo, profile=prof.name, seed=seed, config=cfg.to_dict(),
+        nodes=nodes,
+        size=size,
+        algo=algo,
+        profile=prof.name,
+        seed=seed,
+        config=cfg.to_dict(),
         complete=complete,
         completion_s=max((t for t in done_at if t is not None), default=0.0),
         phase1_end_s=max((t for t in storage_done if t is not None), default=0.0),

@@ -155,8 +155,16 @@ PROFILES: dict[str, dict[str, Any]] = {
 }
 DEFAULT_PROFILE = "chiba2010"
 
-_NUMBERS = ("rate_hold_s", "request_latency_s", "nic_up_mb_s", "nic_down_mb_s", "peer_mb_s",
-            "peer_period_s", "message_latency_s", "aggregate_mb_s")
+_NUMBERS = (
+    "rate_hold_s",
+    "request_latency_s",
+    "nic_up_mb_s",
+    "nic_down_mb_s",
+    "peer_mb_s",
+    "peer_period_s",
+    "message_latency_s",
+    "aggregate_mb_s",
+)
 _FIELDS = {"name", "modes", "peer_variation", *_NUMBERS}
 
 

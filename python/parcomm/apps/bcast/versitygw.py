@@ -200,11 +200,16 @@ class VersityGW:
         self._log_path = Path(log_name)
         argv = [
             binary,
-            "--port", f"{self.host}:{port}",
-            "--access", self.access_key,
-            "--secret", self.secret_key,
-            "--region", self.region,
-            "--health", HEALTH_PATH,
+            "--port",
+            f"{self.host}:{port}",
+            "--access",
+            self.access_key,
+            "--secret",
+            self.secret_key,
+            "--region",
+            self.region,
+            "--health",
+            HEALTH_PATH,
             "--quiet",
         ]
         if self.keep_alive:
@@ -214,8 +219,14 @@ class VersityGW:
         # inherited ROOT_ACCESS_KEY_ID cannot override them.
         env = {k: v for k, v in os.environ.items() if not k.startswith(("ROOT_", "VGW_"))}
         with os.fdopen(fd, "wb") as log:
-            self._proc = subprocess.Popen(argv, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-                                          env=env, preexec_fn=_die_with_parent_preexec())
+            self._proc = subprocess.Popen(
+                argv,
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                stdin=subprocess.DEVNULL,
+                env=env,
+                preexec_fn=_die_with_parent_preexec(),
+            )
         self.port = port
         return self._wait_ready()
 

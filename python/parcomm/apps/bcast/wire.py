@@ -121,8 +121,9 @@ async def read_record(reader: asyncio.StreamReader, max_payload: int) -> Record 
     (length,) = _LENGTH.unpack(head)
     limit = max_frame_size(max_payload)
     if length > limit:
-        raise FrameTooLarge(f"frame of {length} bytes exceeds the limit of {limit} "
-                            f"(payload {max_payload} + header); refusing it")
+        raise FrameTooLarge(
+            f"frame of {length} bytes exceeds the limit of {limit} (payload {max_payload} + header); refusing it"
+        )
     try:
         body = await reader.readexactly(length)
     except asyncio.IncompleteReadError:
@@ -177,8 +178,14 @@ class Hello:
         return None
 
 
-async def handshake(reader: asyncio.StreamReader, writer: asyncio.StreamWriter, ours: Hello, *,
-                    expect_rank: int | None = None, timeout: float = 10.0) -> Hello:
+async def handshake(
+    reader: asyncio.StreamReader,
+    writer: asyncio.StreamWriter,
+    ours: Hello,
+    *,
+    expect_rank: int | None = None,
+    timeout: float = 10.0,
+) -> Hello:
     """Exchange Hellos (both sides send first) and check the peer's; returns it.
     Call only on an authenticated connection (:func:`connect_peer`, :func:`serve_peers`)."""
     writer.write(ours.encode())
@@ -201,7 +208,9 @@ async def handshake(reader: asyncio.StreamReader, writer: asyncio.StreamWriter, 
 class PeerConnection:
     """A handshaken TCP connection to one peer, carrying records."""
 
-    def __init__(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter, peer: Hello, max_payload: int) -> None:
+    def __init__(
+        self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter, peer: Hello, max_payload: int
+    ) -> None:
         self.reader, self.writer = reader, writer
         self.peer = peer
         self.max_payload = max_payload
@@ -215,7 +224,9 @@ class PeerConnection:
     async def send(self, record: Record) -> None:
         frame = encode_record(record)
         if len(frame) - _LENGTH.size > max_frame_size(self.max_payload):
-            raise FrameTooLarge(f"refusing to send a frame of {len(frame)} bytes (limit {max_frame_size(self.max_payload)})")
+            raise FrameTooLarge(
+                f"refusing to send a frame of {len(frame)} bytes (limit {max_frame_size(self.max_payload)})"
+            )
         self.writer.write(frame)
         self.bytes_sent += len(frame)
         await self.writer.drain()
@@ -224,7 +235,9 @@ class PeerConnection:
         """The next record; None when the peer closed; TimeoutError if it stalls."""
         record = await asyncio.wait_for(read_record(self.reader, self.max_payload), timeout)
         if record is not None:
-            self.bytes_received += _LENGTH.size + _BODY_HEAD.size + len(record.fields) * _FIELD.size + len(record.payload or b"")
+            self.bytes_received += (
+                _LENGTH.size + _BODY_HEAD.size + len(record.fields) * _FIELD.size + len(record.payload or b"")
+            )
         return record
 
     async def close(self) -> None:
@@ -235,8 +248,16 @@ class PeerConnection:
             pass
 
 
-async def connect_peer(host: str, port: int, ours: Hello, max_payload: int, key: JobKey, *,
-                       expect_rank: int | None = None, timeout: float = 10.0) -> PeerConnection:
+async def connect_peer(
+    host: str,
+    port: int,
+    ours: Hello,
+    max_payload: int,
+    key: JobKey,
+    *,
+    expect_rank: int | None = None,
+    timeout: float = 10.0,
+) -> PeerConnection:
     """Connect, prove membership both ways, then exchange Hellos. A peer that
     fails authentication raises :class:`HandshakeError` (never retried into)."""
     reader, writer = await asyncio.wait_for(asyncio.open_connection(host, port), timeout)
@@ -252,10 +273,19 @@ async def connect_peer(host: str, port: int, ours: Hello, max_payload: int, key:
     return PeerConnection(reader, writer, theirs, max_payload)
 
 
-async def serve_peers(ours: Hello, max_payload: int, on_peer: Callable[[PeerConnection], Awaitable[None]],
-                      key: JobKey, *, host: str = "127.0.0.1", port: int = 0, sock: object | None = None,
-                      timeout: float = 10.0, gate: Gate | None = None,
-                      on_refused: Callable[[str], None] | None = None) -> asyncio.base_events.Server:
+async def serve_peers(
+    ours: Hello,
+    max_payload: int,
+    on_peer: Callable[[PeerConnection], Awaitable[None]],
+    key: JobKey,
+    *,
+    host: str = "127.0.0.1",
+    port: int = 0,
+    sock: object | None = None,
+    timeout: float = 10.0,
+    gate: Gate | None = None,
+    on_refused: Callable[[str], None] | None = None,
+) -> asyncio.base_events.Server:
     """Accept peers (on ``host:port`` or an already bound listening ``sock``); each
     one that proves membership and passes the handshake is handed to ``on_peer``.
     Outsiders are dropped and logged by ``gate`` (at most its limit authenticate at

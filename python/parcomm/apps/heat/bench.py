@@ -25,8 +25,9 @@ PAPER_ROUNDS = 10
 _TAG = 5
 
 
-async def pairs_program(comm, sizes: Sequence[int], npairs: int = 1, rounds: int = PAPER_ROUNDS,
-                        repeats: int = 1) -> dict[str, Any] | None:
+async def pairs_program(
+    comm, sizes: Sequence[int], npairs: int = 1, rounds: int = PAPER_ROUNDS, repeats: int = 1
+) -> dict[str, Any] | None:
     """Ranks 2i and 2i+1 (i < npairs) form a pair; 2i initiates. Each size is
     measured ``repeats`` times (a barrier and one untimed warm-up round trip before each: connections,
     congestion windows and pollers are awake when the clock starts). Returns, on initiators,

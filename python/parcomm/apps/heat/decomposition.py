@@ -62,8 +62,12 @@ class Decomposition:
     def neighbours(self, rank: int) -> dict[int, int]:
         """Direction (UP, DOWN, LEFT, RIGHT) -> neighbour rank, for those that exist."""
         i, j = self.coords(rank)
-        cand = {UP: self.rank_of(i - 1, j), DOWN: self.rank_of(i + 1, j),
-                LEFT: self.rank_of(i, j - 1), RIGHT: self.rank_of(i, j + 1)}
+        cand = {
+            UP: self.rank_of(i - 1, j),
+            DOWN: self.rank_of(i + 1, j),
+            LEFT: self.rank_of(i, j - 1),
+            RIGHT: self.rank_of(i, j + 1),
+        }
         return {d: r for d, r in cand.items() if r is not None}
 
     def block(self, rank: int) -> tuple[slice, slice]:
@@ -152,5 +156,9 @@ def placement_stats(decomp: Decomposition, hosts: list[int], groups: list[list[i
             per_seg[sb] += 2
         else:
             per_seg[sa] += 2
-    return {"messages_per_step": 2 * len(decomp.edges()), "crossing_router": crossing,
-            "busiest_segment_messages": max(per_seg), "segments_used": len(set(seg))}
+    return {
+        "messages_per_step": 2 * len(decomp.edges()),
+        "crossing_router": crossing,
+        "busiest_segment_messages": max(per_seg),
+        "segments_used": len(set(seg)),
+    }

@@ -58,8 +58,16 @@ from __future__ import annotations
 
 import numpy as np
 
-__all__ = ["BACKENDS", "FLOPS_PER_POINT", "RUST_KERNEL", "STABILITY_LIMIT", "StabilityError", "HeatKernel", "check_r",
-           "naive_step"]
+__all__ = [
+    "BACKENDS",
+    "FLOPS_PER_POINT",
+    "RUST_KERNEL",
+    "STABILITY_LIMIT",
+    "StabilityError",
+    "HeatKernel",
+    "check_r",
+    "naive_step",
+]
 
 try:  # the fused kernel of the compiled core (absent from an older build: numpy only)
     from ..._core import heat_update as _rust_update
@@ -109,15 +117,25 @@ class HeatKernel:
     The Rust path needs C-contiguous float64 arrays; other arrays take the
     numpy path."""
 
-    def __init__(self, shape: tuple[int, int], r: float, *, block_bytes: int = DEFAULT_BLOCK_BYTES,
-                 dtype=np.float64, backend: str = "auto"):
+    def __init__(
+        self,
+        shape: tuple[int, int],
+        r: float,
+        *,
+        block_bytes: int = DEFAULT_BLOCK_BYTES,
+        dtype=np.float64,
+        backend: str = "auto",
+    ):
         self.r = check_r(r)
         if backend not in BACKENDS:
             raise ValueError(f"unknown kernel backend {backend!r}; known: {', '.join(BACKENDS)}")
         if backend == "rust" and not RUST_KERNEL:
             raise ValueError("backend 'rust' needs parcomm._core.heat_update; rebuild with pip install -e .")
-        self.backend = "rust" if backend == "auto" and RUST_KERNEL and np.dtype(dtype) == np.float64 else (
-            "numpy" if backend == "auto" else backend)
+        self.backend = (
+            "rust"
+            if backend == "auto" and RUST_KERNEL and np.dtype(dtype) == np.float64
+            else ("numpy" if backend == "auto" else backend)
+        )
         self.c0 = 1.0 - 4.0 * self.r
         ny, nx = int(shape[0]), int(shape[1])
         if ny < 3 or nx < 3:
@@ -127,8 +145,9 @@ class HeatKernel:
         self.block_rows = max(1, int(block_bytes) // (8 * max(1, width)))
         self._scratch = np.empty((self.block_rows, width), dtype=dtype)
 
-    def update(self, u: np.ndarray, v: np.ndarray, rows: tuple[int, int] | None = None,
-               cols: tuple[int, int] | None = None) -> int:
+    def update(
+        self, u: np.ndarray, v: np.ndarray, rows: tuple[int, int] | None = None, cols: tuple[int, int] | None = None
+    ) -> int:
         """Write the new values of the points ``rows x cols`` (padded indices,
         half open; default: every interior point) into ``v``; returns the
         number of points updated.
@@ -148,8 +167,14 @@ class HeatKernel:
         j0, j1 = cols if cols is not None else (1, nx - 1)
         if i1 <= i0 or j1 <= j0:
             return 0
-        if (self.backend == "rust" and u.dtype == np.float64 and v.dtype == np.float64
-                and u.flags.c_contiguous and v.flags.c_contiguous and u.shape == v.shape == self.shape):
+        if (
+            self.backend == "rust"
+            and u.dtype == np.float64
+            and v.dtype == np.float64
+            and u.flags.c_contiguous
+            and v.flags.c_contiguous
+            and u.shape == v.shape == self.shape
+        ):
             return _rust_update(u, v, self.r, i0, i1, j0, j1)
         if (j0, j1) in ((1, nx - 1), (2, nx - 2)) and i1 - i0 > 1 and u.flags.c_contiguous and v.flags.c_contiguous:
             self._flat(u.reshape(-1), v.reshape(-1), i0 * nx + j0, (i1 - 1) * nx + j1)
@@ -167,9 +192,9 @@ class HeatKernel:
             b = min(a + step, stop)
             out = v[a:b]
             tmp = scratch[: b - a]
-            add(u[a - nx:b - nx], u[a + nx:b + nx], out=out)
-            add(out, u[a - 1:b - 1], out=out)
-            add(out, u[a + 1:b + 1], out=out)
+            add(u[a - nx : b - nx], u[a + nx : b + nx], out=out)
+            add(out, u[a - 1 : b - 1], out=out)
+            add(out, u[a + 1 : b + 1], out=out)
             mul(out, r, out=out)
             mul(u[a:b], c0, out=tmp)
             add(out, tmp, out=out)
@@ -181,9 +206,9 @@ class HeatKernel:
             b = min(a + br, i1)
             out = v[a:b, j0:j1]
             tmp = self._scratch[: b - a, : j1 - j0]
-            add(u[a - 1:b - 1, j0:j1], u[a + 1:b + 1, j0:j1], out=out)
-            add(out, u[a:b, j0 - 1:j1 - 1], out=out)
-            add(out, u[a:b, j0 + 1:j1 + 1], out=out)
+            add(u[a - 1 : b - 1, j0:j1], u[a + 1 : b + 1, j0:j1], out=out)
+            add(out, u[a:b, j0 - 1 : j1 - 1], out=out)
+            add(out, u[a:b, j0 + 1 : j1 + 1], out=out)
             mul(out, r, out=out)
             mul(u[a:b, j0:j1], c0, out=tmp)
             add(out, tmp, out=out)

@@ -108,10 +108,20 @@ def _put_halo(u: np.ndarray, d: int, values: np.ndarray) -> None:
 _OPPOSITE = {UP: DOWN, DOWN: UP, LEFT: RIGHT, RIGHT: LEFT}
 
 
-async def heat_program(comm, N: int, M: int, steps: int, r: float = 0.2, init: str = "patch",
-                       mflops: float | None = None, flops_per_point: int = FLOPS_PER_POINT,
-                       overlap: bool = True, gather: bool = False, trace: bool = False,
-                       kernel: str = "auto") -> dict[str, Any]:
+async def heat_program(
+    comm,
+    N: int,
+    M: int,
+    steps: int,
+    r: float = 0.2,
+    init: str = "patch",
+    mflops: float | None = None,
+    flops_per_point: int = FLOPS_PER_POINT,
+    overlap: bool = True,
+    gather: bool = False,
+    trace: bool = False,
+    kernel: str = "auto",
+) -> dict[str, Any]:
     """One task of the M x M decomposition (rank program, every backend).
 
     ``kernel`` picks the update (``auto``: the fused Rust kernel when built,
@@ -169,14 +179,24 @@ async def heat_program(comm, N: int, M: int, steps: int, r: float = 0.2, init: s
         if trace:
             ends.append(comm.wtime() - t0)
     elapsed = comm.wtime() - t0
-    out: dict[str, Any] = {"rank": me, "elapsed_s": elapsed, "compute_s": compute_s,
-                           "comm_s": elapsed - compute_s, "steps": steps, "kernel": k.backend}
+    out: dict[str, Any] = {
+        "rank": me,
+        "elapsed_s": elapsed,
+        "compute_s": compute_s,
+        "comm_s": elapsed - compute_s,
+        "steps": steps,
+        "kernel": k.backend,
+    }
     if trace:
         out["step_end_s"] = ends
     local = u[1:-1, 1:-1]
     if me != 0:
-        await comm.send((float(local.max()), local.copy() if gather else None), dest=0, tag=_RESULT_TAG,
-                        nbytes=8 + (local.nbytes if gather else 0))
+        await comm.send(
+            (float(local.max()), local.copy() if gather else None),
+            dest=0,
+            tag=_RESULT_TAG,
+            nbytes=8 + (local.nbytes if gather else 0),
+        )
         return out
     gmax = float(local.max())
     field = None

@@ -80,7 +80,7 @@ class Encoder:
         self.k = k
         self.lut = np.full(int(self.items[-1]) + 2 if self.m else 1, -1, dtype=np.int64)
         self.lut[self.items] = np.arange(self.m)
-        self.int_keys = self.m ** k < self.KEY_LIMIT if self.m else True
+        self.int_keys = self.m**k < self.KEY_LIMIT if self.m else True
         self.radix = np.array([self.m ** (k - 1 - j) for j in range(k)], dtype=np.int64) if self.int_keys else None
 
     def dense(self, rows: np.ndarray) -> np.ndarray:
@@ -140,7 +140,7 @@ def subsets(offsets: np.ndarray, items: np.ndarray, k: int, max_rows: int = MAX_
         per = max(1, max_rows // len(comb))
         cols = np.arange(l)
         for s in range(0, len(idx), per):
-            sel = idx[s:s + per]
+            sel = idx[s : s + per]
             yield items[offsets[sel][:, None] + cols], sel, comb
 
 
@@ -157,12 +157,18 @@ def use_table(enc: Encoder, n_keys: int, n_queries: int) -> bool:
     costs less than the searches would."""
     if not enc.int_keys:
         return False
-    size = enc.m ** enc.k
+    size = enc.m**enc.k
     return size <= LUT_LIMIT and size <= 4 * n_queries * max(1.0, math.log2(n_keys + 1))
 
 
-def candidate_subsets(offsets: np.ndarray, items: np.ndarray, enc: Encoder, cand_keys: np.ndarray,
-                      max_rows: int = MAX_ROWS, with_elems: bool = False) -> Iterator:
+def candidate_subsets(
+    offsets: np.ndarray,
+    items: np.ndarray,
+    enc: Encoder,
+    cand_keys: np.ndarray,
+    max_rows: int = MAX_ROWS,
+    with_elems: bool = False,
+) -> Iterator:
     """For each chunk, the indices (into the sorted candidates) of the
     k-subsets of the transactions (CSR of dense ids, from
     :meth:`Encoder.filter`) that are candidates, with repetition. With
@@ -174,7 +180,7 @@ def candidate_subsets(offsets: np.ndarray, items: np.ndarray, enc: Encoder, cand
         return
     lut = None
     if use_table(enc, len(cand_keys), n_subsets(offsets, enc.k)):  # direct table: key -> candidate index or -1
-        lut = np.full(enc.m ** enc.k, -1, dtype=np.int32)
+        lut = np.full(enc.m**enc.k, -1, dtype=np.int32)
         lut[cand_keys] = np.arange(len(cand_keys), dtype=np.int32)
     # every k-subset is a candidate (pass 2: C_2 is all pairs of L_1, and the
     # transactions hold only L_1 items): no need to test for hits
@@ -303,7 +309,9 @@ def count_pass1(tx: Transactions) -> np.ndarray:
 TRIM_LIMIT = 1 << 25  # keep at most this many hits of a pass for trimming
 
 
-def count_candidates(tx: Transactions, cand: np.ndarray, min_count: int | None = None) -> tuple[np.ndarray, Transactions | None]:
+def count_candidates(
+    tx: Transactions, cand: np.ndarray, min_count: int | None = None
+) -> tuple[np.ndarray, Transactions | None]:
     """Support counts of the candidate rows (sorted lexicographically), and,
     given ``min_count``, the transactions trimmed for the next pass (None
     when there were more than TRIM_LIMIT hits to remember)."""
@@ -441,10 +449,10 @@ class Bitmaps:
         keep_bm = []
         step = max(1, BITMAP_CHUNK // self.words)
         for s in range(0, len(cand), step):
-            bm = self.prev[parent[s:s + step]]
-            bm &= self.item_bm[last[s:s + step]]
+            bm = self.prev[parent[s : s + step]]
+            bm &= self.item_bm[last[s : s + step]]
             c = np.bitwise_count(bm).sum(axis=1, dtype=np.int64)
-            counts[s:s + step] = c
+            counts[s : s + step] = c
             keep_bm.append(bm[c >= min_count])
         self.prev = np.concatenate(keep_bm) if keep_bm else np.empty((0, self.words), np.uint64)
         return counts
@@ -466,8 +474,9 @@ def apriori(tx: Transactions, min_support: float, max_len: int | None = None) ->
     c1 = count_pass1(tx)
     large = np.nonzero(c1 >= res.min_count)[0]
     res.levels.append((large.reshape(-1, 1).astype(np.int64), c1[large]))
-    res.passes.append({"pass": 1, "candidates": int(np.count_nonzero(c1)), "large": len(large),
-                       "time_s": time.perf_counter() - t0})
+    res.passes.append(
+        {"pass": 1, "candidates": int(np.count_nonzero(c1)), "large": len(large), "time_s": time.perf_counter() - t0}
+    )
     work = tx  # trimmed by the passes counted horizontally
     bitmaps: Bitmaps | None = None
     k = 2
@@ -493,8 +502,9 @@ def apriori(tx: Transactions, min_support: float, max_len: int | None = None) ->
         res.levels.append((cand[keep], counts[keep]))
         if bitmaps is not None:
             bitmaps.prev_rows = res.levels[-1][0]
-        res.passes.append({"pass": k, "candidates": len(cand), "large": int(keep.sum()),
-                           "time_s": time.perf_counter() - t0})
+        res.passes.append(
+            {"pass": k, "candidates": len(cand), "large": int(keep.sum()), "time_s": time.perf_counter() - t0}
+        )
         k += 1
     if res.levels and not len(res.levels[-1][0]) and len(res.levels) > 1:
         res.levels.pop()

@@ -120,10 +120,21 @@ def _lex_sorted(rows: np.ndarray, counts: np.ndarray) -> tuple[np.ndarray, np.nd
     return rows[order], counts[order]
 
 
-async def hpa(comm: Any, path: str, min_support: float, *, block_bytes: int = 8192,
-              max_len: int | None = None, cost: CostModel | None = None, itemsets: str = "root",
-              weight: int = 1, payload: str = "itemsets", pace_s: float = 0.05,
-              cpu_scale: Any = None, wire: str = "itemsets") -> dict:
+async def hpa(
+    comm: Any,
+    path: str,
+    min_support: float,
+    *,
+    block_bytes: int = 8192,
+    max_len: int | None = None,
+    cost: CostModel | None = None,
+    itemsets: str = "root",
+    weight: int = 1,
+    payload: str = "itemsets",
+    pace_s: float = 0.05,
+    cpu_scale: Any = None,
+    wire: str = "itemsets",
+) -> dict:
     """Mine ``path`` (a Quest binary or text transactions file) with HPA.
     Returns this rank's per-pass figures and, on rank 0 (``itemsets="root"``)
     or every rank (``"all"``), the frequent itemsets as (rows, counts) per k.
@@ -209,9 +220,18 @@ async def hpa(comm: Any, path: str, min_support: float, *, block_bytes: int = 81
     mine = (big.reshape(-1, 1), sums[big], n_owned)
     rows, counts, ncand = await _broadcast_large(comm, mine, 1)
     levels.append((rows, counts))
-    passes.append({"pass": 1, "candidates": ncand, "owned_candidates": n_owned, "large": len(rows),
-                   "time_s": comm.wtime() - t0, "blocks_sent": 0, "bytes_sent": int(sum(nb) - nb[me]),
-                   "subsets": 0})
+    passes.append(
+        {
+            "pass": 1,
+            "candidates": ncand,
+            "owned_candidates": n_owned,
+            "large": len(rows),
+            "time_s": comm.wtime() - t0,
+            "blocks_sent": 0,
+            "bytes_sent": int(sum(nb) - nb[me]),
+            "subsets": 0,
+        }
+    )
 
     # ---- passes k >= 2
     base_cost = cost
@@ -239,12 +259,26 @@ async def hpa(comm: Any, path: str, min_support: float, *, block_bytes: int = 81
         scan_s = weight * (cost.per_transaction_s * len(work) + cost.per_item_s * len(work.items)) if cost else 0.0
         if payload == "counts":
             counts, hit_idx, hit_elems_l, nblocks, nbytes_sent, nsub, scan_end = await _count_pass_paced(
-                comm, k, cand, cown, mine_idx, enc, ckeys, foffs, fitems, per_block, itemsize, weight, cost,
-                scan_s, pace_s)
+                comm,
+                k,
+                cand,
+                cown,
+                mine_idx,
+                enc,
+                ckeys,
+                foffs,
+                fitems,
+                per_block,
+                itemsize,
+                weight,
+                cost,
+                scan_s,
+                pace_s,
+            )
         else:
             counts, hit_idx, hit_elems_l, nblocks, nbytes_sent, nsub, scan_end = await _count_pass_blocks(
-                comm, k, cand, cown, mine_idx, enc, ckeys, foffs, fitems, per_block, dtype, weight, cost, scan_s,
-                wire)
+                comm, k, cand, cown, mine_idx, enc, ckeys, foffs, fitems, per_block, dtype, weight, cost, scan_s, wire
+            )
         hit_elems_ = hit_elems_l
         big = counts >= minc
         mine = (cand[mine_idx[big]], counts[big], len(mine_idx))
@@ -259,17 +293,35 @@ async def hpa(comm: Any, path: str, min_support: float, *, block_bytes: int = 81
                 is_large[pos] = True
             ok = [hit_elems(e, is_large[i]) for i, e in zip(hit_idx, hit_elems_)]  # type: ignore[arg-type]
             work = trim(foffs, fitems, enc, np.concatenate(ok) if ok else np.empty((0, k), np.int64))
-        passes.append({"pass": k, "candidates": ncand, "owned_candidates": len(mine_idx), "large": len(rows),
-                       "time_s": comm.wtime() - t0, "blocks_sent": nblocks, "bytes_sent": nbytes_sent,
-                       "subsets": nsub, "start_s": t0, "flush_s": scan_end})
+        passes.append(
+            {
+                "pass": k,
+                "candidates": ncand,
+                "owned_candidates": len(mine_idx),
+                "large": len(rows),
+                "time_s": comm.wtime() - t0,
+                "blocks_sent": nblocks,
+                "bytes_sent": nbytes_sent,
+                "subsets": nsub,
+                "start_s": t0,
+                "flush_s": scan_end,
+            }
+        )
         k += 1
     if sim and me == 0 and snapshots[-1]["pass"] != k:
         snapshots.append(_snapshot_counters(comm, k))
     if len(levels) > 1 and not len(levels[-1][0]):
         levels.pop()
     want = itemsets == "all" or (itemsets == "root" and me == 0)
-    out_d = {"rank": me, "n_transactions": d_total, "local_transactions": len(tx) * weight, "min_count": minc,
-             "passes": passes, "time_s": comm.wtime() - t_begin, "levels": levels if want else None}
+    out_d = {
+        "rank": me,
+        "n_transactions": d_total,
+        "local_transactions": len(tx) * weight,
+        "min_count": minc,
+        "passes": passes,
+        "time_s": comm.wtime() - t_begin,
+        "levels": levels if want else None,
+    }
     if not sim:  # this process's CPU seconds since loading (polling included)
         out_d["process_cpu_s"] = time.process_time() - cpu_begin
     if snapshots:
@@ -311,12 +363,18 @@ def _prepare_pass(large: np.ndarray, k: int, p: int, shared: bool) -> tuple:
 def _snapshot_counters(comm: Any, k: int) -> dict:
     """Retransmission counters of every simulated host when rank 0 starts pass k."""
     h = comm._world.sim.counters()["hosts"]
-    return {"pass": k, "time_s": comm.wtime(), "bytes_retransmitted": list(h["bytes_retransmitted"]),
-            "timeouts": list(h["timeouts"]), "segments_retransmitted": list(h["segments_retransmitted"])}
+    return {
+        "pass": k,
+        "time_s": comm.wtime(),
+        "bytes_retransmitted": list(h["bytes_retransmitted"]),
+        "timeouts": list(h["timeouts"]),
+        "segments_retransmitted": list(h["segments_retransmitted"]),
+    }
 
 
-async def _count_pass_blocks(comm, k, cand, cown, mine_idx, enc, ckeys, foffs, fitems, per_block, dtype,
-                             weight, cost, scan_s, wire="itemsets"):
+async def _count_pass_blocks(
+    comm, k, cand, cown, mine_idx, enc, ckeys, foffs, fitems, per_block, dtype, weight, cost, scan_s, wire="itemsets"
+):
     """Pass k's counting with real itemsets in the blocks (every backend)."""
     p, me = comm.size, comm.rank
     counts = np.zeros(len(mine_idx), dtype=np.int64)
@@ -336,7 +394,7 @@ async def _count_pass_blocks(comm, k, cand, cown, mine_idx, enc, ckeys, foffs, f
     # positions are gathered and counted with one bincount per ~1M
     table = None
     if wire == "itemsets" and use_table(enc, len(my_keys), n_subsets(foffs, k)):
-        table = np.full(enc.m ** k, -1, dtype=np.int32)
+        table = np.full(enc.m**k, -1, dtype=np.int32)
         table[my_keys] = np.arange(len(my_keys), dtype=np.int32)
     got: list[np.ndarray] = []
     ngot = 0
@@ -364,11 +422,16 @@ async def _count_pass_blocks(comm, k, cand, cown, mine_idx, enc, ckeys, foffs, f
         nbytes_sent += nb
 
     def emit(d: int, last: bool) -> None:
-        arr = (np.concatenate(pending[d]) if pending[d] else
-               np.empty((0, k), dtype=dtype) if wire == "itemsets" else np.empty(0, dtype=np.int32))
+        arr = (
+            np.concatenate(pending[d])
+            if pending[d]
+            else np.empty((0, k), dtype=dtype)
+            if wire == "itemsets"
+            else np.empty(0, dtype=np.int32)
+        )
         pending[d], npend[d] = [], 0
         for s in range(0, max(len(arr), 1), per_block):
-            blk = arr[s:s + per_block]
+            blk = arr[s : s + per_block]
             fin = last and s + per_block >= len(arr)
             if not len(blk) and not fin:
                 continue
@@ -419,7 +482,7 @@ async def _count_pass_blocks(comm, k, cand, cown, mine_idx, enc, ckeys, foffs, f
                 arr = np.concatenate(pending[d])
                 pending[d], npend[d] = [arr[full:]], npend[d] - full
                 for s in range(0, full, per_block):
-                    send_block(d, arr[s:s + per_block], False)
+                    send_block(d, arr[s : s + per_block], False)
         while rreq is not None:
             done, msg = rreq.test()
             if not done:
@@ -443,8 +506,9 @@ async def _count_pass_blocks(comm, k, cand, cown, mine_idx, enc, ckeys, foffs, f
     return counts * weight, hit_idx, hit_elems, nblocks, nbytes_sent, nsub, scan_end
 
 
-async def _count_pass_paced(comm, k, cand, cown, mine_idx, enc, ckeys, foffs, fitems, per_block, itemsize,
-                            weight, cost, scan_s, pace_s):
+async def _count_pass_paced(
+    comm, k, cand, cown, mine_idx, enc, ckeys, foffs, fitems, per_block, itemsize, weight, cost, scan_s, pace_s
+):
     """Pass k's counting under the simulator with count-only blocks (see ``hpa``'s ``payload``)."""
     p, me = comm.size, comm.rank
     row_bytes = k * itemsize * weight
@@ -492,9 +556,11 @@ async def _count_pass_paced(comm, k, cand, cown, mine_idx, enc, ckeys, foffs, fi
         nbytes_sent += nb
 
     owners = cown
-    by_owner = np.argsort(owners.astype(np.int16), kind="stable")  # radix sort (p <= 32767)  # candidate indices grouped by owner, ascending within
+    by_owner = np.argsort(
+        owners.astype(np.int16), kind="stable"
+    )  # radix sort (p <= 32767)  # candidate indices grouped by owner, ascending within
     bounds = np.searchsorted(owners[by_owner], np.arange(p + 1))
-    mine_of = [by_owner[bounds[d]:bounds[d + 1]] for d in range(p)]
+    mine_of = [by_owner[bounds[d] : bounds[d + 1]] for d in range(p)]
     all_idx: list[np.ndarray] = []
     for idx, elems in candidate_subsets(foffs, fitems, enc, ckeys, with_elems="lazy"):
         nsub += len(idx) * weight
@@ -568,8 +634,9 @@ async def _broadcast_large(comm: Any, mine: tuple, k: int) -> tuple[np.ndarray, 
     return r, c, sum(g[2] for g in got)
 
 
-def work_profile(path: str, size: int, min_support: float, cost: CostModel, *, weight: int = 1,
-                 max_len: int | None = None) -> dict:
+def work_profile(
+    path: str, size: int, min_support: float, cost: CostModel, *, weight: int = 1, max_len: int | None = None
+) -> dict:
     """Each rank's CPU seconds per pass for its own scan under ``cost``
     (transactions, items, candidate subsets, candidate generation), computed
     serially with HPA's own steps (filter, candidate subsets, trimming with
@@ -639,13 +706,24 @@ def merge_result(results: list[dict]) -> dict:
     passes = []
     for i, ps in enumerate(r0["passes"]):
         rows = [r["passes"][i] for r in results]
-        passes.append({"pass": ps["pass"], "candidates": ps["candidates"], "large": ps["large"],
-                       "time_s": max(x["time_s"] for x in rows),
-                       "blocks_sent": sum(x["blocks_sent"] for x in rows),
-                       "bytes_sent": sum(x["bytes_sent"] for x in rows)})
-    return {"n_transactions": r0["n_transactions"], "min_count": r0["min_count"], "passes": passes,
-            "levels": r0["levels"], "time_s": max(r["time_s"] for r in results),
-            "process_cpu_s": sum(r.get("process_cpu_s", 0.0) for r in results)}
+        passes.append(
+            {
+                "pass": ps["pass"],
+                "candidates": ps["candidates"],
+                "large": ps["large"],
+                "time_s": max(x["time_s"] for x in rows),
+                "blocks_sent": sum(x["blocks_sent"] for x in rows),
+                "bytes_sent": sum(x["bytes_sent"] for x in rows),
+            }
+        )
+    return {
+        "n_transactions": r0["n_transactions"],
+        "min_count": r0["min_count"],
+        "passes": passes,
+        "levels": r0["levels"],
+        "time_s": max(r["time_s"] for r in results),
+        "process_cpu_s": sum(r.get("process_cpu_s", 0.0) for r in results),
+    }
 
 
 def levels_to_dict(levels) -> dict[tuple[int, ...], int]:
@@ -656,5 +734,13 @@ def levels_to_dict(levels) -> dict[tuple[int, ...], int]:
     return out
 
 
-__all__ = ["CostModel", "Transactions", "hpa", "merge_result", "levels_to_dict", "owner_of", "work_profile",
-           "spread_scales"]
+__all__ = [
+    "CostModel",
+    "Transactions",
+    "hpa",
+    "merge_result",
+    "levels_to_dict",
+    "owner_of",
+    "work_profile",
+    "spread_scales",
+]

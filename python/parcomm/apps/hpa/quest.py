@@ -97,7 +97,7 @@ class Transactions:
         return np.diff(self.offsets)
 
     def __getitem__(self, i: int) -> np.ndarray:
-        return self.items[self.offsets[i]:self.offsets[i + 1]]
+        return self.items[self.offsets[i] : self.offsets[i + 1]]
 
     def to_lists(self) -> list[list[int]]:
         return [self[i].tolist() for i in range(len(self))]
@@ -110,8 +110,8 @@ class Transactions:
         return normalize(lens, flat)
 
     def slice(self, start: int, stop: int) -> "Transactions":
-        o = self.offsets[start:stop + 1]
-        return Transactions(o - o[0], self.items[o[0]:o[-1]])
+        o = self.offsets[start : stop + 1]
+        return Transactions(o - o[0], self.items[o[0] : o[-1]])
 
 
 def normalize(lengths: np.ndarray, flat: np.ndarray) -> Transactions:
@@ -201,8 +201,7 @@ def _prepare(pats: Patterns) -> tuple[np.ndarray, np.ndarray, list[int], list[fl
         raise ValueError("a Quest pattern is empty")
     off = np.zeros(len(lens) + 1, dtype=np.int64)
     np.cumsum(lens, out=off[1:])
-    items = (np.concatenate(pats.items).astype(np.int64) if len(pats.items)
-             else np.empty(0, np.int64))
+    items = np.concatenate(pats.items).astype(np.int64) if len(pats.items) else np.empty(0, np.int64)
     return off, items, lens.tolist(), np.asarray(pats.corruption, dtype=np.float64).tolist()
 
 
@@ -217,6 +216,7 @@ def _prepare(pats: Patterns) -> tuple[np.ndarray, np.ndarray, list[int], list[fl
 # generator in exactly the state the sequence of permutation() calls would.
 # _emulation_ok() checks this against numpy once per process; if numpy ever
 # differs, the generator falls back to calling rng.permutation one by one.
+
 
 def _permutations_numpy(rng: np.random.Generator, ks: list[int]) -> np.ndarray:
     return np.concatenate([rng.permutation(k) for k in ks]).astype(np.int64)
@@ -303,7 +303,7 @@ def _permutations_emulated(rng: np.random.Generator, ks: list[int]) -> np.ndarra
     order = np.argsort(-k, kind="stable")
     ksorted = k[order]
     for i in range(int(ksorted[0]) - 1, 0, -1):
-        rows = order[:int(np.searchsorted(-ksorted, -i, side="left"))]
+        rows = order[: int(np.searchsorted(-ksorted, -i, side="left"))]
         j = vals[cstart[rows] + (k[rows] - 1 - i)]
         a = off[rows] + i
         b = off[rows] + j
@@ -331,8 +331,11 @@ def _emulation_ok() -> bool:
                     g.random(3)
                 want = np.concatenate([a.permutation(k) for k in ks])
                 got = _permutations_emulated(b, ks)
-                if not np.array_equal(want, got) or not np.array_equal(a.random(4), b.random(4)) \
-                        or not np.array_equal(a.permutation(5), b.permutation(5)):
+                if (
+                    not np.array_equal(want, got)
+                    or not np.array_equal(a.random(4), b.random(4))
+                    or not np.array_equal(a.permutation(5), b.permutation(5))
+                ):
                     ok = False
                     break
         except Exception:  # pragma: no cover - unexpected numpy internals
@@ -349,8 +352,9 @@ def _permutations(rng: np.random.Generator, ks: list[int]) -> np.ndarray:
     return _permutations_numpy(rng, ks)
 
 
-def _gen_chunk(p: QuestParams, pats: Patterns, cum: np.ndarray, chunk: int, n: int,
-               prep: tuple | None = None) -> tuple[np.ndarray, np.ndarray]:
+def _gen_chunk(
+    p: QuestParams, pats: Patterns, cum: np.ndarray, chunk: int, n: int, prep: tuple | None = None
+) -> tuple[np.ndarray, np.ndarray]:
     """Lengths and concatenated (sorted, unique) items of ``n`` transactions.
 
     Consumes the chunk's random stream exactly as the straightforward loop
@@ -546,15 +550,26 @@ def write_quest(path: str | os.PathLike, p: QuestParams, parts: int = 1) -> dict
                 if lo >= hi:
                     continue
                 i0, i1 = lo - first, hi - first
-                seg = flat[offs[i0]:offs[i1]]
-                body = b"".join((_CHUNK_HDR.pack(r, lo, i1 - i0, len(seg)), lens[i0:i1].astype("<u2").tobytes(),
-                                 seg.astype(dt).tobytes()))
+                seg = flat[offs[i0] : offs[i1]]
+                body = b"".join(
+                    (
+                        _CHUNK_HDR.pack(r, lo, i1 - i0, len(seg)),
+                        lens[i0:i1].astype("<u2").tobytes(),
+                        seg.astype(dt).tobytes(),
+                    )
+                )
                 f.write(body + _CRC.pack(zlib.crc32(body)))
             total_items += int(lens.sum())
             maxlen = max(maxlen, int(lens.max()) if len(lens) else 0)
     os.replace(tmp, path)
-    return {"transactions": p.transactions, "items_total": total_items, "parts": parts,
-            "avg_len": total_items / max(1, p.transactions), "max_len": maxlen, "bytes": os.path.getsize(path)}
+    return {
+        "transactions": p.transactions,
+        "items_total": total_items,
+        "parts": parts,
+        "avg_len": total_items / max(1, p.transactions),
+        "max_len": maxlen,
+        "bytes": os.path.getsize(path),
+    }
 
 
 def _read_header(f, path) -> tuple[int, int, int, int, dict]:
@@ -563,12 +578,17 @@ def _read_header(f, path) -> tuple[int, int, int, int, dict]:
         raise TransactionFileError(f"{path}: truncated header")
     magic, d, n, parts, itemsize, mlen = _HEADER.unpack(raw)
     if magic == _MAGIC_V1:
-        raise TransactionFileError(f"{path}: written by an older parcomm (format 1, without checksums); "
-                                   "regenerate it with `parcomm mine gen`")
+        raise TransactionFileError(
+            f"{path}: written by an older parcomm (format 1, without checksums); regenerate it with `parcomm mine gen`"
+        )
     if magic != MAGIC:
         raise TransactionFileError(f"{path}: not a parcomm Quest file (bad magic)")
-    for name, value, lo, hi in (("transactions", d, 0, MAX_TRANSACTIONS), ("items", n, 1, MAX_ITEMS),
-                                ("parts", parts, 1, MAX_PARTS), ("metadata length", mlen, 0, _MAX_META)):
+    for name, value, lo, hi in (
+        ("transactions", d, 0, MAX_TRANSACTIONS),
+        ("items", n, 1, MAX_ITEMS),
+        ("parts", parts, 1, MAX_PARTS),
+        ("metadata length", mlen, 0, _MAX_META),
+    ):
         if not lo <= value <= hi:
             raise TransactionFileError(f"{path}: header field {name} = {value} is outside {lo}..{hi}")
     if itemsize not in (2, 4) or (itemsize == 2 and n > 65536):
@@ -633,12 +653,15 @@ def read_quest(path: str | os.PathLike, rank: int = 0, size: int = 1) -> Transac
                 raise TransactionFileError(f"{path}: truncated {where}")
             part, first, ntx, nitems = _CHUNK_HDR.unpack(raw)
             if first != expect or not 1 <= ntx <= CHUNK or first + ntx > d or part >= parts:
-                raise TransactionFileError(f"{path}: {where}: header (part {part}, transactions {first}+{ntx}) "
-                                           f"does not continue the file (next transaction {expect} of {d})")
+                raise TransactionFileError(
+                    f"{path}: {where}: header (part {part}, transactions {first}+{ntx}) "
+                    f"does not continue the file (next transaction {expect} of {d})"
+                )
             p0, p1 = part_bounds(d, parts, part)
             if not p0 <= first < first + ntx <= p1 or nitems > ntx * MAX_TRANSACTION_LEN:
-                raise TransactionFileError(f"{path}: {where}: header (part {part}, {ntx} transactions, "
-                                           f"{nitems} items) is inconsistent")
+                raise TransactionFileError(
+                    f"{path}: {where}: header (part {part}, {ntx} transactions, {nitems} items) is inconsistent"
+                )
             body = ntx * 2 + nitems * itemsize
             if at + _CHUNK_HDR.size + body + _CRC.size > file_size:
                 raise TransactionFileError(f"{path}: truncated {where} (transactions {first}..{first + ntx})")
@@ -655,7 +678,7 @@ def read_quest(path: str | os.PathLike, rank: int = 0, size: int = 1) -> Transac
             offs = _check_chunk(path, where, lens, items, n)
             i0, i1 = max(a, first) - first, min(b, first + ntx) - first
             lens_l.append(lens[i0:i1])
-            items_l.append(items[offs[i0]:offs[i1]])
+            items_l.append(items[offs[i0] : offs[i1]])
         if expect != d:
             raise TransactionFileError(f"{path}: truncated: chunks cover transactions 0..{expect} of {d}")
     lengths = np.concatenate(lens_l) if lens_l else np.empty(0, np.int64)
@@ -678,15 +701,16 @@ def read_text(path: str | os.PathLike) -> Transactions:
                 continue
             for tok in s:
                 if not (tok.isdigit() and tok.isascii()):
-                    raise TransactionFileError(
-                        f"{path}:{lineno}: {tok!r} is not a non-negative integer item id")
+                    raise TransactionFileError(f"{path}:{lineno}: {tok!r} is not a non-negative integer item id")
                 if len(tok) > 9 or int(tok) >= MAX_ITEMS:
-                    raise TransactionFileError(f"{path}:{lineno}: item id {tok[:20]} is too large "
-                                               f"(item ids are below {MAX_ITEMS})")
+                    raise TransactionFileError(
+                        f"{path}:{lineno}: item id {tok[:20]} is too large (item ids are below {MAX_ITEMS})"
+                    )
                 flat.append(int(tok))
             if len(s) > MAX_TRANSACTION_LEN:
-                raise TransactionFileError(f"{path}:{lineno}: {len(s)} items in one transaction, "
-                                           f"at most {MAX_TRANSACTION_LEN}")
+                raise TransactionFileError(
+                    f"{path}:{lineno}: {len(s)} items in one transaction, at most {MAX_TRANSACTION_LEN}"
+                )
             lens.append(len(s))
     return normalize(np.array(lens, dtype=np.int64), np.array(flat, dtype=np.int64))
 
@@ -698,9 +722,9 @@ def write_text(path: str | os.PathLike, tx: Transactions) -> None:
     with open(path, "w") as f:
         for start in range(0, n, step):  # convert in blocks: one tolist() per block, not per row
             stop = min(n, start + step)
-            offs = (tx.offsets[start:stop + 1] - tx.offsets[start]).tolist()
-            items = tx.items[tx.offsets[start]:tx.offsets[stop]].tolist()
-            f.write("".join([" ".join(map(str, items[offs[i]:offs[i + 1]])) + "\n" for i in range(stop - start)]))
+            offs = (tx.offsets[start : stop + 1] - tx.offsets[start]).tolist()
+            items = tx.items[tx.offsets[start] : tx.offsets[stop]].tolist()
+            f.write("".join([" ".join(map(str, items[offs[i] : offs[i + 1]])) + "\n" for i in range(stop - start)]))
 
 
 def is_quest_file(path: str | os.PathLike) -> bool:

@@ -196,7 +196,13 @@ def _evaluator(tree: Tree, convention: str, rate_bps: float | None, serializatio
         return prep, lambda s: prep.evaluate(s, convention)
 
     def full(s: Iterable[int]) -> tuple[float, float, float, float]:
-        r = analyze(tree, convention=convention, repair=[prep.names[i] for i in s], rate_bps=prep.rate, serialization=serialization)
+        r = analyze(
+            tree,
+            convention=convention,
+            repair=[prep.names[i] for i in s],
+            rate_bps=prep.rate,
+            serialization=serialization,
+        )
         return r.mean_delay_s, r.max_delay_s, r.buffer_total_bytes, r.buffer_max_bytes
 
     return prep, full
@@ -207,8 +213,14 @@ def _placement(prep: _Prepared, s: Iterable[int], vals, method: str, convention:
     return Placement(routers, vals[0], vals[1], vals[2], vals[3], method, convention)
 
 
-def evaluate(tree: Tree | Mapping, routers: Iterable[str], *, convention: str = "route",
-             rate_bps: float | None = None, serialization: bool = False) -> Placement:
+def evaluate(
+    tree: Tree | Mapping,
+    routers: Iterable[str],
+    *,
+    convention: str = "route",
+    rate_bps: float | None = None,
+    serialization: bool = False,
+) -> Placement:
     """The mean delay and buffers when exactly ``routers`` repair."""
     t = validate(tree)
     prep, ev = _evaluator(t, convention, rate_bps, serialization)
@@ -219,10 +231,17 @@ def evaluate(tree: Tree | Mapping, routers: Iterable[str], *, convention: str = 
 # ---------------------------------------------------------------- methods
 
 
-def exhaustive(tree: Tree | Mapping, *, routers: int | None = None, buffer_bytes: float | None = None,
-               convention: str = "route", candidates: Iterable[str] | None = None,
-               rate_bps: float | None = None, serialization: bool = False,
-               limit: int = EXHAUSTIVE_LIMIT) -> list[Placement]:
+def exhaustive(
+    tree: Tree | Mapping,
+    *,
+    routers: int | None = None,
+    buffer_bytes: float | None = None,
+    convention: str = "route",
+    candidates: Iterable[str] | None = None,
+    rate_bps: float | None = None,
+    serialization: bool = False,
+    limit: int = EXHAUSTIVE_LIMIT,
+) -> list[Placement]:
     """Best placement for every size k = 0..min(routers, R) by enumeration
     (index k of the result; with ``buffer_bytes``, only placements within the
     budget count and sizes with none are left out)."""
@@ -232,7 +251,9 @@ def exhaustive(tree: Tree | Mapping, *, routers: int | None = None, buffer_bytes
     kmax = len(cands) if routers is None else min(routers, len(cands))
     count = sum(math.comb(len(cands), k) for k in range(kmax + 1))
     if count > limit:
-        raise ValueError(f"exhaustive search over {count} placements exceeds the limit of {limit}; use method 'dp' or 'greedy'")
+        raise ValueError(
+            f"exhaustive search over {count} placements exceeds the limit of {limit}; use method 'dp' or 'greedy'"
+        )
     best: list[Placement] = []
     for k in range(kmax + 1):
         top = None
@@ -248,10 +269,17 @@ def exhaustive(tree: Tree | Mapping, *, routers: int | None = None, buffer_bytes
     return best
 
 
-def greedy(tree: Tree | Mapping, *, routers: int | None = None, buffer_bytes: float | None = None,
-           convention: str = "route", candidates: Iterable[str] | None = None,
-           rate_bps: float | None = None, serialization: bool = False,
-           rank: str = "gain") -> list[Placement]:
+def greedy(
+    tree: Tree | Mapping,
+    *,
+    routers: int | None = None,
+    buffer_bytes: float | None = None,
+    convention: str = "route",
+    candidates: Iterable[str] | None = None,
+    rate_bps: float | None = None,
+    serialization: bool = False,
+    rank: str = "gain",
+) -> list[Placement]:
     """The greedy chain k = 0, 1, ...: each step adds the router that lowers
     the mean delay most (``rank="gain"``; ties: smaller buffer, then
     preorder) or most per byte of added buffer (``rank="ratio"``), among
@@ -267,8 +295,9 @@ def greedy(tree: Tree | Mapping, *, routers: int | None = None, buffer_bytes: fl
     return [_placement(prep, order[:k], ev(order[:k]), f"greedy-{rank}", convention) for k in range(len(order) + 1)]
 
 
-def _greedy_order(prep: _Prepared, ev, convention: str, candidates, routers, buffer_bytes, rank: str,
-                  start: Sequence[int] = ()) -> list[int]:
+def _greedy_order(
+    prep: _Prepared, ev, convention: str, candidates, routers, buffer_bytes, rank: str, start: Sequence[int] = ()
+) -> list[int]:
     if rank not in ("gain", "ratio"):
         raise ValueError(f"rank = {rank!r}: must be 'gain' or 'ratio'")
     cands = _candidates(prep, candidates)
@@ -430,9 +459,15 @@ class _RouteChain:
         return order
 
 
-def optimal_dp(tree: Tree | Mapping, *, routers: int | None = None, candidates: Iterable[str] | None = None,
-               rate_bps: float | None = None, serialization: bool = False,
-               ks: Iterable[int] | None = None) -> list[Placement]:
+def optimal_dp(
+    tree: Tree | Mapping,
+    *,
+    routers: int | None = None,
+    candidates: Iterable[str] | None = None,
+    rate_bps: float | None = None,
+    serialization: bool = False,
+    ks: Iterable[int] | None = None,
+) -> list[Placement]:
     """Exact optimum of the "route" mean delay for every k = 0..min(routers, R)
     (or only the sizes in ``ks``), by dynamic programming on the tree."""
     import numpy as np
@@ -471,11 +506,11 @@ def optimal_dp(tree: Tree | Mapping, *, routers: int | None = None, candidates: 
             arg = np.zeros((acc.shape[0], width), dtype=np.int32)
             for x in range(min(b.shape[1], width)):
                 m = min(acc.shape[1], width - x)
-                cand = acc[:, :m] + b[:, x:x + 1]
-                cur = out[:, x:x + m]
+                cand = acc[:, :m] + b[:, x : x + 1]
+                cur = out[:, x : x + m]
                 better = cand < cur
                 cur[better] = cand[better]
-                arg[:, x:x + m][better] = x
+                arg[:, x : x + m][better] = x
             acc = out
             args.append(arg)
         return acc, args
@@ -490,14 +525,14 @@ def optimal_dp(tree: Tree | Mapping, *, routers: int | None = None, candidates: 
         kids = prep.children[v]
         nr, nr_args = merge([F[c][:rows] for c in kids])
         if is_cand[v]:
-            rp, rp_args = merge([F[c][rows:rows + 1] for c in kids])
+            rp, rp_args = merge([F[c][rows : rows + 1] for c in kids])
             width = min(max(nr.shape[1], rp.shape[1] + 1), kmax + 1)
             out = np.full((rows, width), INF)
-            out[:, :nr.shape[1]] = nr[:, :width]
+            out[:, : nr.shape[1]] = nr[:, :width]
             rep = np.full((rows, width), INF)
             wv = prep.below[v]
             m = min(rp.shape[1], width - 1)
-            rep[:, 1:1 + m] = wv * cost(anc[v], v)[:, None] + rp[:, :m]
+            rep[:, 1 : 1 + m] = wv * cost(anc[v], v)[:, None] + rp[:, :m]
             choice = rep < out
             out[choice] = rep[choice]
             memo[v] = (nr_args, rp_args, choice)
@@ -565,12 +600,19 @@ def _method(tree: Tree, convention: str, method: str, candidates) -> str:
     if convention == "route":
         return "dp"
     r = len(tree.routers) if candidates is None else len(set(candidates))
-    return "exhaustive" if 2 ** r <= EXHAUSTIVE_LIMIT else "greedy"
+    return "exhaustive" if 2**r <= EXHAUSTIVE_LIMIT else "greedy"
 
 
-def tradeoff(tree: Tree | Mapping, *, convention: str = "route", method: str = "auto",
-             candidates: Iterable[str] | None = None, rate_bps: float | None = None,
-             serialization: bool = False, ks: Iterable[int] | None = None) -> list[Placement]:
+def tradeoff(
+    tree: Tree | Mapping,
+    *,
+    convention: str = "route",
+    method: str = "auto",
+    candidates: Iterable[str] | None = None,
+    rate_bps: float | None = None,
+    serialization: bool = False,
+    ks: Iterable[int] | None = None,
+) -> list[Placement]:
     """The delay/buffer trade-off: the best placement found for each k = 0..R
     (or the sizes in ``ks``; with "dp" and more than 127 candidates, 128
     sizes spread over 0..R by default)."""
@@ -587,9 +629,17 @@ def tradeoff(tree: Tree | Mapping, *, convention: str = "route", method: str = "
     return curve
 
 
-def place(tree: Tree | Mapping, *, routers: int | None = None, buffer_bytes: float | None = None,
-          convention: str = "route", method: str = "auto", candidates: Iterable[str] | None = None,
-          rate_bps: float | None = None, serialization: bool = False) -> Placement:
+def place(
+    tree: Tree | Mapping,
+    *,
+    routers: int | None = None,
+    buffer_bytes: float | None = None,
+    convention: str = "route",
+    method: str = "auto",
+    candidates: Iterable[str] | None = None,
+    rate_bps: float | None = None,
+    serialization: bool = False,
+) -> Placement:
     """The placement with the lowest mean delay using at most ``routers``
     repair routers, or at most ``buffer_bytes`` of system-wide buffer
     (ties: the smaller buffer, then fewer routers)."""
@@ -606,8 +656,9 @@ def place(tree: Tree | Mapping, *, routers: int | None = None, buffer_bytes: flo
     prep, ev = _evaluator(t, convention, rate_bps, serialization)
     base = ev([])
     if buffer_bytes is not None and base[2] > buffer_bytes * (1 + 1e-12):
-        raise ValueError(f"no placement fits a buffer of {buffer_bytes / 1e6:.3f} MB: "
-                         f"the source alone needs {base[2] / 1e6:.3f} MB")
+        raise ValueError(
+            f"no placement fits a buffer of {buffer_bytes / 1e6:.3f} MB: the source alone needs {base[2] / 1e6:.3f} MB"
+        )
     pool: list[Placement]
     if m == "exhaustive":
         pool = exhaustive(t, routers=routers, buffer_bytes=buffer_bytes, convention=convention, **kw)

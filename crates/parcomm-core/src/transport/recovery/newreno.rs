@@ -15,10 +15,7 @@ pub struct NewRenoRecovery {
 
 impl NewRenoRecovery {
     pub fn new(dupack_threshold: u64) -> Self {
-        NewRenoRecovery {
-            dupack_threshold,
-            ep: Episode::default(),
-        }
+        NewRenoRecovery { dupack_threshold, ep: Episode::default() }
     }
 }
 
