@@ -99,17 +99,18 @@ _COMMON: dict[str, _Option] = {
     "name": ("name", _text),
 }
 
+#: Options every switched Ethernet builder takes (star, opteron, fattree, leafspine).
+_SWITCHED: dict[str, _Option] = {
+    "rate": ("rate_bps", parse_rate),
+    "buffer": ("buffer", _buffer_bytes),
+    "fc": ("flow_control", parse_bool),
+    "flow_control": ("flow_control", parse_bool),
+    "prop": ("propagation_s", parse_duration),
+    "latency": ("switch_latency_s", parse_duration),
+}
+
 _OPTIONS: dict[str, dict[str, _Option]] = {
-    "star": {
-        "rate": ("rate_bps", parse_rate),
-        "buffer": ("buffer", _buffer_bytes),
-        "fc": ("flow_control", parse_bool),
-        "flow_control": ("flow_control", parse_bool),
-        "prop": ("propagation_s", parse_duration),
-        "latency": ("switch_latency_s", parse_duration),
-        "loss": ("loss", _number),
-        "framing": ("framing", _framing),
-    },
+    "star": {**_SWITCHED, "loss": ("loss", _number), "framing": ("framing", _framing)},
     "atm": {
         "rate": ("rate_bps", parse_rate),
         "buffer": ("buffer_cells", _buffer_cells),
@@ -119,31 +120,9 @@ _OPTIONS: dict[str, dict[str, _Option]] = {
         "latency": ("switch_latency_s", parse_duration),
         "prop": ("propagation_s", parse_duration),
     },
-    "opteron": {
-        "rate": ("rate_bps", parse_rate),
-        "buffer": ("buffer", _buffer_bytes),
-        "fc": ("flow_control", parse_bool),
-        "flow_control": ("flow_control", parse_bool),
-        "latency": ("switch_latency_s", parse_duration),
-        "prop": ("propagation_s", parse_duration),
-    },
-    "fattree": {
-        "rate": ("rate_bps", parse_rate),
-        "buffer": ("buffer", _buffer_bytes),
-        "fc": ("flow_control", parse_bool),
-        "flow_control": ("flow_control", parse_bool),
-        "prop": ("propagation_s", parse_duration),
-        "latency": ("switch_latency_s", parse_duration),
-    },
-    "leafspine": {
-        "rate": ("rate_bps", parse_rate),
-        "uplink": ("uplink_bps", parse_rate),
-        "buffer": ("buffer", _buffer_bytes),
-        "fc": ("flow_control", parse_bool),
-        "flow_control": ("flow_control", parse_bool),
-        "prop": ("propagation_s", parse_duration),
-        "latency": ("switch_latency_s", parse_duration),
-    },
+    "opteron": _SWITCHED,
+    "fattree": _SWITCHED,
+    "leafspine": {**_SWITCHED, "uplink": ("uplink_bps", parse_rate)},
     "segments": {
         "rate": ("rate_bps", parse_rate),
         "hosts": ("n_hosts", parse_count),
