@@ -17,6 +17,7 @@ from dataclasses import replace
 import pytest
 from parcomm.apps.bcast import manifest as mf
 from parcomm.apps.bcast import rendezvous as rv
+from parcomm.apps.bcast.links import Link, Listener, connect_link
 from parcomm.apps.bcast.output import OutputError, OutputWriter, partial_path, remove_stale_partials
 from parcomm.apps.bcast.proxy import PacingProxy, parse_profile, parse_rate, rate_sampler
 from parcomm.apps.bcast.s3 import (
@@ -37,13 +38,12 @@ from parcomm.apps.bcast.wire import (
     Hello,
     Record,
     WireError,
-    connect_peer,
     decode_body,
     encode_record,
     read_record,
-    serve_peers,
 )
 from parcomm.auth import GREETING_SIZE, JobKey
+from parcomm.auth.sockets import recv_exact
 
 # Bounded-time checks count attempts; this only catches a hang (tests check
 # behaviour, not speed: the machine may be loaded).
@@ -538,82 +538,135 @@ def _run(coro, timeout: float = 15.0):
     return asyncio.run(asyncio.wait_for(coro, timeout))
 
 
-def test_peer_connection_and_handshake():
+def _listening() -> socket.socket:
+    sock = socket.socket()
+    sock.bind(("127.0.0.1", 0))
+    sock.listen(16)
+    return sock
+
+
+def _recv_record(link: Link) -> Record | None:
+    head = link.recv_head()
+    if head is None:
+        return None
+    type_code, fields, payload_len = head
+    return Record(type_code, fields, None if payload_len is None else link.recv_payload(payload_len))
+
+
+def test_peer_link_and_handshake():
     hello = Hello(rank=0, etag="abc", size=10_000, piece_size=4096)
+    received: list[Record | None] = []
+    refused: list[str] = []
+    served = threading.Event()
 
-    async def scenario():
-        received: list[Record | None] = []
-        refused: list[str] = []
+    def on_link(link: Link) -> None:
+        if link.rank != 1:  # rank 3 below: this side accepts, the connecting side refuses
+            link.close()
+            return
+        received.append(_recv_record(link))
+        link.send_record(Record(2, (link.rank,), b"ok"))
+        received.append(_recv_record(link))
+        link.close()
+        served.set()
 
-        async def on_peer(conn):
-            if conn.rank != 1:  # rank 3 below: this side accepts, the connecting side refuses
-                await conn.close()
-                return
-            received.append(await conn.recv(timeout=5))
-            await conn.send(Record(2, (conn.rank,), b"ok"))
-            received.append(await conn.recv(timeout=5))
-            await conn.close()
-
-        server = await serve_peers(hello, 4096, on_peer, KEY, on_refused=refused.append)
-        port = server.sockets[0].getsockname()[1]
-        conn = await connect_peer("127.0.0.1", port, replace(hello, rank=1), 4096, KEY, expect_rank=0)
-        await conn.send(Record(1, (9,), b"p" * 4096))
-        assert await conn.recv(timeout=5) == Record(2, (1,), b"ok")
-        await conn.close()
+    sock = _listening()
+    port = sock.getsockname()[1]
+    listener = Listener(sock, hello, 4096, KEY, on_link, on_refused=refused.append)
+    try:
+        link = connect_link("127.0.0.1", port, replace(hello, rank=1), 4096, KEY, expect_rank=0)
+        link.send_record(Record(1, (9,), b"p" * 4096))
+        assert _recv_record(link) == Record(2, (1,), b"ok")
+        link.close()
+        assert served.wait(HANG_GUARD_S)
         for other, why in [
             (replace(hello, rank=2, etag="other"), "etag"),
             (replace(hello, rank=2, version=2), "protocol version"),
             (replace(hello, rank=0), "same rank"),
         ]:
             with pytest.raises(HandshakeError, match=why):
-                await connect_peer("127.0.0.1", port, other, 4096, KEY)
+                connect_link("127.0.0.1", port, other, 4096, KEY)
         with pytest.raises(HandshakeError, match="expected 5"):
-            await connect_peer("127.0.0.1", port, replace(hello, rank=3), 4096, KEY, expect_rank=5)
+            connect_link("127.0.0.1", port, replace(hello, rank=3), 4096, KEY, expect_rank=5)
         # Something that is not a parcomm node: it gets our random greeting, then is dropped; it
         # never sees the Hello (ETag, size, piece size).
-        reader, writer = await asyncio.open_connection("127.0.0.1", port)
-        writer.write(b"GET / HTTP/1.1\r\n\r\n" + b"\0" * 64)
-        seen = await asyncio.wait_for(reader.read(), 5)
+        with socket.create_connection(("127.0.0.1", port), timeout=5) as raw:
+            seen = recv_exact(raw, GREETING_SIZE)  # the listener speaks first
+            raw.sendall(b"GET / HTTP/1.1\r\n\r\n" + b"\0" * 64)
+            try:
+                while chunk := raw.recv(4096):
+                    seen += chunk
+            except ConnectionResetError:
+                pass  # dropped with our bytes unread: a reset instead of an orderly close
         assert len(seen) == GREETING_SIZE and b"abc" not in seen
-        writer.close()
         # A parcomm node of another job (another key) is refused before any Hello.
         with pytest.raises(HandshakeError, match="not a member of this job"):
-            await connect_peer("127.0.0.1", port, replace(hello, rank=2), 4096, JobKey.generate())
-        await asyncio.sleep(0.05)
-        server.close()
-        await server.wait_closed()
-        return received, refused
-
-    received, refused = _run(scenario())
+            connect_link("127.0.0.1", port, replace(hello, rank=2), 4096, JobKey.generate())
+        deadline = time.monotonic() + HANG_GUARD_S
+        while len(refused) < 3 and time.monotonic() < deadline:
+            time.sleep(0.01)
+    finally:
+        listener.stop()
+        sock.close()
     assert received == [Record(1, (9,), b"p" * 4096), None]
     assert len(refused) == 3  # the members of other broadcasts; outsiders never reach the Hello
 
 
-def test_peer_connection_refuses_oversized_frames():
+def test_peer_link_refuses_oversized_frames():
     hello = Hello(rank=0, etag="e", size=1, piece_size=1024)
+    outcome: list[BaseException] = []
+    done = threading.Event()
 
-    async def scenario():
-        outcome: list[BaseException] = []
+    def on_link(link: Link) -> None:
+        try:
+            link.recv_head()
+        except WireError as exc:
+            outcome.append(exc)
+        link.close()
+        done.set()
 
-        async def on_peer(conn):
-            try:
-                await conn.recv(timeout=5)
-            except WireError as exc:
-                outcome.append(exc)
-            await conn.close()
-
-        server = await serve_peers(hello, 1024, on_peer, KEY)
-        port = server.sockets[0].getsockname()[1]
-        conn = await connect_peer("127.0.0.1", port, replace(hello, rank=1), 1 << 20, KEY)  # a misconfigured sender
-        await conn.send(Record(1, (), b"x" * 100_000))
-        await asyncio.sleep(0.2)
-        await conn.close()
-        server.close()
-        await server.wait_closed()
-        return outcome
-
-    outcome = _run(scenario())
+    sock = _listening()
+    listener = Listener(sock, hello, 1024, KEY, on_link)
+    try:
+        # A misconfigured sender: its own limit allows what ours refuses.
+        link = connect_link("127.0.0.1", sock.getsockname()[1], replace(hello, rank=1), 1 << 20, KEY)
+        link.send_record(Record(1, (), b"x" * 100_000))
+        assert done.wait(HANG_GUARD_S)
+        link.close()
+    finally:
+        listener.stop()
+        sock.close()
     assert len(outcome) == 1 and isinstance(outcome[0], FrameTooLarge)
+
+
+def test_peer_link_moves_payloads_from_files_and_buffers(tmp_path):
+    """sendfile from a file and sendall from a buffer both arrive as one frame each."""
+    hello = Hello(rank=0, etag="e", size=1 << 20, piece_size=1 << 20)
+    blob = _blob(1 << 20, 3)
+    path = tmp_path / "blob"
+    path.write_bytes(blob)
+    got: list[Record | None] = []
+    done = threading.Event()
+
+    def on_link(link: Link) -> None:
+        got.extend(_recv_record(link) for _ in range(3))
+        done.set()
+
+    sock = _listening()
+    listener = Listener(sock, hello, 1 << 20, KEY, on_link)
+    try:
+        link = connect_link("127.0.0.1", sock.getsockname()[1], replace(hello, rank=1), 1 << 20, KEY)
+        fd = os.open(path, os.O_RDONLY)
+        try:
+            link.send_file(4, (7,), fd, 1000, 5000)
+        finally:
+            os.close(fd)
+        link.send_view(4, (8,), memoryview(blob)[10:20])
+        link.close()
+        assert done.wait(HANG_GUARD_S)
+    finally:
+        listener.stop()
+        sock.close()
+    assert got == [Record(4, (7,), blob[1000:6000]), Record(4, (8,), blob[10:20]), None]
 
 
 # -- rendezvous ---------------------------------------------------------------------------
@@ -691,26 +744,22 @@ def test_local_sockets_carry_peer_traffic():
     table = rv.local_table(socks)
     assert len({port for _, port in table}) == 4 and all(h == "127.0.0.1" for h, _ in table)
     hello = Hello(rank=0, etag="e", size=8, piece_size=8)
+    got: list[int] = []
 
-    async def scenario():
-        got: list[int] = []
+    def on_link(link: Link) -> None:
+        got.append(link.rank)
+        link.close()
 
-        async def on_peer(conn):
-            got.append(conn.rank)
-            await conn.close()
-
-        servers = [await serve_peers(replace(hello, rank=r), 8, on_peer, KEY, sock=s) for r, s in enumerate(socks)]
-        for r, (host, port) in enumerate(table):
-            conn = await connect_peer(host, port, replace(hello, rank=(r + 1) % 4), 8, KEY, expect_rank=r)
-            await conn.close()
-        await asyncio.sleep(0.05)
-        for server in servers:
-            server.close()
-            await server.wait_closed()
-        return sorted(got)
-
+    listeners = [Listener(s, replace(hello, rank=r), 8, KEY, on_link) for r, s in enumerate(socks)]
     try:
-        assert _run(scenario()) == [0, 1, 2, 3]
+        for r, (host, port) in enumerate(table):
+            connect_link(host, port, replace(hello, rank=(r + 1) % 4), 8, KEY, expect_rank=r).close()
+        deadline = time.monotonic() + HANG_GUARD_S
+        while len(got) < 4 and time.monotonic() < deadline:
+            time.sleep(0.01)
+        assert sorted(got) == [0, 1, 2, 3]
     finally:
+        for listener in listeners:
+            listener.stop()
         for s in socks:
             s.close()

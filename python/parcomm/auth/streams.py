@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import threading
 
 from .handshake import GREETING_SIZE, PROOF_SIZE, AuthError, Handshake
 from .keys import JobKey
@@ -65,20 +66,26 @@ class Gate:
         self.limit = limit
         self.pending = 0
         self.refused = 0
+        self._lock = threading.Lock()  # threaded listeners share a gate too
 
     def enter(self) -> bool:
-        if self.pending >= self.limit:
+        with self._lock:
+            full = self.pending >= self.limit
+            if not full:
+                self.pending += 1
+        if full:
             self.refuse(None, f"more than {self.limit} connections authenticating at once")
-            return False
-        self.pending += 1
-        return True
+        return not full
 
     def leave(self) -> None:
-        self.pending -= 1
+        with self._lock:
+            self.pending -= 1
 
-    def refuse(self, writer: asyncio.StreamWriter | None, reason: str) -> None:
-        self.refused += 1
-        peer = writer.get_extra_info("peername") if writer is not None else None
+    def refuse(self, writer: asyncio.StreamWriter | tuple | None, reason: str) -> None:
+        """Count and log a refusal; ``writer`` is the connection's stream or its peer address."""
+        with self._lock:
+            self.refused += 1
+        peer = writer.get_extra_info("peername") if isinstance(writer, asyncio.StreamWriter) else writer
         where = f" from {peer[0]}:{peer[1]}" if isinstance(peer, tuple) and len(peer) >= 2 else ""
         if self.refused <= self._LOG_FIRST:
             log.warning("%s: refused a connection%s: %s", self.name, where, reason)

@@ -307,13 +307,16 @@ class OutputWriter:
             offset += len(block)
         return digest.digest()
 
-    def commit(self) -> Path:
-        """Check the digest, then rename the file to ``path`` atomically."""
+    def commit(self, digest: bytes | None = None) -> Path:
+        """Check the digest, then rename the file to ``path`` atomically.
+
+        ``digest`` is the sha256 of what was written, if the caller hashed it as
+        it went (:class:`~.store.WholeDigest`); otherwise the file is read back."""
         if self._closed:
             raise OutputError(f"{self.path}: writer already closed")
         try:
             if self.expected_sha256 is not None:
-                actual = self.sha256()
+                actual = digest if digest is not None else self.sha256()
                 if not hmac.compare_digest(actual, self.expected_sha256):
                     raise OutputError(
                         f"{self.path}: sha256 {actual.hex()} does not match the object's "

@@ -1,30 +1,43 @@
 """The real driver: one :class:`~.node.BcastNode` over real S3 and TCP.
 
 The state machine decides; this module only carries out its actions and
-feeds back what happened, exactly as :mod:`.sim` does with modelled
-storage and links. Everything runs on one asyncio loop except the S3
-GETs, which are blocking boto3 calls on ``s3_connections`` worker threads;
-their pieces come back through a thread-safe queue hand-off.
+feeds back what happened, exactly as :mod:`.sim` does with modelled storage
+and links. The protocol runs on the calling thread; the bytes move on
+others, and never through the interpreter one by one:
+
+* S3 ranged GETs run on ``s3_connections`` worker threads; each piece is
+  verified and written in place (``pwrite``) by the thread that read it.
+* Every peer connection has its own thread (:mod:`.links`): a receiver reads
+  a piece with ``recv_into`` into a buffer it reuses, verifies it (hashlib
+  releases the GIL) and writes it in place; a sender uploads pieces with
+  ``sendfile`` from the output (or from the caller's buffer).
+* :class:`~.store.WholeDigest` hashes the whole object in order as it
+  arrives, so the output is published without being read back.
+
+Threads only post events (:mod:`.messages`) to the protocol's queue, and the
+protocol's actions only enqueue work for them.
 
 Connections: every node opens one outgoing TCP connection to every other
-node at start (so a node's death is seen by all as a closed connection)
-and sends only on it; it receives on the connections others opened to it.
-Each direction is therefore one ordered stream, as the protocol requires.
+node at start (so a node's death is seen by all as a closed connection) and
+sends only on it; it receives on the connections others opened to it. Each
+direction is therefore one ordered stream, as the protocol requires.
 
 Membership: every connection proves the job's key both ways before anything
 else (:mod:`parcomm.auth`), so a piece, a Have or a rank claim can only come
 from a member; a rank accepts one connection per peer rank.
 
-Integrity: a piece is written to the output only after its sha256 matched
-the hash list (``KEY.parcomm.json``); the output appears at its path only
-when complete and its whole sha256 matches (:class:`.output.OutputWriter`).
+Integrity: a piece is stored only after its sha256 matched the hash list
+(``KEY.parcomm.json``); a file output appears at its path only when complete
+and its whole sha256 matches (:class:`.output.OutputWriter`); a buffer or a
+stream (``--out -``) is declared good only then.
 """
 
 from __future__ import annotations
 
-import asyncio
 import collections
+import hmac
 import os
+import queue
 import socket
 import threading
 import time
@@ -36,6 +49,7 @@ from typing import Callable
 from ...auth import JobKey
 from . import codec
 from .layout import Layout
+from .links import Link, Listener, connect_link
 from .manifest import Manifest, verify_piece
 from .messages import (
     CancelFetch,
@@ -57,11 +71,15 @@ from .messages import (
     Tick,
 )
 from .node import BcastConfig, BcastNode
-from .output import OutputError, OutputWriter
+from .output import OutputError
 from .s3 import AccessDenied, ObjectChanged, ObjectNotFound, S3Client, S3Error
-from .wire import Hello, NotAMember, PeerConnection, WireError, connect_peer, serve_peers
+from .store import FileStore, MemoryStore, PieceStore, SpoolStore, WholeDigest
+from .wire import Hello, NotAMember, Record, WireError
 
 Endpoint = tuple[str, int]
+
+#: ``out`` value that streams the object to stdout, in order.
+STDOUT = "-"
 
 
 class BcastError(Exception):
@@ -87,6 +105,7 @@ class NodeReport:
     peers_lost: list[int] = field(default_factory=list)
     peers_dropped: list[int] = field(default_factory=list)
     output: str = ""
+    cpu_s: float = 0.0  # this process's user + system CPU time over the run
 
     @property
     def throughput(self) -> float:
@@ -115,8 +134,59 @@ class _Cancelled(Exception):
     pass
 
 
+class _Outbox:
+    """What the protocol queued for one peer, in order; its sender thread drains it."""
+
+    def __init__(self) -> None:
+        self.items: collections.deque = collections.deque()
+        self.cond = threading.Condition()
+        self.closed = False
+        self.busy = False
+
+    def put(self, msg) -> None:
+        with self.cond:
+            if not self.closed:
+                self.items.append(msg)
+                self.cond.notify()
+
+    def take(self):
+        """The next message (marks the box busy until :meth:`sent`); None once closed."""
+        with self.cond:
+            self.cond.wait_for(lambda: self.items or self.closed)
+            if self.closed:
+                return None
+            self.busy = True
+            return self.items.popleft()
+
+    def sent(self) -> None:
+        with self.cond:
+            self.busy = False
+            self.cond.notify_all()
+
+    def cancel_pieces(self, piece: int | None) -> None:
+        with self.cond:
+            kept = [m for m in self.items if not (isinstance(m, Piece) and piece in (None, m.piece))]
+            self.items.clear()
+            self.items.extend(kept)
+
+    def idle(self) -> bool:
+        with self.cond:
+            return not self.items and not self.busy
+
+    def close(self) -> None:
+        with self.cond:
+            self.closed = True
+            self.cond.notify_all()
+
+
+def _cpu_seconds() -> float:
+    t = os.times()
+    return t.user + t.system
+
+
 class RealNode:
-    """Run rank ``rank`` of a broadcast of ``url`` into ``out``."""
+    """Run rank ``rank`` of a broadcast of ``url`` into ``out``: a path, ``"-"``
+    (stdout, in order) or a writable buffer of the object's size."""
 
     def __init__(
         self,
@@ -124,7 +194,7 @@ class RealNode:
         table: list[Endpoint],
         listen: socket.socket,
         url: str,
-        out: str | os.PathLike,
+        out,
         manifest: Manifest,
         *,
         algo: str,
@@ -143,7 +213,7 @@ class RealNode:
         self.node = BcastNode(rank, self.world, self.layout, algo, config)
         self.cfg, self.client = config, client
         self.key = key
-        self.out = Path(out)
+        self.out = out
         self.on_progress = on_progress
         self.timeout, self.linger = timeout, linger
         # Fault injection for tests, like the simulator's drop_nth:
@@ -152,53 +222,49 @@ class RealNode:
         if unknown:
             raise BcastError(f"unknown fault {sorted(unknown)[0]!r} (known: corrupt-uploads)")
         self.corrupt_uploads = "corrupt-uploads" in faults
-        self.report = NodeReport(rank, self.world, algo, manifest.size, output=str(self.out))
+        where = out if isinstance(out, (str, os.PathLike)) else f"<{type(out).__name__} buffer>"
+        self.report = NodeReport(rank, self.world, algo, manifest.size, output=str(where))
         self.hello = Hello(rank, manifest.etag, manifest.size, manifest.piece_size)
         self.max_payload = max(manifest.piece_size, (self.layout.pieces + 7) // 8, 4 * self.layout.works, 64)
+
+    def _open_store(self) -> PieceStore:
+        size = self.manifest.size
+        if isinstance(self.out, str) and self.out == STDOUT:
+            return SpoolStore(size)
+        if isinstance(self.out, (str, os.PathLike)):
+            return FileStore(Path(self.out), size, self.manifest.sha256)
+        return MemoryStore(self.out, size)
 
     # ------------------------------------------------------------------ run
 
     def run(self) -> NodeReport:
-        return asyncio.run(self._run())
-
-    async def _run(self) -> NodeReport:
-        self.loop = asyncio.get_running_loop()
-        self.events: asyncio.Queue = asyncio.Queue()
-        self.writer = OutputWriter(self.out, self.manifest.size, self.manifest.sha256)
-        self.read_fd: int | None = None  # the committed output, for serving after commit
+        start, cpu0 = time.monotonic(), _cpu_seconds()
+        self.t0 = start
+        self.events: queue.SimpleQueue = queue.SimpleQueue()
+        self.lock = threading.Lock()
+        self.fatal: BaseException | None = None
+        self.stopping = False
         self.fetches: dict[int, _Fetch] = {}
-        self.pool = ThreadPoolExecutor(max_workers=self.cfg.s3_connections, thread_name_prefix=f"s3-{self.rank}")
-        self.outgoing: dict[int, PeerConnection] = {}
-        self.outboxes: dict[int, collections.deque] = {}
-        self.wakeups: dict[int, asyncio.Event] = {}
+        self.outboxes: dict[int, _Outbox] = {}
+        self.senders: list[threading.Thread] = []
+        self.links: set[Link] = set()
+        self.incoming_ranks: set[int] = set()
         self.lost: set[int] = set()
         self.dropped: set[int] = set()
-        self.tasks: set[asyncio.Task] = set()
-        self.incoming: set[PeerConnection] = set()
-        self.fatal: BaseException | None = None
-        start = time.monotonic()
-        self.t0 = start
-        self.incoming_ranks: set[int] = set()
-        server = await serve_peers(self.hello, self.max_payload, self._incoming, self.key, sock=self.listen)
+        self.store = self._open_store()
+        sink = 1 if isinstance(self.out, str) and self.out == STDOUT else None
+        self.digest = WholeDigest(self.store, self.layout.piece_bytes, self.layout.pieces, sink=sink)
+        self.pool = ThreadPoolExecutor(max_workers=self.cfg.s3_connections, thread_name_prefix=f"s3-{self.rank}")
+        listener = Listener(self.listen, self.hello, self.max_payload, self.key, self._receive)
         try:
-            await asyncio.wait_for(self._main(), self.timeout)
-        except asyncio.TimeoutError:
-            raise BcastError(f"rank {self.rank}: no completion within {self.timeout:.0f} s") from None
+            for peer in range(self.world):
+                if peer != self.rank:
+                    self._open_outbox(peer)
+            self._main()
         finally:
-            server.close()
-            for fetch in self.fetches.values():
-                fetch.cancelled.set()
-            for task in list(self.tasks):
-                task.cancel()
-            for conn in [*self.outgoing.values(), *self.incoming]:
-                conn.writer.close()  # readers see EOF and end on their own
-            await asyncio.sleep(0)
-            self.pool.shutdown(wait=True, cancel_futures=True)
-            if not self.writer.committed:
-                self.writer.abort()
-            if self.read_fd is not None:
-                os.close(self.read_fd)
+            self._shut_down(listener)
         self.report.seconds = time.monotonic() - start
+        self.report.cpu_s = _cpu_seconds() - cpu0
         stats = self.client.stats
         self.report.storage_requests = getattr(stats, "requests", 0)
         self.report.storage_retries = getattr(stats, "retries", 0)
@@ -208,9 +274,25 @@ class RealNode:
         self.report.peers_dropped = sorted(self.dropped)
         return self.report
 
-    async def _main(self) -> None:
-        await asyncio.gather(*(self._connect(peer) for peer in range(self.world) if peer != self.rank))
-        await self._apply(Start())
+    def _shut_down(self, listener: Listener) -> None:
+        self.stopping = True
+        listener.stop()
+        for fetch in list(self.fetches.values()):
+            fetch.cancelled.set()
+        for box in self.outboxes.values():
+            box.close()
+        with self.lock:
+            links = list(self.links)
+        for link in links:
+            link.close()  # blocked readers and writers wake with EOF or an error
+        self.pool.shutdown(wait=True, cancel_futures=True)
+        for thread in self.senders:
+            thread.join(timeout=5.0)
+        self.digest.stop()
+        self.store.close()  # drops an uncommitted output
+
+    def _main(self) -> None:
+        self._apply(Start())
         finished_at: float | None = None
         last_progress = 0.0
         while True:
@@ -219,23 +301,29 @@ class RealNode:
             if self.node.failed:
                 raise BcastError(f"rank {self.rank}: {self.node.failed}")
             now = self._now()
+            if now > self.timeout:
+                raise BcastError(f"rank {self.rank}: no completion within {self.timeout:.0f} s")
             if self.node.finished:
                 finished_at = finished_at if finished_at is not None else now
                 alive = [p for p in range(self.world) if p != self.rank and p not in self.lost]
                 if self.node.quiescent() or not alive or now - finished_at > self.linger:
-                    await self._flush_outboxes()
+                    self._flush_outboxes()
                     return
             deadline = self.node.next_deadline()
             wait = 0.25 if deadline is None else max(0.0, min(deadline - now, 0.25))
             try:
-                event = await asyncio.wait_for(self.events.get(), wait)
-            except asyncio.TimeoutError:
+                event = self.events.get(timeout=wait)
+            except queue.Empty:
                 event = None
-            if event is not None:
-                await self._apply(event)
+            while event is not None:  # drain what is queued before looking at timers
+                self._apply(event)
+                try:
+                    event = self.events.get_nowait()
+                except queue.Empty:
+                    event = None
             deadline = self.node.next_deadline()
             if deadline is not None and self._now() >= deadline:
-                await self._apply(Tick())
+                self._apply(Tick())
             if self.on_progress and self._now() - last_progress > 0.2:
                 last_progress = self._now()
                 self.on_progress(
@@ -247,12 +335,22 @@ class RealNode:
     def _now(self) -> float:
         return time.monotonic() - self.t0
 
+    def _post(self, event) -> None:
+        self.events.put(event)
+
+    def _fail(self, exc: BaseException) -> None:
+        """A worker thread hit something fatal for the whole node: raise it on the protocol's thread."""
+        if self.fatal is None:
+            self.fatal = exc
+        self._post(Tick())
+
     # ------------------------------------------------------------------ actions
 
-    async def _apply(self, event) -> None:
+    def _apply(self, event) -> None:
         for action in self.node.handle(self._now(), event):
             if isinstance(action, Send):
-                self._enqueue(action.peer, action.msg)
+                if action.peer not in self.lost and action.peer in self.outboxes:
+                    self.outboxes[action.peer].put(action.msg)
             elif isinstance(action, FetchStorage):
                 self._start_fetch(action)
             elif isinstance(action, CancelFetch):
@@ -262,9 +360,7 @@ class RealNode:
             elif isinstance(action, CancelUpload):
                 box = self.outboxes.get(action.peer)
                 if box is not None:
-                    kept = [m for m in box if not (isinstance(m, Piece) and action.piece in (None, m.piece))]
-                    box.clear()
-                    box.extend(kept)
+                    box.cancel_pieces(action.piece)
             elif isinstance(action, Drop):
                 self.dropped.add(action.peer)
             elif isinstance(action, PhaseDone):
@@ -275,18 +371,23 @@ class RealNode:
                 raise BcastError(f"rank {self.rank}: {action.reason}")
 
     def _commit(self) -> None:
-        self.writer.commit()  # checks the whole sha256, then renames
-        self.read_fd = os.open(self.out, os.O_RDONLY)
+        """Every piece is held: wait for the in-order hash to catch up, check it, publish."""
+        while (digest := self.digest.result(timeout=1.0)) is None:
+            if self._now() > self.timeout:
+                raise BcastError(f"rank {self.rank}: the output's hash did not complete within {self.timeout:.0f} s")
+        if not hmac.compare_digest(digest, self.manifest.sha256):
+            raise BcastError(
+                f"rank {self.rank}: sha256 {digest.hex()} of the assembled object does not match "
+                f"{self.manifest.sha256.hex()}; output not written"
+            )
+        try:
+            self.store.commit(digest)
+        except OutputError as exc:
+            raise BcastError(f"rank {self.rank}: {exc}") from None
 
-    def _read_piece(self, piece: int) -> bytes:
-        start, end = self.layout.piece_bytes(piece)
-        if self.read_fd is not None:
-            data = os.pread(self.read_fd, end - start, start)
-        else:
-            data = self.writer.read(start, end - start)
-        if self.corrupt_uploads and data:
-            data = bytes([data[0] ^ 0xFF]) + data[1:]
-        return data
+    def _stored(self, piece: int, offset: int, data) -> None:
+        if self.store.write(offset, data):
+            self.digest.mark(piece)
 
     # ------------------------------------------------------------------ storage
 
@@ -294,9 +395,6 @@ class RealNode:
         fetch = _Fetch()
         self.fetches[action.fetch_id] = fetch
         self.pool.submit(self._fetch_thread, action, fetch)
-
-    def _post(self, event) -> None:
-        self.loop.call_soon_threadsafe(self.events.put_nowait, event)
 
     def _fetch_thread(self, action: FetchStorage, fetch: _Fetch) -> None:
         start, end = self.layout.span_bytes(action.first_piece, action.last_piece)
@@ -308,9 +406,10 @@ class RealNode:
             piece = offset // size
             ok = verify_piece(self.manifest, piece, data)
             if ok:
-                self.writer.write_piece(offset, data)
+                self._stored(piece, offset, data)
             else:
-                self.report.bad_pieces += 1
+                with self.lock:
+                    self.report.bad_pieces += 1
             self._post(S3Piece(action.fetch_id, piece, ok))
 
         try:
@@ -318,106 +417,134 @@ class RealNode:
         except _Cancelled:
             return
         except (ObjectNotFound, AccessDenied, ObjectChanged) as exc:
-            self.fatal = BcastError(f"rank {self.rank}: {exc}")
-            self._post(Tick())
+            self._fail(BcastError(f"rank {self.rank}: {exc}"))
+            return
+        except OutputError as exc:  # our disk, not the storage: the whole node fails
+            self._fail(exc)
             return
         except (S3Error, OSError) as exc:
             self._post(S3FetchFailed(action.fetch_id, str(exc)))
             return
-        except BaseException as exc:  # a bug: surface it on the loop rather than lose it in the pool
-            self.fatal = exc
-            self._post(Tick())
+        except BaseException as exc:  # a bug: surface it on the protocol's thread rather than lose it
+            self._fail(exc)
             return
         self._post(S3FetchDone(action.fetch_id))
 
-    # ------------------------------------------------------------------ peers
+    # ------------------------------------------------------------------ peers: sending
 
-    async def _connect(self, peer: int) -> None:
+    def _open_outbox(self, peer: int) -> None:
+        self.outboxes[peer] = _Outbox()
+        thread = threading.Thread(target=self._sender, args=(peer,), name=f"peer-out-{self.rank}-{peer}", daemon=True)
+        self.senders.append(thread)
+        thread.start()
+
+    def _connect(self, peer: int) -> Link | None:
         host, port = self.table[peer]
         deadline = time.monotonic() + 30.0
         delay = 0.05
-        while True:
+        while not self.stopping:
             try:
-                conn = await connect_peer(host, port, self.hello, self.max_payload, self.key, expect_rank=peer)
-                break
-            except (OSError, asyncio.TimeoutError, WireError) as exc:
+                return connect_link(host, port, self.hello, self.max_payload, self.key, expect_rank=peer)
+            except (OSError, WireError) as exc:
                 permanent = isinstance(exc, WireError) and not isinstance(exc, NotAMember)
                 if permanent or time.monotonic() > deadline:
-                    self._lose(peer)
-                    return
-                await asyncio.sleep(delay)
+                    return None
+                time.sleep(delay)
                 delay = min(delay * 2, 1.0)
-        self.outgoing[peer] = conn
-        self.outboxes[peer] = collections.deque()
-        self.wakeups[peer] = asyncio.Event()
-        self._spawn(self._sender(peer, conn))
+        return None
 
-    def _spawn(self, coro) -> None:
-        task = asyncio.ensure_future(coro)
-        self.tasks.add(task)
-        task.add_done_callback(self.tasks.discard)
-
-    def _enqueue(self, peer: int, msg) -> None:
-        if peer in self.lost or peer not in self.outboxes:
+    def _sender(self, peer: int) -> None:
+        box = self.outboxes[peer]
+        link = self._connect(peer)
+        if link is None:
+            box.close()
+            self._lose(peer)
             return
-        self.outboxes[peer].append(msg)
-        self.wakeups[peer].set()
-
-    async def _sender(self, peer: int, conn: PeerConnection) -> None:
-        box, wake = self.outboxes[peer], self.wakeups[peer]
+        with self.lock:
+            self.links.add(link)
+        if self.stopping:
+            link.close()
         try:
-            while True:
-                while not box:
-                    wake.clear()
-                    await wake.wait()
-                msg = box.popleft()
-                data = self._read_piece(msg.piece) if isinstance(msg, Piece) else None
-                await conn.send(codec.encode(msg, data))
-        except (ConnectionError, OSError, WireError):
+            while (msg := box.take()) is not None:
+                try:
+                    if isinstance(msg, Piece):
+                        self._upload(link, msg.piece)
+                    else:
+                        link.send_record(codec.encode(msg))
+                finally:
+                    box.sent()
+        except (OSError, WireError):
+            box.close()
             self._lose(peer)
 
-    async def _flush_outboxes(self) -> None:
+    def _upload(self, link: Link, piece: int) -> None:
+        start, end = self.layout.piece_bytes(piece)
+        if self.corrupt_uploads and end > start:
+            data = bytearray(self.store.view(start, end))
+            data[0] ^= 0xFF
+            link.send_view(Piece.TYPE, (piece,), memoryview(data))
+        else:
+            self.store.send(link, Piece.TYPE, (piece,), start, end)
+
+    def _flush_outboxes(self) -> None:
         """Give queued control messages (Have, Done...) a moment to leave."""
         end = time.monotonic() + 2.0
-        while any(self.outboxes[p] for p in self.outboxes if p not in self.lost) and time.monotonic() < end:
-            await asyncio.sleep(0.01)
+        while time.monotonic() < end and not all(box.idle() for p, box in self.outboxes.items() if p not in self.lost):
+            time.sleep(0.01)
 
-    async def _incoming(self, conn: PeerConnection) -> None:
-        peer = conn.rank
-        if not 0 <= peer < self.world or peer == self.rank or peer in self.incoming_ranks:
-            await conn.close()  # a member's bug, not a loss of that peer: its own connection stays
+    # ------------------------------------------------------------------ peers: receiving
+
+    def _receive(self, link: Link) -> None:
+        """Serve one incoming connection until it ends (on the listener's thread for it)."""
+        peer = link.rank
+        with self.lock:
+            refused = not 0 <= peer < self.world or peer == self.rank or peer in self.incoming_ranks or self.stopping
+            if not refused:
+                self.incoming_ranks.add(peer)
+                self.links.add(link)
+        if refused:
+            link.close()  # a member's bug, not a loss of that peer: its own connection stays
             return
-        self.incoming_ranks.add(peer)
-        self.incoming.add(conn)
+        scratch = memoryview(bytearray(self.manifest.piece_size))
         try:
-            while True:
-                record = await conn.recv()
-                if record is None:
-                    break
-                msg, data = codec.decode(record)
-                if isinstance(msg, Piece):
-                    ok = data is not None and verify_piece(self.manifest, msg.piece, data)
-                    if ok and peer not in self.dropped and not self.writer.committed and not self.node.have[msg.piece]:
-                        self.writer.write_piece(self.layout.piece_bytes(msg.piece)[0], data)
-                    if not ok:
-                        self.report.bad_pieces += 1
-                    self.events.put_nowait(PeerPiece(peer, msg.piece, ok))
+            while (head := link.recv_head()) is not None:
+                type_code, fields, payload_len = head
+                if type_code == Piece.TYPE:
+                    self._receive_piece(link, peer, fields, payload_len, scratch)
                 else:
-                    self.events.put_nowait(PeerMessage(peer, msg))
+                    payload = link.recv_payload(payload_len) if payload_len is not None else None
+                    msg, _ = codec.decode(Record(type_code, fields, payload))
+                    self._post(PeerMessage(peer, msg))
         except OutputError as exc:  # our disk, not the peer: the whole node fails, at once
-            self.fatal = exc
-            self.events.put_nowait(Tick())
+            self._fail(exc)
             return
-        except (ConnectionError, OSError, WireError, asyncio.IncompleteReadError):
+        except (ConnectionError, OSError, WireError):
             pass
-        except asyncio.CancelledError:
-            return  # shutting down: the server cancels its handlers
         finally:
-            self.incoming.discard(conn)
-            conn.writer.close()
-        self._lose(peer)
+            link.close()
+        if not self.stopping:
+            self._lose(peer)
+
+    def _receive_piece(self, link: Link, peer: int, fields, payload_len: int | None, scratch: memoryview) -> None:
+        piece = fields[0] if len(fields) == 1 else -1
+        if not 0 <= piece < self.layout.pieces:
+            raise WireError(f"rank {peer} sent piece {piece} of an object of {self.layout.pieces} pieces")
+        start, end = self.layout.piece_bytes(piece)
+        if payload_len != end - start:
+            raise WireError(f"rank {peer} sent piece {piece} with {payload_len} bytes, expected {end - start}")
+        data = scratch[:payload_len]
+        link.recv_into(data)
+        ok = verify_piece(self.manifest, piece, data)
+        if ok and peer not in self.dropped and not self.node.have[piece]:
+            self._stored(piece, start, data)
+        if not ok:
+            with self.lock:
+                self.report.bad_pieces += 1
+        self._post(PeerPiece(peer, piece, ok))
 
     def _lose(self, peer: int) -> None:
-        if peer not in self.lost:
+        with self.lock:
+            new = peer not in self.lost
             self.lost.add(peer)
-            self.events.put_nowait(PeerLost(peer))
+        if new:
+            self._post(PeerLost(peer))

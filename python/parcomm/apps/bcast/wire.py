@@ -21,16 +21,19 @@ nothing it sends is read beyond the fixed-size handshake, and nothing about
 the broadcast is sent to it. Then a :class:`Hello` in each direction (magic,
 protocol version, rank, and the object's ETag, size and piece size); a peer
 of another broadcast or version is refused with :class:`HandshakeError`.
+The connections themselves (blocking sockets, one thread per direction) are
+:mod:`.links`.
 """
 
 from __future__ import annotations
 
 import asyncio
+import socket
 import struct
 from dataclasses import dataclass
-from typing import Awaitable, Callable, NamedTuple
+from typing import NamedTuple
 
-from ...auth import AuthError, Gate, JobKey, authenticate
+from ...auth.sockets import recv_exact
 
 MAGIC = b"PCBC"
 PROTOCOL_VERSION = 1
@@ -74,9 +77,10 @@ def max_frame_size(max_payload: int, max_fields: int = MAX_FIELDS) -> int:
     return _BODY_HEAD.size + max_fields * _FIELD.size + max_payload
 
 
-def encode_record(record: Record) -> bytes:
-    """One complete frame, length prefix included."""
-    type_code, fields, payload = record
+def frame_head(type_code: int, fields: tuple[int, ...], payload_len: int | None) -> bytes:
+    """A frame up to its payload: length prefix, type, fields and flags. The payload
+    (``payload_len`` bytes, None for no payload) follows it on the wire, so a sender
+    can hand the payload to the kernel straight from a file (``sendfile``)."""
     if not 0 <= type_code <= 0xFFFF:
         raise WireError(f"type code {type_code} does not fit in 16 bits")
     if len(fields) > MAX_FIELDS:
@@ -85,9 +89,47 @@ def encode_record(record: Record) -> bytes:
         packed = b"".join(_FIELD.pack(f) for f in fields)
     except struct.error as exc:
         raise WireError(f"field out of the signed 64-bit range: {fields}") from exc
-    flags = _HAS_PAYLOAD if payload is not None else 0
-    body_len = _BODY_HEAD.size + len(packed) + (len(payload) if payload is not None else 0)
-    return b"".join((_LENGTH.pack(body_len), _BODY_HEAD.pack(type_code, len(fields), flags), packed, payload or b""))
+    flags = _HAS_PAYLOAD if payload_len is not None else 0
+    body_len = _BODY_HEAD.size + len(packed) + (payload_len or 0)
+    return b"".join((_LENGTH.pack(body_len), _BODY_HEAD.pack(type_code, len(fields), flags), packed))
+
+
+def encode_record(record: Record) -> bytes:
+    """One complete frame, length prefix included."""
+    type_code, fields, payload = record
+    head = frame_head(type_code, fields, None if payload is None else len(payload))
+    return head + payload if payload else head
+
+
+def parse_head(prefix: bytes, max_payload: int) -> tuple[int, int, int]:
+    """(body length, type code, number of fields) from a frame's first 9 bytes, checked
+    against the limit for payloads up to ``max_payload`` before anything more is read."""
+    (length,) = _LENGTH.unpack_from(prefix)
+    limit = max_frame_size(max_payload)
+    if length > limit:
+        raise FrameTooLarge(
+            f"frame of {length} bytes exceeds the limit of {limit} (payload {max_payload} + header); refusing it"
+        )
+    if length < _BODY_HEAD.size:
+        raise WireError(f"frame of {length} bytes is shorter than its header")
+    type_code, n_fields, flags = _BODY_HEAD.unpack_from(prefix, _LENGTH.size)
+    if n_fields > MAX_FIELDS:
+        raise WireError(f"frame declares {n_fields} fields, at most {MAX_FIELDS}")
+    if flags & ~_HAS_PAYLOAD:
+        raise WireError(f"unknown frame flags {flags:#x}")
+    if length < _BODY_HEAD.size + n_fields * _FIELD.size:
+        raise WireError("frame shorter than its fields")
+    if not flags & _HAS_PAYLOAD and length != _BODY_HEAD.size + n_fields * _FIELD.size:
+        raise WireError("trailing bytes in a frame without payload")
+    return length, type_code, n_fields
+
+
+#: Bytes :func:`parse_head` needs: the length prefix and the fixed body head.
+HEAD_SIZE = _LENGTH.size + _BODY_HEAD.size
+
+
+def unpack_fields(data: bytes, n_fields: int) -> tuple[int, ...]:
+    return struct.unpack(f"!{n_fields}q", data) if n_fields else ()
 
 
 def decode_body(body: bytes) -> Record:
@@ -152,19 +194,21 @@ class Hello:
         return _HELLO_HEAD.pack(MAGIC, self.version, self.rank, self.size, self.piece_size, len(etag)) + etag
 
     @classmethod
-    async def read(cls, reader: asyncio.StreamReader) -> "Hello":
+    def read_from(cls, sock: socket.socket, deadline: float) -> "Hello":
+        """The peer's Hello from a blocking socket, by ``deadline`` (time.monotonic)."""
         try:
-            head = await reader.readexactly(_HELLO_HEAD.size)
-        except asyncio.IncompleteReadError:
+            head = recv_exact(sock, _HELLO_HEAD.size, deadline)
+            magic, version, rank, size, piece_size, etag_len = _HELLO_HEAD.unpack(head)
+            if magic != MAGIC:
+                raise HandshakeError("the peer is not a parcomm bcast node (bad magic)")
+            if etag_len > _MAX_ETAG:
+                raise HandshakeError("etag too long in handshake")
+            etag = recv_exact(sock, etag_len, deadline).decode()
+        except ConnectionError:
             raise HandshakeError("connection closed during the handshake") from None
-        magic, version, rank, size, piece_size, etag_len = _HELLO_HEAD.unpack(head)
-        if magic != MAGIC:
-            raise HandshakeError("the peer is not a parcomm bcast node (bad magic)")
-        if etag_len > _MAX_ETAG:
-            raise HandshakeError("etag too long in handshake")
-        try:
-            etag = (await reader.readexactly(etag_len)).decode()
-        except (asyncio.IncompleteReadError, UnicodeDecodeError):
+        except (TimeoutError, socket.timeout):
+            raise HandshakeError("no handshake from the peer in time") from None
+        except UnicodeDecodeError:
             raise HandshakeError("bad etag in handshake") from None
         return cls(rank, etag, size, piece_size, version)
 
@@ -177,133 +221,12 @@ class Hello:
                 return f"{name} {getattr(other, name)!r}, ours is {getattr(self, name)!r} (another broadcast)"
         return None
 
-
-async def handshake(
-    reader: asyncio.StreamReader,
-    writer: asyncio.StreamWriter,
-    ours: Hello,
-    *,
-    expect_rank: int | None = None,
-    timeout: float = 10.0,
-) -> Hello:
-    """Exchange Hellos (both sides send first) and check the peer's; returns it.
-    Call only on an authenticated connection (:func:`connect_peer`, :func:`serve_peers`)."""
-    writer.write(ours.encode())
-    await asyncio.wait_for(writer.drain(), timeout)
-    try:
-        theirs = await asyncio.wait_for(Hello.read(reader), timeout)
-    except asyncio.TimeoutError:
-        raise HandshakeError(f"no handshake from the peer within {timeout:.0f} s") from None
-    problem = ours.mismatch(theirs)
-    if problem is None and expect_rank is not None and theirs.rank != expect_rank:
-        problem = f"rank {theirs.rank}, expected {expect_rank}"
-    if problem is None and theirs.rank == ours.rank:
-        problem = f"same rank {ours.rank} as ours"
-    if problem is not None:
-        raise HandshakeError(f"refusing peer: {problem}")
-    return theirs
-
-
-# -- connections ---------------------------------------------------------------
-class PeerConnection:
-    """A handshaken TCP connection to one peer, carrying records."""
-
-    def __init__(
-        self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter, peer: Hello, max_payload: int
-    ) -> None:
-        self.reader, self.writer = reader, writer
-        self.peer = peer
-        self.max_payload = max_payload
-        self.bytes_sent = 0
-        self.bytes_received = 0
-
-    @property
-    def rank(self) -> int:
-        return self.peer.rank
-
-    async def send(self, record: Record) -> None:
-        frame = encode_record(record)
-        if len(frame) - _LENGTH.size > max_frame_size(self.max_payload):
-            raise FrameTooLarge(
-                f"refusing to send a frame of {len(frame)} bytes (limit {max_frame_size(self.max_payload)})"
-            )
-        self.writer.write(frame)
-        self.bytes_sent += len(frame)
-        await self.writer.drain()
-
-    async def recv(self, timeout: float | None = None) -> Record | None:
-        """The next record; None when the peer closed; TimeoutError if it stalls."""
-        record = await asyncio.wait_for(read_record(self.reader, self.max_payload), timeout)
-        if record is not None:
-            self.bytes_received += (
-                _LENGTH.size + _BODY_HEAD.size + len(record.fields) * _FIELD.size + len(record.payload or b"")
-            )
-        return record
-
-    async def close(self) -> None:
-        self.writer.close()
-        try:
-            await self.writer.wait_closed()
-        except (ConnectionError, OSError):
-            pass
-
-
-async def connect_peer(
-    host: str,
-    port: int,
-    ours: Hello,
-    max_payload: int,
-    key: JobKey,
-    *,
-    expect_rank: int | None = None,
-    timeout: float = 10.0,
-) -> PeerConnection:
-    """Connect, prove membership both ways, then exchange Hellos. A peer that
-    fails authentication raises :class:`HandshakeError` (never retried into)."""
-    reader, writer = await asyncio.wait_for(asyncio.open_connection(host, port), timeout)
-    try:
-        try:
-            await authenticate(reader, writer, key, initiator=True, context=AUTH_CONTEXT, timeout=timeout)
-        except AuthError as exc:
-            raise NotAMember(f"{host}:{port} is not a member of this job: {exc}") from None
-        theirs = await handshake(reader, writer, ours, expect_rank=expect_rank, timeout=timeout)
-    except BaseException:
-        writer.close()
-        raise
-    return PeerConnection(reader, writer, theirs, max_payload)
-
-
-async def serve_peers(
-    ours: Hello,
-    max_payload: int,
-    on_peer: Callable[[PeerConnection], Awaitable[None]],
-    key: JobKey,
-    *,
-    host: str = "127.0.0.1",
-    port: int = 0,
-    sock: object | None = None,
-    timeout: float = 10.0,
-    gate: Gate | None = None,
-    on_refused: Callable[[str], None] | None = None,
-) -> asyncio.base_events.Server:
-    """Accept peers (on ``host:port`` or an already bound listening ``sock``); each
-    one that proves membership and passes the handshake is handed to ``on_peer``.
-    Outsiders are dropped and logged by ``gate`` (at most its limit authenticate at
-    once); members of another broadcast are closed and reported to ``on_refused``."""
-    gate = gate if gate is not None else Gate(f"bcast rank {ours.rank}")
-
-    async def accept(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        if not await gate.admit(reader, writer, key, context=AUTH_CONTEXT, timeout=timeout):
-            return
-        try:
-            theirs = await handshake(reader, writer, ours, timeout=timeout)
-        except (WireError, ConnectionError, asyncio.TimeoutError) as exc:
-            writer.close()
-            if on_refused is not None:
-                on_refused(str(exc) or type(exc).__name__)
-            return
-        await on_peer(PeerConnection(reader, writer, theirs, max_payload))
-
-    if sock is not None:
-        return await asyncio.start_server(accept, sock=sock)
-    return await asyncio.start_server(accept, host, port)
+    def check_peer(self, theirs: "Hello", expect_rank: int | None = None) -> None:
+        """Raise :class:`HandshakeError` unless ``theirs`` is another rank of this broadcast."""
+        problem = self.mismatch(theirs)
+        if problem is None and expect_rank is not None and theirs.rank != expect_rank:
+            problem = f"rank {theirs.rank}, expected {expect_rank}"
+        if problem is None and theirs.rank == self.rank:
+            problem = f"same rank {self.rank} as ours"
+        if problem is not None:
+            raise HandshakeError(f"refusing peer: {problem}")

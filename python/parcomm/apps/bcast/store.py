@@ -1,0 +1,273 @@
+"""Where a node keeps the verified pieces it holds, and serves them from.
+
+Three stores, one interface (:class:`PieceStore`):
+
+* :class:`FileStore` -- the output file (through :class:`~.output.OutputWriter`:
+  a partial file renamed into place only when the whole object's sha256
+  matched); peers are served from it by ``sendfile``.
+* :class:`MemoryStore` -- a caller's writable buffer (a ``bytearray``, a numpy
+  array, a pinned host buffer): no disk write at all.
+* :class:`SpoolStore` -- an anonymous temporary file behind ``--out -``: it
+  holds the pieces that arrive out of order and serves peers, while the
+  object streams to stdout in order.
+
+:class:`WholeDigest` hashes the object in order *as it arrives* on its own
+thread (hashlib releases the GIL), so the final check costs nothing at the
+end: no re-read of the file at commit. It is also what streams ``--out -``.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import mmap
+import os
+import tempfile
+import threading
+from typing import Protocol
+
+from .links import Link
+from .output import OutputError, OutputWriter
+
+
+class PieceStore(Protocol):
+    size: int
+
+    def write(self, offset: int, data: bytes | bytearray | memoryview) -> bool:
+        """Store verified bytes at ``offset``; False if the store is closed (late duplicate)."""
+
+    def view(self, start: int, end: int) -> memoryview:
+        """Bytes ``[start, end)`` already written, without a copy."""
+
+    def send(self, link: Link, type_code: int, fields: tuple[int, ...], start: int, end: int) -> None:
+        """Send bytes ``[start, end)`` as the payload of one frame on ``link``."""
+
+    def commit(self, digest: bytes) -> None:
+        """The whole object is held and hashed to ``digest`` (already checked): publish it."""
+
+    def close(self) -> None:
+        """Release everything; uncommitted output is dropped. Idempotent."""
+
+
+class _Guarded:
+    """Writes and close() exclude each other: a late piece never touches a closed fd."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._closed = False
+
+
+class FileStore(_Guarded):
+    def __init__(self, path: str | os.PathLike[str], size: int, expected_sha256: bytes | None) -> None:
+        super().__init__()
+        self.size = size
+        self.writer = OutputWriter(path, size, expected_sha256)
+        # Our own descriptor of the partial file: it stays valid across the rename at
+        # commit, so the node goes on serving peers from the published file.
+        self._read_fd = os.open(self.writer.temp_path, os.O_RDONLY | getattr(os, "O_CLOEXEC", 0))
+        self._map = mmap.mmap(self._read_fd, size, prot=mmap.PROT_READ) if size else None
+
+    @property
+    def path(self):
+        return self.writer.path
+
+    def write(self, offset: int, data) -> bool:
+        with self._lock:
+            if self._closed or self.writer.committed:
+                return False
+            self.writer.write_piece(offset, data)
+        return True
+
+    def view(self, start: int, end: int) -> memoryview:
+        return memoryview(self._map)[start:end] if self._map is not None else memoryview(b"")
+
+    def send(self, link: Link, type_code: int, fields: tuple[int, ...], start: int, end: int) -> None:
+        link.send_file(type_code, fields, self._read_fd, start, end - start)
+
+    def commit(self, digest: bytes) -> None:
+        with self._lock:
+            self.writer.commit(digest=digest)
+
+    def close(self) -> None:
+        with self._lock:
+            if self._closed:
+                return
+            self._closed = True
+            if not self.writer.committed:
+                self.writer.abort()
+        if self._map is not None:
+            try:
+                self._map.close()
+            except BufferError:
+                pass  # a view is still exported (a sender mid-piece): the GC unmaps it
+        os.close(self._read_fd)
+
+
+class MemoryStore(_Guarded):
+    """Deliver into ``buffer`` (anything with a writable, C-contiguous buffer of exactly the object's size)."""
+
+    def __init__(self, buffer, size: int) -> None:
+        super().__init__()
+        try:
+            view = memoryview(buffer)
+        except TypeError:
+            raise OutputError(f"the output buffer ({type(buffer).__name__}) does not expose a buffer") from None
+        if view.readonly:
+            raise OutputError("the output buffer is read-only")
+        if not view.c_contiguous:
+            raise OutputError("the output buffer is not contiguous")
+        view = view.cast("B")
+        if len(view) != size:
+            raise OutputError(f"the output buffer holds {len(view)} bytes; the object has {size}")
+        self.size = size
+        self._view = view
+
+    def write(self, offset: int, data) -> bool:
+        with self._lock:
+            if self._closed:
+                return False
+            self._view[offset : offset + len(data)] = data
+        return True
+
+    def view(self, start: int, end: int) -> memoryview:
+        return self._view[start:end]
+
+    def send(self, link: Link, type_code: int, fields: tuple[int, ...], start: int, end: int) -> None:
+        link.send_view(type_code, fields, self._view[start:end])
+
+    def commit(self, digest: bytes) -> None:
+        pass  # the caller's buffer is the output
+
+    def close(self) -> None:
+        with self._lock:
+            self._closed = True
+
+
+class SpoolStore(_Guarded):
+    """An unlinked temporary file: pieces out of order in, the object in order out (``--out -``)."""
+
+    def __init__(self, size: int, directory: str | None = None) -> None:
+        super().__init__()
+        self.size = size
+        self._file = tempfile.TemporaryFile(dir=directory)  # unlinked: nothing to clean up after a crash
+        self._fd = self._file.fileno()
+        try:
+            if size:
+                os.posix_fallocate(self._fd, 0, size)
+        except OSError as exc:
+            self._file.close()
+            raise OutputError(f"temporary spool file of {size} bytes: {exc.strerror or exc}") from None
+        self._map = mmap.mmap(self._fd, size, prot=mmap.PROT_READ) if size else None
+
+    def write(self, offset: int, data) -> bool:
+        view = memoryview(data)
+        with self._lock:
+            if self._closed:
+                return False
+            try:
+                while view:
+                    n = os.pwrite(self._fd, view, offset)
+                    view, offset = view[n:], offset + n
+            except OSError as exc:
+                raise OutputError(f"temporary spool file: {exc.strerror or exc}") from None
+        return True
+
+    def view(self, start: int, end: int) -> memoryview:
+        return memoryview(self._map)[start:end] if self._map is not None else memoryview(b"")
+
+    def send(self, link: Link, type_code: int, fields: tuple[int, ...], start: int, end: int) -> None:
+        link.send_file(type_code, fields, self._fd, start, end - start)
+
+    def commit(self, digest: bytes) -> None:
+        pass  # the object has already gone out, in order
+
+    def close(self) -> None:
+        with self._lock:
+            if self._closed:
+                return
+            self._closed = True
+        if self._map is not None:
+            try:
+                self._map.close()
+            except BufferError:
+                pass
+        self._file.close()
+
+
+class WholeDigest:
+    """sha256 of the whole object, computed in order as pieces become available.
+
+    ``mark(piece)`` after a piece is stored; a thread hashes the longest
+    available prefix from the store (and writes it to ``sink``, a file
+    descriptor such as stdout, if given). :meth:`result` waits for the end.
+    """
+
+    def __init__(self, store: PieceStore, piece_bounds, pieces: int, sink: int | None = None) -> None:
+        self.store, self.pieces, self.sink = store, pieces, sink
+        self._bounds = piece_bounds  # piece -> (start, end)
+        self._ready = bytearray(pieces)
+        self._next = 0
+        self._hash = hashlib.sha256()
+        self._cond = threading.Condition()
+        self._stopped = False
+        self.error: BaseException | None = None
+        self._thread = threading.Thread(target=self._run, name="whole-digest", daemon=True)
+        self._thread.start()
+
+    def mark(self, piece: int) -> None:
+        with self._cond:
+            if not self._ready[piece]:
+                self._ready[piece] = 1
+                if piece == self._next:
+                    self._cond.notify()
+
+    @property
+    def hashed(self) -> int:
+        """Pieces hashed (and streamed) so far: the in-order prefix."""
+        return self._next
+
+    def _run(self) -> None:
+        try:
+            while True:
+                with self._cond:
+                    while not self._stopped and self._next < self.pieces and not self._ready[self._next]:
+                        self._cond.wait()
+                    if self._stopped or self._next >= self.pieces:
+                        self._cond.notify_all()
+                        return
+                    first = last = self._next
+                    while last + 1 < self.pieces and self._ready[last + 1] and last - first < 63:
+                        last += 1  # a run of ready pieces: one update, fewer wake-ups
+                start, end = self._bounds(first)[0], self._bounds(last)[1]
+                view = self.store.view(start, end)
+                self._hash.update(view)  # releases the GIL for large buffers
+                if self.sink is not None:
+                    _write_all(self.sink, view)
+                view.release()
+                with self._cond:
+                    self._next = last + 1
+                    self._cond.notify_all()
+        except BaseException as exc:  # e.g. EPIPE on stdout: the caller reports it
+            with self._cond:
+                self.error = exc
+                self._stopped = True
+                self._cond.notify_all()
+
+    def result(self, timeout: float | None = None) -> bytes | None:
+        """The digest once every piece is hashed; None if not done within ``timeout``."""
+        with self._cond:
+            self._cond.wait_for(lambda: self._next >= self.pieces or self._stopped, timeout)
+            if self.error is not None:
+                raise self.error
+            return self._hash.digest() if self._next >= self.pieces else None
+
+    def stop(self) -> None:
+        with self._cond:
+            self._stopped = True
+            self._cond.notify_all()
+        self._thread.join(timeout=5.0)
+
+
+def _write_all(fd: int, view: memoryview) -> None:
+    while view:
+        n = os.write(fd, view)
+        view = view[n:]
