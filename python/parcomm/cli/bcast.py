@@ -132,7 +132,12 @@ def _check_out(out: str, ranks: range) -> None:
 
 @bcast.command()
 @click.argument("url")
-@click.option("--out", "-o", required=True, help="output file; with --local N, {rank} in it or .RANK appended")
+@click.option(
+    "--out",
+    "-o",
+    required=True,
+    help="output file; with --local N, {rank} in it or .RANK appended; - streams the object to stdout in order",
+)
 @click.option("--local", "local", type=int, default=None, help="run N node processes on this machine")
 @click.option("--mpi", is_flag=True, help="nodes are the ranks of mpiexec; they meet through MPI")
 @click.option("--rendezvous", default=None, metavar="HOST:PORT", help="rank 0 listens here, the others register")
@@ -220,7 +225,15 @@ def get(
             raise UserError(
                 f"--nodes must be in 1..{_MAX_NODES} and --rank in 0..nodes-1, got --nodes {nodes} --rank {rank}"
             )
-    _check_out(out, range(local) if local is not None else range(rank or 0, (rank or 0) + 1))
+    if out == "-":
+        if local is not None and local != 1:
+            raise UserError(f"--out - streams one node's copy to stdout; with --local {local} give a file path")
+        if mpi:
+            raise UserError("--out - cannot be used with --mpi: mpiexec merges every rank's stdout")
+        if as_json:
+            raise UserError("--out - and --json both write to stdout; choose one")
+    else:
+        _check_out(out, range(local) if local is not None else range(rank or 0, (rank or 0) + 1))
     if not 0 < timeout <= _MAX_TIMEOUT_S:
         raise UserError(f"--timeout must be in (0, {_MAX_TIMEOUT_S:g}] seconds, got {timeout:g}")
     key = None
@@ -233,7 +246,7 @@ def get(
             raise UserError(str(exc)) from None
     elif key_file is not None:
         raise UserError("--key-file is for --rendezvous/--rendezvous-dir; --local and --mpi make their own key")
-    if local is not None and local > 1 and "{rank}" not in out:
+    if local is not None and local > 1 and "{rank}" not in out and out != "-":
         out = out + ".{rank}"
     job = Job(
         url,
@@ -276,7 +289,7 @@ def get(
         _fail(exc)
     except (BcastError, OutputError, OSError) as exc:  # the run failed
         raise RunFailed(str(exc)) from None
-    _summarize(reports, errors, as_json)
+    _summarize(reports, errors, as_json, to_stderr=out == "-")
     if errors:
         sys.exit(1)
 
@@ -353,25 +366,34 @@ def _error_lines(errors: dict) -> list[str]:
     return [f"{_ranks(ranks)}: {msg}" for msg, ranks in by_msg.items()]
 
 
-def _summarize(reports, errors, as_json: bool) -> None:
+def _summarize(reports, errors, as_json: bool, to_stderr: bool = False) -> None:
+    from ..apps.bcast.summary import summarize
+
+    summary = summarize(reports, errors)
     if as_json:
-        emit_json({"nodes": [r.to_dict() for r in reports], "errors": {str(k): v for k, v in errors.items()}})
+        emit_json(
+            {
+                "summary": summary,
+                "nodes": [r.to_dict() for r in reports],
+                "errors": {str(k): v for k, v in errors.items()},
+            }
+        )
         return
     from rich.console import Console
     from rich.table import Table
 
     for line in _error_lines(errors):
         click.echo(line, err=True)  # plain: one line per distinct failure, never wrapped
-    console = Console()
+    console = Console(stderr=to_stderr)  # with --out - stdout carries the object
     if not reports:
         return
     table = Table(title="parcomm bcast")
-    for col in ("node", "time s", "MB/s", "from S3 MB", "from peers MB", "S3 GETs", "retries", "output"):
+    for col in ("node", "done s", "MB/s", "from S3 MB", "from peers MB", "S3 GETs", "retries", "output"):
         table.add_column(col, justify="right" if col not in ("output",) else "left", overflow="fold")
     for r in sorted(reports, key=lambda r: r.rank):
         table.add_row(
             str(r.rank),
-            f"{r.seconds:.2f}",
+            f"{r.complete_s:.2f}" if r.complete_s is not None else "-",
             f"{r.throughput / 1e6:.1f}",
             f"{r.bytes_from_storage / 1e6:.1f}",
             f"{r.bytes_from_peers / 1e6:.1f}",
@@ -380,12 +402,20 @@ def _summarize(reports, errors, as_json: bool) -> None:
             r.output,
         )
     console.print(table)
-    size = reports[0].size
-    egress = sum(r.bytes_from_storage for r in reports)
-    if size:
-        console.print(
-            f"origin egress {egress / 1e6:.1f} MB = {egress / size:.2f} x the object; "
-            f"slowest node {max(r.seconds for r in reports):.2f} s"
+    done = summary["completion_s"]
+    if done["max"] is not None:
+        click.echo(
+            "completion "
+            + "  ".join(f"{k} {v:.2f} s" for k, v in done.items())
+            + f"  ({len(reports)} node{'s' * (len(reports) != 1)})",
+            err=to_stderr,
+        )
+    if summary["size"]:
+        click.echo(
+            f"origin egress {summary['origin_egress_bytes'] / 1e6:.1f} MB = {summary['origin_egress_x']:.2f} x the "
+            f"object; from peers {summary['bytes_from_peers'] / 1e6:.1f} MB; "
+            f"S3 GETs {summary['storage_requests']}, retries {summary['storage_retries']}",
+            err=to_stderr,
         )
 
 

@@ -82,6 +82,7 @@ def _node(
     manifest: manifests.Manifest,
     on_progress: Callable[[Progress], None] | None,
     key: JobKey,
+    out=None,
 ) -> NodeReport:
     config = replace(job.config, piece_size=manifest.piece_size)
     node = RealNode(
@@ -89,7 +90,7 @@ def _node(
         table,
         listen,
         job.url,
-        job.out_for(rank),
+        job.out_for(rank) if out is None else out,
         manifest,
         algo=job.algo,
         config=config,
@@ -115,18 +116,25 @@ def run_one(
     advertise: str | None = None,
     key: JobKey | None = None,
     on_progress: Callable[[Progress], None] | None = None,
+    comm=None,
+    out=None,
 ) -> NodeReport:
     """This process is one node of the broadcast.
+
+    ``comm`` is an mpi4py communicator whose ranks are the nodes (``mpi``: its
+    COMM_WORLD). ``out`` overrides the job's output for this node: a path,
+    ``"-"`` or a writable buffer (:func:`.api.broadcast_into`). A lone node
+    (``nodes=1``) needs no way to meet.
 
     ``key`` is the job's shared secret: with ``mpi`` rank 0 makes one and sends
     it over MPI (whose channel the job already trusts); with a rendezvous every
     node must be given the same one (default: ``$PARCOMM_JOB_KEY``).
     """
-    comm = None
-    if mpi:
+    if mpi and comm is None:
         from mpi4py import MPI  # only this mode needs MPI
 
         comm = MPI.COMM_WORLD
+    if comm is not None:
         rank, nodes = comm.Get_rank(), comm.Get_size()
         secret = comm.bcast(JobKey.generate().hex() if rank == 0 else None, root=0)
         key = JobKey.from_hex(secret, origin="the key rank 0 sent")
@@ -134,6 +142,8 @@ def run_one(
         raise BcastError("give --rank and --nodes with --rendezvous/--rendezvous-dir (or use --mpi or --local)")
     if not 0 <= rank < nodes:
         raise BcastError(f"--rank {rank} is not in 0..{nodes - 1}")
+    if key is None and nodes == 1 and rendezvous is None and rendezvous_dir is None:
+        key = JobKey.generate()  # a lone node: nobody to meet, nobody to let in
     if key is None:
         try:
             key = resolve_key()
@@ -156,13 +166,15 @@ def run_one(
             table = asyncio.run(
                 via_address(rank, nodes, (host, int(port)), me, key=key, job=name, timeout=min(job.timeout, 300))
             )
+        elif nodes == 1:
+            table = [me]
         else:
             raise BcastError("choose how nodes meet: --local N, --mpi, --rendezvous HOST:PORT or --rendezvous-dir DIR")
     except RendezvousError as exc:
         listen.close()
         raise BcastError(str(exc)) from None
     try:
-        return _node(job, rank, table, listen, client, manifest, on_progress, key)
+        return _node(job, rank, table, listen, client, manifest, on_progress, key, out)
     finally:
         listen.close()
 

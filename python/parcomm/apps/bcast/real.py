@@ -105,11 +105,14 @@ class NodeReport:
     peers_lost: list[int] = field(default_factory=list)
     peers_dropped: list[int] = field(default_factory=list)
     output: str = ""
+    complete_s: float | None = None  # when the output was verified and published (None: never)
     cpu_s: float = 0.0  # this process's user + system CPU time over the run
 
     @property
     def throughput(self) -> float:
-        return self.size / self.seconds if self.seconds > 0 else 0.0
+        """Object bytes per second until this node's copy was complete (it may serve others longer)."""
+        took = self.complete_s if self.complete_s is not None else self.seconds
+        return self.size / took if took > 0 else 0.0
 
     def to_dict(self) -> dict:
         return {**asdict(self), "throughput_Bps": self.throughput}
@@ -384,6 +387,7 @@ class RealNode:
             self.store.commit(digest)
         except OutputError as exc:
             raise BcastError(f"rank {self.rank}: {exc}") from None
+        self.report.complete_s = self._now()
 
     def _stored(self, piece: int, offset: int, data) -> None:
         if self.store.write(offset, data):
