@@ -6,8 +6,9 @@ Contenders, run interleaved (one round = every contender once, in order), so
 the machine's drift hits all of them alike:
 
 * ``s5cmd``: ``s5cmd cp`` of the whole object (its default concurrency and
-  part size), then ``sha256sum`` and ``sync`` of the output: the same
-  guarantees as parcomm (verified, durable). s5cmd alone verifies nothing.
+  part size), then ``openssl dgst -sha256`` (SHA-NI: 4x coreutils' sha256sum
+  here) and ``sync`` of the output: the same guarantees as parcomm (verified,
+  durable). s5cmd alone verifies nothing.
 * ``boto3``: ``download_file`` with the transfer manager's defaults, then the
   same sha256 and fsync.
 * ``parcomm``: ``parcomm bcast get --local N`` (steal; per-piece verification,
@@ -90,7 +91,7 @@ def commands(name: str, nodes: int, outdir: Path, s5cmd: str | None, endpoint: s
             [
                 "sh",
                 "-c",
-                f'"{s5cmd}" --endpoint-url {endpoint} cp s3://bench/obj "$1" >/dev/null && sha256sum "$1" >/dev/null'
+                f'"{s5cmd}" --endpoint-url {endpoint} cp s3://bench/obj "$1" >/dev/null && openssl dgst -sha256 "$1" >/dev/null'
                 ' && sync "$1"',
                 "s5cmd",
                 str(outdir / f"out.{r}"),

@@ -257,16 +257,16 @@ def get(
         timeout=timeout,
     )
     try:
-        if local is not None:
+        if local is not None and local > 1:
             result = _run_local_with_bars(job, local, quiet=as_json)
             reports, errors = result.reports, result.errors
         else:
             bar = _single_bar(as_json)
             try:
-                report = run_one(
+                report = run_one(  # --local 1 is this process alone: no child to start
                     job,
-                    rank=rank,
-                    nodes=nodes,
+                    rank=0 if local == 1 else rank,
+                    nodes=1 if local == 1 else nodes,
                     rendezvous=rendezvous,
                     rendezvous_dir=rendezvous_dir,
                     mpi=mpi,

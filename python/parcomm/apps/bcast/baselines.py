@@ -226,7 +226,7 @@ def node_torrent(args) -> dict:
 
         def one(span):
             def keep(offset: int, data: bytes) -> None:
-                target.add_piece(offset // plen, data, 0)
+                target.add_piece(offset // plen, bytes(data), 0)
                 with lock:
                     got[0] += len(data)
 

@@ -15,6 +15,7 @@ the client is built once, under a lock, from a private session.
 
 from __future__ import annotations
 
+import http.client
 import os
 import random
 import threading
@@ -24,8 +25,9 @@ from typing import Any, Callable
 
 DEFAULT_CHUNK_SIZE = 256 * 1024
 
-ChunkCallback = Callable[[int, bytes], None]
-"""``on_chunk(offset, data)``: ``data`` is the object's bytes at ``offset``."""
+ChunkCallback = Callable[[int, memoryview], None]
+"""``on_chunk(offset, data)``: ``data`` is the object's bytes at ``offset``, a view of
+a buffer the client reuses: valid only during the call (copy what you keep)."""
 
 
 # -- errors --------------------------------------------------------------------
@@ -193,6 +195,7 @@ def _retryable_exceptions() -> tuple[type[BaseException], ...]:
         ConnectionError,
         TimeoutError,
         TruncatedBody,
+        http.client.HTTPException,  # IncompleteRead from the raw body
     )
 
 
@@ -390,13 +393,19 @@ class S3Client:
         body = resp["Body"]
         try:
             self._check_content_range(loc, resp.get("ContentRange") or "", offset, end)
+            # The bytes go from the socket straight into one reused buffer (recv_into):
+            # botocore's and urllib3's layers would allocate and copy every chunk twice.
+            raw = getattr(getattr(body, "_raw_stream", None), "_fp", None)  # http.client's response
+            if raw is None or not hasattr(raw, "readinto") or resp.get("ContentEncoding"):
+                raw = body  # not the stack we know, or encoded: the portable (copying) path
+            buf = memoryview(bytearray(min(chunk_size, end - offset)))
             while offset < end:
                 want = min(chunk_size, end - offset)
-                data = self._read_exact(body, want)
-                if len(data) < want:
-                    raise TruncatedBody(f"body ended at byte {offset + len(data)}, expected {end}")
+                got = self._read_into(raw, buf[:want])
+                if got < want:
+                    raise TruncatedBody(f"body ended at byte {offset + got}, expected {end}")
                 try:
-                    on_chunk(offset, data)
+                    on_chunk(offset, buf[:want])
                 except BaseException as exc:
                     raise _CallbackFailed() from exc
                 offset += want
@@ -416,17 +425,16 @@ class S3Client:
         if total.isdigit() and end > int(total):
             raise S3Error(str(loc), f"range ends at byte {end}, beyond the end of the object ({total} bytes)")
 
-    def _read_exact(self, body: Any, n: int) -> bytes:
-        parts: list[bytes] = []
+    def _read_into(self, body: Any, view: memoryview) -> int:
+        """Fill ``view`` from the body; fewer bytes only if the body ended."""
         got = 0
-        while got < n:
-            part = body.read(min(n - got, 1 << 20))
-            if not part:
+        while got < len(view):
+            n = body.readinto(view[got:])
+            if not n:
                 break
-            parts.append(part)
-            got += len(part)
-            self._count(received=len(part))
-        return b"".join(parts)
+            got += n
+        self._count(received=got)
+        return got
 
     def get_bytes(self, url: str | S3Url, start: int = 0, end: int | None = None, *, etag: str | None = None) -> bytes:
         """The bytes ``[start, end)`` (``end=None``: to the end of the object) in memory."""
