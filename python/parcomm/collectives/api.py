@@ -330,4 +330,5 @@ async def Gather(comm: Any, sendbuf: Any, recvbuf: Any, root: int = 0) -> None: 
     if comm.rank == root:
         if recvbuf is None:
             raise ValueError("Gather: the root needs a receive buffer")
+        assert got is not None  # gather gives the root the list
         _into(recvbuf, np.concatenate(got), "Gather")

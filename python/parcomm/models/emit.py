@@ -74,7 +74,7 @@ def _runs(choices: list[tuple[int, str]]) -> list[tuple[int, str]]:
 
 def _mpich_sizes(choices: list[tuple[int, str]]) -> dict[str, Any]:
     runs = _runs(choices)
-    tree = {f"avg_msg_size<={m}": {f"algorithm={MPICH_ALGORITHM[a]}": {}} for m, a in runs[:-1]}
+    tree: dict[str, Any] = {f"avg_msg_size<={m}": {f"algorithm={MPICH_ALGORITHM[a]}": {}} for m, a in runs[:-1]}
     tree["avg_msg_size=any"] = {f"algorithm={MPICH_ALGORITHM[runs[-1][1]]}": {}}
     return tree
 

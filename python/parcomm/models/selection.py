@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-from .base import canonical, check_procs
+from typing import Protocol
+
+from .base import Model, canonical, check_procs
 from .hockney import Hockney
 from .logp import LogGP, LogP
 from .params import PlogPParams
@@ -10,7 +12,14 @@ from .plogp import PlogP
 from .plogp_br import PlogPBR
 from .plogp_br_plus import PlogPBRPlus
 
-MODELS = {
+
+class _ModelClass(Protocol):
+    """A model class: ``from_params`` fits it to measured PLogP parameters."""
+
+    def from_params(self, p: PlogPParams) -> Model: ...
+
+
+MODELS: dict[str, _ModelClass] = {
     "hockney": Hockney,
     "logp": LogP,
     "loggp": LogGP,
@@ -25,7 +34,7 @@ ALGORITHMS = {
 }
 
 
-def make_model(name: str, params: PlogPParams):
+def make_model(name: str, params: PlogPParams) -> Model:
     try:
         cls = MODELS[name.lower()]
     except KeyError:

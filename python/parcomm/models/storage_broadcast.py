@@ -86,7 +86,7 @@ def broadcast_lower_bound(
         "storage_egress": size / storage,
         "total_delivery": nodes * size / (storage + nodes * b_up),
     }
-    binding = max(terms, key=terms.get)
+    binding = max(terms, key=terms.__getitem__)
     startup = latency_s + min(piece_size, size) / b_down if size else 0.0
     return BroadcastBound(
         seconds=terms[binding] + startup,

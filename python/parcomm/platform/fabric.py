@@ -59,7 +59,9 @@ def fat_tree(
         raise PlatformError(f"fattree: k = {k} gives {k**3 // 4} hosts, more than {MAX_HOSTS}")
     sw = dict(buffer=buffer, flow_control=flow_control, latency_s=switch_latency_s)
     ln = dict(propagation_s=propagation_s)
-    hosts, switches, links = [], [], []
+    hosts: list[dict] = []
+    switches: list[dict] = []
+    links: list[dict] = []
     cores = [f"c{j}_{m}" for j in range(half) for m in range(half)]
     switches += [switch(c, **sw) for c in cores]
     for pod in range(k):
@@ -103,7 +105,8 @@ def leaf_spine(
         raise PlatformError(f"leafspine: {leaves} x {per} hosts, more than {MAX_HOSTS}")
     sw = dict(buffer=buffer, flow_control=flow_control, latency_s=switch_latency_s)
     up = rate_bps if uplink_bps is None else uplink_bps
-    hosts, links = [], []
+    hosts: list[dict] = []
+    links: list[dict] = []
     switches = [switch(f"spine{s}", **sw) for s in range(spines)]
     for leaf in range(leaves):
         switches.append(switch(f"leaf{leaf}", **sw))

@@ -534,7 +534,7 @@ def path_tree(
     k = len(segs)
     rep = _repair_levels(repair_at, k - 1, "path_tree")
     names = ["src"] + [f"r{i}" for i in range(1, k)] + ["rcv"]
-    nodes = [{"name": "src", "kind": "source"}]
+    nodes: list[dict[str, Any]] = [{"name": "src", "kind": "source"}]
     nodes += [{"name": f"r{i}", "kind": "router", "repair": i in rep} for i in range(1, k)]
     nodes.append({"name": "rcv", "kind": "receiver"})
     nets = [_net(f"n{i + 1}", names[i], names[i + 1], segs[i]) for i in range(k)]
@@ -622,7 +622,7 @@ def branching(
     k = len(segs)
     rep = _repair_levels(repair_at, k - 1, "branching")
     names = ["src"] + [f"r{i}" for i in range(1, k)]
-    nodes = [{"name": "src", "kind": "source"}]
+    nodes: list[dict[str, Any]] = [{"name": "src", "kind": "source"}]
     nodes += [{"name": f"r{i}", "kind": "router", "repair": i in rep} for i in range(1, k)]
     nets = [_net(f"n{i + 1}", names[i], names[i + 1], segs[i]) for i in range(k - 1)]
     for j in range(n):
