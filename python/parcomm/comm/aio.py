@@ -104,7 +104,7 @@ class Request(BaseRequest):
 # --- checks and behaviour shared by the real communicators ------------------------------
 
 
-class AioCommBase(Communicator):
+class AioCommBase(Communicator[Request]):
     """Real ``compute``/``sleep``/``wtime``, failure propagation and request
     bookkeeping for the asyncio backends; subclasses provide the transport
     (``_send_pickled``, ``_post_recv``, ``_poll``, ``_wait_until``). Everything
@@ -152,13 +152,13 @@ class AioCommBase(Communicator):
         data = pickle.dumps(obj, protocol=PICKLE_PROTOCOL)
         self._send_pickled(dest, tag, data, size, req, ctx)
 
-    def _take(self, request: Request, status: Status | None) -> Any:  # type: ignore[override]
+    def _take(self, request: Request, status: Status | None) -> Any:
         self._pending_reqs.discard(request)
         if request._error is not None:
             raise request._error
         return super()._take(request, status)
 
-    async def _block(self, requests: Sequence[Request]) -> None:  # type: ignore[override]
+    async def _block(self, requests: Sequence[Request]) -> None:
         await self._wait_until(requests)
 
     def compute(self, seconds: float) -> Any:

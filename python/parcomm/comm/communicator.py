@@ -32,7 +32,7 @@ from __future__ import annotations
 
 import os
 import sys
-from typing import Any, Awaitable, Callable, Generator, Mapping, Sequence
+from typing import Any, Awaitable, Callable, Generator, Generic, Mapping, Sequence, TypeVar
 
 from .base import ANY_SOURCE, ANY_TAG, CommError, Status, payload_nbytes
 from .ops import SUM
@@ -188,6 +188,10 @@ class Request:
         return f"<Request {self.describe} {'done' if self.done else 'pending'}>"
 
 
+#: The request type of a backend: its hooks receive only the requests its ``_new_request`` made.
+RequestT = TypeVar("RequestT", bound=Request)
+
+
 def _copy_status(src: Status, dst: Status) -> None:
     dst.source, dst.tag, dst.nbytes = src.source, src.tag, src.nbytes
 
@@ -238,11 +242,12 @@ def _fill(buf: Any, data: Any, what: str) -> None:
         buf[...] = tmp.reshape(buf.shape)
 
 
-class Communicator:
+class Communicator(Generic[RequestT]):
     """mpi4py's communicator surface over four backend primitives.
 
     Rank programs are ``async def program(comm, ...)``; see the module
-    docstring for the two differences from mpi4py.
+    docstring for the two differences from mpi4py. A backend subclasses
+    ``Communicator[ItsRequest]``: the requests it makes are the ones it is handed back.
     """
 
     rank: int
@@ -252,25 +257,30 @@ class Communicator:
     _trace: list | None = None
 
     # --- backend primitives -----------------------------------------------------------
-    def _new_request(self, describe: str, kind: str) -> Request:  # pragma: no cover
+    def _new_request(self, describe: str, kind: str) -> RequestT:  # pragma: no cover
         raise NotImplementedError
 
-    def _start_send(self, dest: int, tag: int, obj: Any, size: int, req: Request) -> None:  # pragma: no cover
+    # ``ctx`` is the communicator context of the message: 0 for this communicator's own, a
+    # sub-communicator's (Split/Dup) when it sends and receives through this one.
+    def _start_send(
+        self, dest: int, tag: int, obj: Any, size: int, req: RequestT, ctx: int = 0
+    ) -> None:  # pragma: no cover
         raise NotImplementedError
 
-    def _post_recv(self, source: int, tag: int, req: Request) -> None:  # pragma: no cover
+    def _post_recv(self, source: int, tag: int, req: RequestT, ctx: int = 0) -> None:  # pragma: no cover
         raise NotImplementedError
 
-    async def _block(self, requests: Sequence[Request]) -> None:  # pragma: no cover
+    async def _block(self, requests: Sequence[RequestT]) -> None:  # pragma: no cover
         raise NotImplementedError
 
-    def _poll(self) -> None:
-        """Make progress without blocking (MPI polls; others need nothing)."""
+    def _poll(self) -> bool | None:
+        """Make progress without blocking (MPI polls, and says whether anything
+        progressed; others need nothing)."""
 
     def _raise_if_failed(self) -> None:
         """Real backends: raise if the communicator broke (a peer was lost)."""
 
-    def _take(self, request: Request, status: Status | None) -> Any:
+    def _take(self, request: RequestT, status: Status | None) -> Any:
         """The value of a completed request (copied into its buffer for Irecv)."""
         if status is not None and request.status is not None:
             _copy_status(request.status, status)
@@ -334,7 +344,7 @@ class Communicator:
             raise CommError(f"rank {self.rank}: tag must be {what}, got {tag!r}")
 
     # --- point to point ---------------------------------------------------------------
-    def isend(self, obj: Any, dest: int, tag: int = 0, *, nbytes: int | None = None) -> Request:
+    def isend(self, obj: Any, dest: int, tag: int = 0, *, nbytes: int | None = None) -> RequestT:
         """Start sending ``obj`` to ``dest``; returns a :class:`Request`.
         ``nbytes`` is the simulated size (default: the object's size)."""
         if self._unawaited is not None:
@@ -357,7 +367,7 @@ class Communicator:
             return None, buf, (tag if tag != ANY_TAG else source)
         return buf, source, tag
 
-    def irecv(self, buf: Any = None, source: int = ANY_SOURCE, tag: int = ANY_TAG) -> Request:
+    def irecv(self, buf: Any = None, source: int = ANY_SOURCE, tag: int = ANY_TAG) -> RequestT:
         """Post a receive; ``await req.wait()`` gives the object. ``buf`` is
         accepted for mpi4py compatibility and not needed (messages of any
         size arrive)."""
@@ -413,19 +423,19 @@ class Communicator:
         sreq = self.isend(sendobj, dest, sendtag, nbytes=nbytes)
         return self._pending(self._sendrecv(sreq, rreq, status), "comm.sendrecv()")
 
-    async def _sendrecv(self, sreq: Request, rreq: Request, status: Status | None) -> Any:
+    async def _sendrecv(self, sreq: RequestT, rreq: RequestT, status: Status | None) -> Any:
         await self._wait_all([rreq, sreq], None)
         return self._take(rreq, status)
 
-    def wait(self, request: Request, status: Status | None = None) -> Awaitable[Any]:
+    def wait(self, request: RequestT, status: Status | None = None) -> Awaitable[Any]:
         """``value = await comm.wait(req)`` (same as ``await req.wait()``)."""
         return self._pending(self._wait_one(request, status), "comm.wait()")
 
-    def waitall(self, requests: Sequence[Request], statuses: list | None = None) -> Awaitable[list[Any]]:
+    def waitall(self, requests: Sequence[RequestT], statuses: list | None = None) -> Awaitable[list[Any]]:
         """``values = await comm.waitall(reqs)``: each request's value, in order."""
         return self._pending(self._wait_all(list(requests), statuses), "comm.waitall()")
 
-    async def _wait_one(self, request: Request, status: Status | None) -> Any:
+    async def _wait_one(self, request: RequestT, status: Status | None) -> Any:
         if self._unawaited is not None:
             self._check_awaited()
         if not isinstance(request, Request):
@@ -438,7 +448,7 @@ class Communicator:
                 self._event("X", name, t0, self.wtime(), {"for": request.describe})
         return self._take(request, status)
 
-    async def _wait_all(self, requests: list[Request], statuses: list | None) -> list[Any]:
+    async def _wait_all(self, requests: list[RequestT], statuses: list | None) -> list[Any]:
         if self._unawaited is not None:
             self._check_awaited()
         for r in requests:
@@ -580,12 +590,12 @@ class Communicator:
         )
 
     # --- buffers (numpy arrays) ----------------------------------------------------------
-    def Isend(self, buf: Any, dest: int, tag: int = 0) -> Request:  # noqa: N802
+    def Isend(self, buf: Any, dest: int, tag: int = 0) -> RequestT:  # noqa: N802
         """Start sending the contents of a numpy array (copied now)."""
         arr = _as_buffer(buf, f"rank {self.rank}: Isend buffer")
         return self.isend(_to_bytes(arr), dest, tag, nbytes=arr.nbytes)
 
-    def Irecv(self, buf: Any, source: int = ANY_SOURCE, tag: int = ANY_TAG) -> Request:  # noqa: N802
+    def Irecv(self, buf: Any, source: int = ANY_SOURCE, tag: int = ANY_TAG) -> RequestT:  # noqa: N802
         """Post a receive into a numpy array (filled when the request is waited for or tested)."""
         arr = _as_buffer(buf, f"rank {self.rank}: Irecv buffer")
         req = self.irecv(None, source, tag)
@@ -715,7 +725,7 @@ async def _split(comm: "Communicator", color: int, key: int) -> "Communicator | 
     return SubComm(base, world, ctx)
 
 
-class SubComm(Communicator):
+class SubComm(Communicator[Request]):
     """A communicator made by ``Split``/``Dup``: a group of the rank's own
     communicator's ranks and a context of its own (messages of different
     communicators never match)."""
@@ -733,7 +743,7 @@ class SubComm(Communicator):
         return self._base._trace
 
     @property
-    def _unawaited(self):  # type: ignore[override]
+    def _unawaited(self):
         return self._base._unawaited
 
     @_unawaited.setter
@@ -751,12 +761,14 @@ class SubComm(Communicator):
         req._comm = self
         return req
 
-    def _start_send(self, dest: int, tag: int, obj: Any, size: int, req: Request) -> None:
-        self._base._start_send(self._ranks[dest], tag, obj, size, req, ctx=self._ctx)  # type: ignore[call-arg]
+    # Its messages travel through the base communicator in its own context; ``ctx`` is always 0
+    # here (sub-communicators are made from the base communicator, never from one another).
+    def _start_send(self, dest: int, tag: int, obj: Any, size: int, req: Request, ctx: int = 0) -> None:
+        self._base._start_send(self._ranks[dest], tag, obj, size, req, ctx=self._ctx)
 
-    def _post_recv(self, source: int, tag: int, req: Request) -> None:
+    def _post_recv(self, source: int, tag: int, req: Request, ctx: int = 0) -> None:
         src = source if source == ANY_SOURCE else self._ranks[source]
-        self._base._post_recv(src, tag, req, ctx=self._ctx)  # type: ignore[call-arg]
+        self._base._post_recv(src, tag, req, ctx=self._ctx)
 
     async def _block(self, requests: Sequence[Request]) -> None:
         await self._base._block(requests)

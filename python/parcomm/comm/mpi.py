@@ -128,7 +128,8 @@ class MPIComm(AioCommBase):
         self._tag_ub = int(ub) if ub is not None else 32767
         self.spin_s = float(spin_s)
         self.max_backoff_s = float(max_backoff_s)
-        self._probing: list[tuple[int, int, Request]] = []
+        # (MPI communicator, source, tag, our request)
+        self._probing: list[tuple[Any, int, int, Request]] = []
         # (MPI request, our request, buffer, kind, status)
         self._active: list[tuple[Any, Request, Any, str, Any]] = []
 

@@ -28,7 +28,7 @@ import json
 import pickle
 import time as _time
 from dataclasses import dataclass, field
-from typing import Any, Awaitable, Callable, Sequence
+from typing import Any, Awaitable, Callable, Coroutine, Sequence
 
 from .. import _core
 from .base import CommError, CompletionTime, DeadlockError, Status
@@ -71,6 +71,7 @@ class Request(BaseRequest):
 
     # a plain attribute (it shadows the base class's property): the driver reads it in its hot loop
     __slots__ = ("done", "_owner")
+    done: bool
 
     def __init__(self, comm: "SimComm", describe: str, kind: str = ""):
         super().__init__(comm, describe, kind)
@@ -82,7 +83,7 @@ class Request(BaseRequest):
         self._owner._world.touched.add(self._owner.rank)
 
 
-class SimComm(Communicator):
+class SimComm(Communicator[Request]):
     """The communicator a rank program receives under simulation (see
     :class:`~parcomm.comm.communicator.Communicator` for its methods)."""
 
@@ -271,7 +272,7 @@ def run_sim(
         for c in comms:
             c._trace = []
     kwargs = kwargs or {}
-    coros = []
+    coros: list[Coroutine[Any, Any, Any]] = []
     for c in comms:
         coro = program(c, *args, **kwargs)
         if not inspect.iscoroutine(coro):
@@ -315,8 +316,8 @@ def run_sim(
                 c._check_awaited()
             raise
     finally:
-        for c in coros:  # on error, end the other ranks' coroutines quietly
-            c.close()
+        for coro in coros:  # on error, end the other ranks' coroutines quietly
+            coro.close()
     return SimResult(
         finish_times=finish,
         results=results,
@@ -339,7 +340,7 @@ def _drive(world: _World, coros: list, step, blocked: list, running: list, time_
             waiting = [r for r in range(size) if running[r]]
             if world.sim.is_idle:
                 what = "; ".join(
-                    f"rank {r}: " + ", ".join(q.describe for q in blocked[r].requests if not q.done)  # type: ignore[union-attr]
+                    f"rank {r}: " + ", ".join(q.describe for q in blocked[r].requests if not q.done)
                     for r in waiting[:8]
                 )
                 raise DeadlockError(f"deadlock at t={world.sim.now_ns * 1e-9:.6f} s: {what}")
