@@ -265,6 +265,17 @@ def _context(program: Any) -> Any:
     return ctx
 
 
+def _ready(
+    conns: list[multiprocessing.connection.Connection],
+    waiting: list[multiprocessing.connection.Connection],
+    timeout: float,
+) -> list[int]:
+    """The ranks whose pipe (one of ``waiting``) has something to read, in the order
+    ``multiprocessing.connection.wait`` gives them (within ``timeout`` seconds)."""
+    ready = multiprocessing.connection.wait(waiting, timeout=timeout)
+    return [next(r for r, c in enumerate(conns) if c is obj) for obj in ready]
+
+
 def run_local(
     program: str | Callable[..., Awaitable[Any]],
     size: int,
@@ -361,10 +372,9 @@ def run_local(
         deadline = time.monotonic() + connect_timeout + 30.0
         while len(ports) + len(errors) < size and time.monotonic() < deadline:
             waiting = [c for r, c in enumerate(conns) if r not in ports and r not in errors]
-            for c in multiprocessing.connection.wait(waiting, timeout=max(0.0, deadline - time.monotonic())):
-                r = conns.index(c)  # type: ignore[arg-type]
+            for r in _ready(conns, waiting, max(0.0, deadline - time.monotonic())):
                 try:
-                    msg = c.recv()
+                    msg = conns[r].recv()
                 except (EOFError, OSError):
                     procs[r].join(2.0)
                     errors[r] = (
@@ -393,10 +403,9 @@ def run_local(
         deadline = time.monotonic() + limit
         while len(outcomes) + len(errors) < size and time.monotonic() < deadline:
             waiting = [c for r, c in enumerate(conns) if r not in outcomes and r not in errors]
-            for c in multiprocessing.connection.wait(waiting, timeout=max(0.0, deadline - time.monotonic())):
-                r = conns.index(c)  # type: ignore[arg-type]
+            for r in _ready(conns, waiting, max(0.0, deadline - time.monotonic())):
                 try:
-                    msg = c.recv()
+                    msg = conns[r].recv()
                 except (EOFError, OSError):
                     procs[r].join(1.0)
                     errors[r] = ("died", f"rank {r} exited with code {procs[r].exitcode} before reporting")

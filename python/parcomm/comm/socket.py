@@ -194,7 +194,7 @@ class SocketComm(AioCommBase):
         if len(addresses) < size:
             raise CommError(f"{size} ranks need {size} addresses, got {len(addresses)}")
         self.rank, self.size = rank, size
-        self.addresses = [tuple(a) for a in addresses[:size]]
+        self.addresses = [(host, port) for host, port in addresses[:size]]
         self.sock_options = _check_sock_options(sock_options)
         self.eager_limit = int(eager_limit)
         self.connect_timeout = float(connect_timeout)
@@ -252,9 +252,9 @@ class SocketComm(AioCommBase):
                     "(are they running, with the same addresses file?)"
                 )
         finally:
-            for t in (*outbound, inbound):
-                if not t.done():
-                    t.cancel()
+            for task in (*outbound, inbound):
+                if not task.done():
+                    task.cancel()
             await asyncio.gather(*outbound, inbound, return_exceptions=True)
             if self._server is not None:
                 self._server.close()
