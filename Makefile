@@ -6,7 +6,7 @@ install:
 	python3 -m pip install -e '.[test,style]'
 	bash scripts/install-versitygw.sh
 style:
-	bash scripts/style-check --no-mypy
+	bash scripts/style-check
 test:
 	cargo test -p parcomm-core
 	python3 -m pytest -q
