@@ -102,7 +102,9 @@ def commands(name: str, nodes: int, outdir: Path, s5cmd: str | None, endpoint: s
         return [[sys.executable, "-c", BOTO3_NODE, str(outdir / f"out.{r}")] for r in range(nodes)]
     if name == "parcomm":
         out = str(outdir / "out.{rank}")
-        return [[sys.executable, "-m", "parcomm", "bcast", "get", "s3://bench/obj", "--out", out, "--local", str(nodes)]]
+        return [
+            [sys.executable, "-m", "parcomm", "bcast", "get", "s3://bench/obj", "--out", out, "--local", str(nodes)]
+        ]
     raise ValueError(name)
 
 
