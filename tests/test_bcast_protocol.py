@@ -8,6 +8,8 @@ from parcomm.apps.bcast.layout import PAPER_PIECE_SIZE, PAPER_WORK_PIECES, Layou
 from parcomm.apps.bcast.messages import (
     MESSAGE_TYPES,
     Bitfield,
+    CancelFetch,
+    Complete,
     Done,
     Drop,
     Failed,
@@ -17,10 +19,12 @@ from parcomm.apps.bcast.messages import (
     GrantWorks,
     Have,
     NoWork,
+    PeerJoined,
     PeerLost,
     PeerMessage,
     PeerPiece,
     PhaseDone,
+    Readmitted,
     Request,
     S3FetchDone,
     S3FetchFailed,
@@ -140,6 +144,7 @@ def test_message_codes_are_stable_and_plain():
         12: "NoWork",
         13: "Done",
         14: "Complete",
+        15: "Readmitted",
     }
     assert {code: cls.__name__ for code, cls in MESSAGE_TYPES.items()} == expected
     assert Have.FIELDS == ("piece",) and GrantWorks.FIELDS == ("works",) and Done.FIELDS == ()
@@ -241,6 +246,49 @@ def test_dead_peer_works_go_to_its_heir_and_granted_works_come_back():
     assert grant == [Send(3, GrantWorks((1,)))] and list(nodes[0].planner.pending) == []
     nodes[0].handle(3.0, PeerLost(3))
     assert 1 in nodes[0].planner.pending
+
+
+def test_a_rank_counted_out_is_readmitted_with_nothing_of_its_own_to_fetch():
+    """Rank 2 is unreachable at start: rank 3 (its heir) adopts its share. When it
+    shows up, every rank readmits it, re-sends what it missed (Done), and rank 2
+    drops its own share (and the GETs of it under way): egress stays 1x."""
+    layout = Layout(4 * 8 * 64 * KB, 64 * KB, 4)  # 8 works, 2 per rank
+    cfg = BcastConfig(s3_connections=1)
+    nodes = [BcastNode(r, 4, layout, "steal", cfg) for r in range(4)]
+    for r in (0, 1, 3):
+        nodes[r].handle(0.0, Start())
+    for r in (0, 1, 3):
+        nodes[r].handle(1.0, PeerLost(2))
+    assert 2 in nodes[3].planner.adopted and {4, 5} <= set(nodes[3].planner.pending) | {
+        layout.work_of(f.first_piece) for f in nodes[3].planner.fetches.values()
+    }
+    nodes[0].planner.storage_done = True  # rank 0's storage phase is over: the joiner must hear it again
+    welcome = nodes[0].handle(2.0, PeerJoined(2))
+    assert sends(welcome, Readmitted, 2) and sends(welcome, Done, 2)
+    assert 2 not in nodes[0].planner.dead and 2 in nodes[0].planner.settled
+    assert nodes[0].handle(2.1, PeerJoined(2)) == []  # once only
+    # The joiner started late: it planned its own share, then learns it was counted out.
+    late = nodes[2]
+    (first,) = fetches(late.handle(2.0, Start()))
+    assert layout.work_of(first.first_piece) == 4
+    actions = late.handle(2.1, PeerMessage(0, Readmitted()))
+    assert CancelFetch(first.fetch_id) in actions
+    assert not (set(late.planner.pending) & {4, 5}) and not fetches(actions)
+    # A rank that was never counted out is not readmitted (nothing to do).
+    assert nodes[3].handle(3.0, PeerJoined(1)) == []
+
+
+def test_a_readmitted_rank_that_finished_is_told_complete_again():
+    layout = Layout(2 * 64 * KB, 64 * KB, 1)
+    node = BcastNode(0, 2, layout, "steal")
+    for f in fetches(node.handle(0.0, Start())):
+        complete_fetch(node, 0.5, f)
+    for f in fetches(node.handle(1.0, PeerLost(1))):  # its heir: rank 1's work is ours now
+        complete_fetch(node, 1.5, f)
+    assert node.finished
+    back = node.handle(2.0, PeerJoined(1))
+    assert sends(back, Complete, 1) and sends(back, Readmitted, 1)
+    assert not node.quiescent()  # it waits for the readmitted rank to complete again
 
 
 def test_storage_failures_are_retried_then_fail_the_node():

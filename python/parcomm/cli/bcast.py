@@ -154,6 +154,14 @@ def _check_out(out: str, ranks: range) -> None:
     show_default=True,
     help="give up after this long, with a unit (e.g. 600s, 1h)",
 )
+@click.option(
+    "--join-timeout",
+    type=Duration(),
+    default="30s",
+    show_default=True,
+    help="a node not reachable this long after start is counted out: its share goes to the next rank;"
+    " started later (or restarted after a crash) it joins and fetches from the others",
+)
 @_s3_options
 @click.option(
     "--key-file",
@@ -181,6 +189,7 @@ def get(
     overlap,
     seed,
     timeout,
+    join_timeout,
     endpoint_url,
     region,
     key_file,
@@ -236,6 +245,8 @@ def get(
         _check_out(out, range(local) if local is not None else range(rank or 0, (rank or 0) + 1))
     if not 0 < timeout <= _MAX_TIMEOUT_S:
         raise UserError(f"--timeout must be in (0, {_MAX_TIMEOUT_S:g}] seconds, got {timeout:g}")
+    if not 0 < join_timeout <= _MAX_TIMEOUT_S:
+        raise UserError(f"--join-timeout must be in (0, {_MAX_TIMEOUT_S:g}] seconds, got {join_timeout:g}")
     key = None
     if rendezvous is not None or rendezvous_dir is not None:
         from ..auth import JobKeyError, resolve_key
@@ -255,6 +266,7 @@ def get(
         _bcast_config(None, work_pieces, connections, peers, overlap, seed),
         _s3_config(endpoint_url, region),
         timeout=timeout,
+        join_timeout=join_timeout,
     )
     try:
         if local is not None and local > 1:

@@ -152,6 +152,12 @@ class PieceExchange:
             actions += self._request_all(now)
         return actions
 
+    def include(self, peer: int) -> None:
+        """``peer`` was lost and is back: it may be a neighbour again (once its
+        ``Bitfield`` arrives). A banned peer stays banned."""
+        if peer not in self.banned:
+            self.excluded.discard(peer)
+
     # ------------------------------------------------------------ messages
 
     def on_message(self, now: float, peer: int, msg: Message) -> list[Action]:

@@ -46,6 +46,7 @@ class Job:
     s3: S3Config = S3Config()
     timeout: float = 3600.0
     linger: float = 60.0
+    join_timeout: float = 30.0  # s: a rank not reachable by then is counted out (it may join later)
     faults: dict = dataclasses.field(default_factory=dict)  # rank -> [fault, ...] (tests)
 
     def out_for(self, rank: int) -> str:
@@ -99,6 +100,7 @@ def _node(
         on_progress=on_progress,
         timeout=job.timeout,
         linger=job.linger,
+        join_timeout=job.join_timeout,
         faults=tuple(job.faults.get(rank, ())),
     )
     return node.run()

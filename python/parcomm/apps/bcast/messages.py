@@ -26,6 +26,8 @@ code  class           fields                     meaning
 13    Done            -                          "my storage phase is over" (phase-1 barrier)
 14    Complete        -                          "I hold every piece" (to every rank: a node
                                                  leaves only when all live ranks said it)
+15    Readmitted      -                          "you were counted out and are back": your
+                                                 share went to your heir, fetch none of it
 ====  ==============  =========================  ==========================================
 
 Integers fit in an unsigned 32-bit word; ``bytes`` and ``tuple`` fields are
@@ -149,6 +151,11 @@ class Complete(Message):
     TYPE = 14
 
 
+@_msg
+class Readmitted(Message):
+    TYPE = 15
+
+
 # ---------------------------------------------------------------- events (driver -> node)
 
 
@@ -209,11 +216,20 @@ class PeerLost:
 
 
 @dataclass(frozen=True, slots=True)
+class PeerJoined:
+    """``peer``, once lost (it started late, or crashed and was restarted), is
+    back: it connected again and proved membership. It is readmitted with no
+    share of its own (its heir adopted it) and served like any other rank."""
+
+    peer: int
+
+
+@dataclass(frozen=True, slots=True)
 class Tick:
     """Time passed: call at (or after) :meth:`BcastNode.next_deadline`."""
 
 
-Event = Union[Start, S3Piece, S3FetchDone, S3FetchFailed, PeerMessage, PeerPiece, PeerLost, Tick]
+Event = Union[Start, S3Piece, S3FetchDone, S3FetchFailed, PeerMessage, PeerPiece, PeerLost, PeerJoined, Tick]
 
 
 # ---------------------------------------------------------------- actions (node -> driver)

@@ -54,10 +54,12 @@ from .messages import (
     GiveWork,
     GrantWorks,
     NoWork,
+    PeerJoined,
     PeerLost,
     PeerMessage,
     PeerPiece,
     PhaseDone,
+    Readmitted,
     S3FetchDone,
     S3FetchFailed,
     S3Piece,
@@ -180,6 +182,8 @@ class BcastNode:
             # forget its possessions first: the heir must not count on them
             actions = self.exchange.exclude(now, event.peer, None)
             actions += self.planner.on_peer_lost(event.peer) if event.peer != self.rank else []
+        elif isinstance(event, PeerJoined):
+            actions = self._on_joined(event.peer)
         elif isinstance(event, Start):
             self._t0 = now
             actions = self.planner.plan()
@@ -225,9 +229,26 @@ class BcastNode:
         if isinstance(msg, Complete):
             self.complete_ranks.add(peer)
             return []
+        if isinstance(msg, Readmitted):
+            return self.planner.readmitted()
         if self.algo == "flat":
             return []
         return self.exchange.on_message(now, peer, msg)
+
+    def _on_joined(self, peer: int) -> list[Action]:
+        """A rank we counted out is back: readmit it with no share (its heir has
+        it), and tell it where we are, since what we sent while it was out is lost."""
+        if peer not in self.planner.dead or peer == self.rank:
+            return []
+        self.planner.revive(peer)
+        self.exchange.include(peer)
+        self.complete_ranks.discard(peer)
+        actions: list[Action] = [Send(peer, Readmitted())]
+        if self.planner.storage_done and self.algo != "flat":
+            actions.append(Send(peer, Done()))
+        if self.finished and self.algo != "flat":
+            actions.append(Send(peer, Complete()))
+        return actions
 
     def _clock(self) -> float:
         return 0.0 if self._t0 is None else self._now - self._t0

@@ -58,6 +58,7 @@ from .messages import (
     Failed,
     FetchStorage,
     Finished,
+    PeerJoined,
     PeerLost,
     PeerMessage,
     PeerPiece,
@@ -207,9 +208,13 @@ class RealNode:
         on_progress: Callable[[Progress], None] | None = None,
         timeout: float = 3600.0,
         linger: float = 60.0,
+        join_timeout: float = 30.0,
         faults: tuple[str, ...] = (),
     ) -> None:
         self.rank, self.table, self.listen, self.url = rank, table, listen, url
+        # A rank we cannot reach this long after our start is counted out (its share goes to
+        # its heir); if it shows up later it is readmitted and fetches from the others.
+        self.join_timeout = join_timeout
         self.world = len(table)
         self.manifest = manifest
         self.layout = Layout(manifest.size, manifest.piece_size, config.work_pieces)
@@ -437,6 +442,9 @@ class RealNode:
     # ------------------------------------------------------------------ peers: sending
 
     def _open_outbox(self, peer: int) -> None:
+        old = self.outboxes.get(peer)
+        if old is not None:
+            old.close()  # a sender of a connection now dead may still wait on it
         self.outboxes[peer] = _Outbox()
         thread = threading.Thread(target=self._sender, args=(peer,), name=f"peer-out-{self.rank}-{peer}", daemon=True)
         self.senders.append(thread)
@@ -444,7 +452,7 @@ class RealNode:
 
     def _connect(self, peer: int) -> Link | None:
         host, port = self.table[peer]
-        deadline = time.monotonic() + 30.0
+        deadline = self.t0 + self.join_timeout
         delay = 0.05
         while not self.stopping:
             try:
@@ -502,13 +510,24 @@ class RealNode:
         """Serve one incoming connection until it ends (on the listener's thread for it)."""
         peer = link.rank
         with self.lock:
-            refused = not 0 <= peer < self.world or peer == self.rank or peer in self.incoming_ranks or self.stopping
+            back = peer in self.lost  # it started late or was restarted: readmit it
+            refused = (
+                not 0 <= peer < self.world
+                or peer == self.rank
+                or (peer in self.incoming_ranks and not back)
+                or self.stopping
+            )
             if not refused:
                 self.incoming_ranks.add(peer)
                 self.links.add(link)
+                if back:
+                    self.lost.discard(peer)
+                    self._open_outbox(peer)
         if refused:
             link.close()  # a member's bug, not a loss of that peer: its own connection stays
             return
+        if back:
+            self._post(PeerJoined(peer))
         scratch = memoryview(bytearray(self.manifest.piece_size))
         try:
             while (head := link.recv_head()) is not None:

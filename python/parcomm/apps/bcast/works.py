@@ -326,6 +326,28 @@ class WorkPlanner:
                     returned += list(self.layout.initial_works(dead, self.nranks))
         return self.adopt(returned)
 
+    def revive(self, peer: int) -> None:
+        """``peer``, counted out before, is back. Its share stays with its heir
+        (``adopted`` keeps it, so a second loss is not adopted twice) and it is
+        settled for the barrier: it will have nothing of its own to fetch."""
+        self.dead.discard(peer)
+        self.settled.add(peer)
+        self.refused.add(peer)  # nothing to steal from it
+
+    def readmitted(self) -> list[Action]:
+        """We were counted out and came back: our initial share is our heir's.
+        Drop it, and the GETs of it under way; keep what was granted to us."""
+        if self.algo == "flat" or self.closed:
+            return []
+        initial = set(self.layout.initial_works(self.rank, self.nranks))
+        self.pending = deque(w for w in self.pending if w not in initial)
+        actions: list[Action] = []
+        for fetch_id, fetch in list(self.fetches.items()):
+            if set(fetch.works) <= initial:
+                del self.fetches[fetch_id]
+                actions.append(CancelFetch(fetch_id))
+        return actions + self.plan()
+
     def adopt(self, works: list[int]) -> list[Action]:
         """Add works to our list (recovery); returns the fetches it starts."""
         fresh = [w for w in works if w not in self.pending and not self._is_fetching(w)]
