@@ -192,6 +192,56 @@ def test_killed_node_does_not_stop_the_others(versitygw, s3, tmp_path):
     assert not (tmp_path / "out.3").exists()
 
 
+def test_crashed_node_restarted_rejoins_and_fetches_from_the_others(versitygw, s3, tmp_path):
+    """Rank 3 is killed mid-transfer and started again with the same command: it
+    registers a new port, is readmitted by the others (they learn its new address
+    from its Hello), and gets the object from them; its share, already adopted by
+    its heir, is not fetched twice."""
+    size = 24 * PIECE * WORK
+    url, digest = s3(size)
+    meet = tmp_path / "meet"
+    with PacingProxy(versitygw.endpoint_url, profile=[(1.0, 2e5)], seed=2) as proxy:  # 200 kB/s per GET: seconds
+        env = {
+            **os.environ,
+            **versitygw.environ(),
+            "AWS_ENDPOINT_URL_S3": proxy.endpoint_url,
+            "PARCOMM_JOB_KEY": JobKey.generate().hex(),
+        }
+
+        def node(rank: int) -> subprocess.Popen:
+            argv = [sys.executable, "-m", "parcomm", "bcast", url, "--out", str(tmp_path / f"out.{rank}")]
+            argv += ["--rendezvous-dir", str(meet), "--rank", str(rank), "--nodes", "4", "--algo", "steal"]
+            argv += ["--work-pieces", str(WORK), "--timeout", "120s", "--json"]
+            return subprocess.Popen(argv, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+
+        procs = [node(r) for r in range(4)]
+        try:
+            deadline = time.monotonic() + 90
+            while not list(tmp_path.glob(".out.3.parcomm-partial-*")) and time.monotonic() < deadline:
+                assert procs[3].poll() is None, procs[3].communicate()
+                time.sleep(0.05)
+            time.sleep(0.3)
+            assert procs[3].poll() is None, "rank 3 finished before it could be killed"
+            procs[3].send_signal(signal.SIGKILL)  # our own child, by pid
+            procs[3].wait()
+            procs[3] = node(3)  # the same command again: a restart
+            outs = [p.communicate(timeout=150) for p in procs]
+        finally:
+            for p in procs:
+                if p.poll() is None:
+                    p.kill()
+                    p.wait()
+    reports = []
+    for rank, (stdout, stderr) in enumerate(outs):
+        assert procs[rank].returncode == 0, stderr.decode()[-2000:]
+        reports.append(json.loads(stdout)["nodes"][0])
+        assert hashlib.sha256((tmp_path / f"out.{rank}").read_bytes()).hexdigest() == digest
+    restarted = reports[3]
+    assert restarted["bytes_from_peers"] >= size // 2, restarted  # from the others, not only storage
+    assert all(3 not in r["peers_lost"] for r in reports[:3])  # readmitted
+    assert not [p.name for p in tmp_path.iterdir() if "parcomm-partial" in p.name]  # the killed one's swept
+
+
 def _cli(*args, env=None):
     return subprocess.run(
         [sys.executable, "-m", "parcomm", "bcast", *args], env=env, capture_output=True, text=True, timeout=120

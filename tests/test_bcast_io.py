@@ -33,6 +33,7 @@ from parcomm.apps.bcast.s3 import (
     parse_s3_url,
 )
 from parcomm.apps.bcast.wire import (
+    PROTOCOL_VERSION,
     FrameTooLarge,
     HandshakeError,
     Hello,
@@ -580,7 +581,7 @@ def test_peer_link_and_handshake():
         assert served.wait(HANG_GUARD_S)
         for other, why in [
             (replace(hello, rank=2, etag="other"), "etag"),
-            (replace(hello, rank=2, version=2), "protocol version"),
+            (replace(hello, rank=2, version=PROTOCOL_VERSION + 1), "protocol version"),
             (replace(hello, rank=0), "same rank"),
         ]:
             with pytest.raises(HandshakeError, match=why):
@@ -609,6 +610,17 @@ def test_peer_link_and_handshake():
         sock.close()
     assert received == [Record(1, (9,), b"p" * 4096), None]
     assert len(refused) == 3  # the members of other broadcasts; outsiders never reach the Hello
+
+
+def test_hello_carries_the_listening_address_and_refuses_a_bad_one():
+    ours = Hello(rank=3, etag="e", size=5, piece_size=4, listen=("10.0.0.7", 40123))
+    a, b = socket.socketpair()
+    with a, b:
+        a.sendall(ours.encode())
+        assert Hello.read_from(b, time.monotonic() + 5) == ours
+    for bad in [("h" * 256, 1), ("h", 70000)]:
+        with pytest.raises(WireError, match="listening address"):
+            replace(ours, listen=bad).encode()
 
 
 def test_peer_link_refuses_oversized_frames():

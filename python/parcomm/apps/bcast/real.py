@@ -224,15 +224,23 @@ class RealNode:
         self.out = out
         self.on_progress = on_progress
         self.timeout, self.linger = timeout, linger
-        # Fault injection for tests, like the simulator's drop_nth:
-        # "corrupt-uploads" flips one byte of every piece this node uploads.
-        unknown = set(faults) - {"corrupt-uploads"}
-        if unknown:
-            raise BcastError(f"unknown fault {sorted(unknown)[0]!r} (known: corrupt-uploads)")
+        # Fault injection for tests and benchmarks, like the simulator's drop_nth:
+        # "corrupt-uploads" flips one byte of every piece this node uploads;
+        # "late:SECONDS" starts the node that much later (its listener silent meanwhile).
         self.corrupt_uploads = "corrupt-uploads" in faults
+        self.late_s = 0.0
+        for fault in faults:
+            name, _, arg = fault.partition(":")
+            if name == "late":
+                try:
+                    self.late_s = float(arg)
+                except ValueError:
+                    raise BcastError(f"fault {fault!r}: late:SECONDS needs a number of seconds") from None
+            elif fault != "corrupt-uploads":
+                raise BcastError(f"unknown fault {fault!r} (known: corrupt-uploads, late:SECONDS)")
         where = out if isinstance(out, (str, os.PathLike)) else f"<{type(out).__name__} buffer>"
         self.report = NodeReport(rank, self.world, algo, manifest.size, output=str(where))
-        self.hello = Hello(rank, manifest.etag, manifest.size, manifest.piece_size)
+        self.hello = Hello(rank, manifest.etag, manifest.size, manifest.piece_size, listen=tuple(table[rank]))
         self.max_payload = max(manifest.piece_size, (self.layout.pieces + 7) // 8, 4 * self.layout.works, 64)
 
     def _open_store(self) -> PieceStore:
@@ -246,6 +254,8 @@ class RealNode:
     # ------------------------------------------------------------------ run
 
     def run(self) -> NodeReport:
+        if self.late_s > 0:
+            time.sleep(self.late_s)
         start, cpu0 = time.monotonic(), _cpu_seconds()
         self.t0 = start
         self.events: queue.SimpleQueue = queue.SimpleQueue()
@@ -522,6 +532,8 @@ class RealNode:
                 self.links.add(link)
                 if back:
                     self.lost.discard(peer)
+                    if link.peer.listen[1]:  # a restarted node listens elsewhere now
+                        self.table[peer] = link.peer.listen
                     self._open_outbox(peer)
         if refused:
             link.close()  # a member's bug, not a loss of that peer: its own connection stays

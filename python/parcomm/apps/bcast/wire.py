@@ -36,13 +36,14 @@ from typing import NamedTuple
 from ...auth.sockets import recv_exact
 
 MAGIC = b"PCBC"
-PROTOCOL_VERSION = 1
+PROTOCOL_VERSION = 2  # 2: the Hello carries the listening address (a restarted node moves)
 MAX_FIELDS = 64
 
 _LENGTH = struct.Struct("!I")
 _BODY_HEAD = struct.Struct("!HHB")
 _FIELD = struct.Struct("!q")
-_HELLO_HEAD = struct.Struct("!4sHIQIH")  # magic, version, rank, size, piece_size, etag length
+# magic, version, rank, size, piece_size, etag length, listening port, listening host length
+_HELLO_HEAD = struct.Struct("!4sHIQIHHB")
 _MAX_ETAG = 1024
 _HAS_PAYLOAD = 1
 #: Bound into every handshake proof: a proof made for SocketComm or the rendezvous is worthless here.
@@ -186,31 +187,38 @@ class Hello:
     size: int
     piece_size: int
     version: int = PROTOCOL_VERSION
+    listen: tuple[str, int] = ("", 0)  # where this node accepts peers ("", 0: not said)
 
     def encode(self) -> bytes:
-        etag = self.etag.encode()
+        etag, host = self.etag.encode(), self.listen[0].encode()
         if len(etag) > _MAX_ETAG:
             raise WireError("etag too long")
-        return _HELLO_HEAD.pack(MAGIC, self.version, self.rank, self.size, self.piece_size, len(etag)) + etag
+        if len(host) > 255 or not 0 <= self.listen[1] <= 0xFFFF:
+            raise WireError(f"bad listening address {self.listen!r}")
+        head = _HELLO_HEAD.pack(
+            MAGIC, self.version, self.rank, self.size, self.piece_size, len(etag), self.listen[1], len(host)
+        )
+        return head + etag + host
 
     @classmethod
     def read_from(cls, sock: socket.socket, deadline: float) -> "Hello":
         """The peer's Hello from a blocking socket, by ``deadline`` (time.monotonic)."""
         try:
             head = recv_exact(sock, _HELLO_HEAD.size, deadline)
-            magic, version, rank, size, piece_size, etag_len = _HELLO_HEAD.unpack(head)
+            magic, version, rank, size, piece_size, etag_len, port, host_len = _HELLO_HEAD.unpack(head)
             if magic != MAGIC:
                 raise HandshakeError("the peer is not a parcomm bcast node (bad magic)")
             if etag_len > _MAX_ETAG:
                 raise HandshakeError("etag too long in handshake")
             etag = recv_exact(sock, etag_len, deadline).decode()
+            host = recv_exact(sock, host_len, deadline).decode()
         except ConnectionError:
             raise HandshakeError("connection closed during the handshake") from None
         except (TimeoutError, socket.timeout):
             raise HandshakeError("no handshake from the peer in time") from None
         except UnicodeDecodeError:
-            raise HandshakeError("bad etag in handshake") from None
-        return cls(rank, etag, size, piece_size, version)
+            raise HandshakeError("bad etag or host in handshake") from None
+        return cls(rank, etag, size, piece_size, version, (host, port))
 
     def mismatch(self, other: "Hello") -> str | None:
         """Why ``other`` belongs to a different broadcast, or None if compatible."""
