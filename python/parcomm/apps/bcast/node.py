@@ -29,6 +29,15 @@ it) while some missing piece has no holder among its neighbours fetches the
 works of those pieces from storage itself. Healthy runs never get there:
 a node keeps receiving pieces until it is complete.
 
+Elastic membership. A rank the driver cannot reach (it starts late, or died)
+is lost (``PeerLost``): its heir adopts its share. If it shows up again
+(``PeerJoined``: it started late, or was restarted), every rank that had
+counted it out readmits it -- it may be a neighbour again and must announce
+``Complete`` before we leave -- and re-sends what it missed (``Done``,
+``Complete``); the first ``Readmitted`` it hears makes it drop its own share
+(its heir has it) and the GETs of it under way, so it gets the object from
+the others and origin egress stays one object.
+
 Observability: ``storage_done_at`` (this node's storage work ended),
 ``exchange_started_at`` (phase 2 opened here), ``finished_at`` (every piece
 held), and the byte counters ``bytes_from_storage`` / ``bytes_from_peers``
