@@ -50,6 +50,15 @@ METHODS: dict[str, tuple[str, dict]] = {
     "parcomm-steal-overlap": ("parcomm", {"algo": "steal", "connections": 2, "overlap": True}),
     "parcomm-steal-c4-overlap": ("parcomm", {"algo": "steal", "connections": 4, "overlap": True}),
     "parcomm-steal-c4-overlap-p8": ("parcomm", {"algo": "steal", "connections": 4, "overlap": True, "peers": 8}),
+    # Beyond the paper: upload to the neighbours holding least (a job's nodes cooperate), re-chosen each second.
+    "parcomm-steal-overlap-neediest": (
+        "parcomm",
+        {"algo": "steal", "connections": 2, "overlap": True, "serve": "neediest", "choke_interval": 1.0},
+    ),
+    "parcomm-steal-c4-overlap-neediest": (
+        "parcomm",
+        {"algo": "steal", "connections": 4, "overlap": True, "serve": "neediest", "choke_interval": 1.0},
+    ),
     "ranged-k10": ("ranged", {"k": B.BOTO3_CONCURRENCY}),
     # Tuned: parts of 1 MiB, so a slow GET (the profile's slow mode) holds back 1 MiB, not 8.
     "ranged-k10-1MiB": ("ranged", {"k": B.BOTO3_CONCURRENCY, "part": 1 << 20}),

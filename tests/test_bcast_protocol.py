@@ -323,6 +323,32 @@ def exchanging_node(**cfg):
     return node, requests
 
 
+@pytest.mark.parametrize("neediest", [False, True])
+def test_choke_round_serves_best_uploaders_or_the_neediest(neediest):
+    """Six interested neighbours, one upload slot (plus the optimistic one): BitTorrent's rule
+    keeps the neighbour that uploaded most to us; serve_neediest the one holding fewest pieces."""
+    import numpy as np
+    from parcomm.apps.bcast.messages import Interested
+
+    layout = Layout(7 * 8 * 64 * KB, 64 * KB, 8)  # 56 pieces
+    cfg = BcastConfig(overlap_phases=True, upload_slots=1, serve_neediest=neediest, choke_interval=1.0)
+    node = BcastNode(0, 7, layout, "nonsteal", cfg)
+    node.handle(0.0, Start())
+    node.have[:8] = True  # something to offer
+    for peer in range(6, 0, -1):  # the first two interested (6 and 5) fill the free slots at once
+        has = np.zeros(layout.pieces, bool)
+        has[8 : 8 + 5 * peer] = True  # peer 1 holds least, peer 6 most
+        node.handle(0.0, PeerMessage(peer, Bitfield.of(has)))
+        node.handle(0.0, PeerMessage(peer, Interested()))
+    node.exchange.neighbours[5].received_round = 10 * layout.piece_size  # peer 5 uploaded most to us
+    actions = node.handle(1.0, Tick())
+    unchoked = {p for p, nb in node.exchange.neighbours.items() if not nb.am_choking}
+    regular = 1 if neediest else 5
+    assert regular in unchoked and len(unchoked) == 2  # + one optimistic
+    assert all(a.peer in unchoked for a in sends(actions, Unchoke))
+    assert bool(sends(actions, Unchoke, 1)) == neediest  # the round switched to the neediest
+
+
 def test_requests_skip_pieces_being_fetched_and_are_bounded_per_peer():
     node, requests = exchanging_node(max_requests=3)
     assert len(requests) == 6 and len({r.msg.piece for r in requests}) == 6

@@ -57,7 +57,7 @@ def _s3_config(endpoint_url, region):
     return S3Config.from_env(endpoint_url=endpoint_url, region=region)
 
 
-def _bcast_config(piece_size, work_pieces, connections, peers, overlap, seed):
+def _bcast_config(piece_size, work_pieces, connections, peers, overlap, seed, serve="uploaders", choke_interval=5.0):
     from ..apps.bcast.node import BcastConfig
 
     kwargs = {
@@ -66,6 +66,8 @@ def _bcast_config(piece_size, work_pieces, connections, peers, overlap, seed):
         "peers": peers,
         "overlap_phases": overlap,
         "seed": seed,
+        "serve_neediest": serve == "neediest",
+        "choke_interval": choke_interval,
     }
     if piece_size is not None:
         kwargs["piece_size"] = parse_with(lambda v: parse_size(v, "--piece-size"), piece_size, "--piece-size")
@@ -99,6 +101,21 @@ def _protocol_options(f):
                 default=False,
                 show_default=True,
                 help="exchange pieces while still downloading (the paper's future work)",
+            ),
+            click.option(
+                "--serve",
+                type=click.Choice(["uploaders", "neediest"]),
+                default="uploaders",
+                show_default=True,
+                help="whom a node uploads to: the neighbours that upload most to it (BitTorrent, the paper)"
+                " or those holding least (cooperative: shortens the tail)",
+            ),
+            click.option(
+                "--choke-interval",
+                type=Duration(),
+                default="5s",
+                show_default=True,
+                help="how often a node re-chooses whom it uploads to",
             ),
             click.option("--seed", type=int, default=0, show_default=True, help="seeds the protocol's random choices"),
         ]
@@ -187,6 +204,8 @@ def get(
     connections,
     peers,
     overlap,
+    serve,
+    choke_interval,
     seed,
     timeout,
     join_timeout,
@@ -263,7 +282,7 @@ def get(
         url,
         out,
         algo,
-        _bcast_config(None, work_pieces, connections, peers, overlap, seed),
+        _bcast_config(None, work_pieces, connections, peers, overlap, seed, serve, choke_interval),
         _s3_config(endpoint_url, region),
         timeout=timeout,
         join_timeout=join_timeout,
@@ -482,7 +501,22 @@ def prepare(url, piece_size, endpoint_url, region, as_json) -> None:
 @click.option("--profile", default=None, help="storage/network profile: a name (default chiba2010) or a TOML/JSON file")
 @click.option("--paper", is_flag=True, help="the paper's protocol settings: 32 KB pieces, works of 100, 1 connection")
 @click.option("--json", "as_json", is_flag=True, help="print the simulation's result as JSON")
-def sim(nodes, size, piece_size, algo, work_pieces, connections, peers, overlap, seed, profile, paper, as_json) -> None:
+def sim(
+    nodes,
+    size,
+    piece_size,
+    algo,
+    work_pieces,
+    connections,
+    peers,
+    overlap,
+    serve,
+    choke_interval,
+    seed,
+    profile,
+    paper,
+    as_json,
+) -> None:
     """Run the broadcast protocol on the simulated storage and network model."""
     from ..apps.bcast.node import BcastConfig
     from ..apps.bcast.sim import simulate
@@ -491,7 +525,7 @@ def sim(nodes, size, piece_size, algo, work_pieces, connections, peers, overlap,
     nbytes = parse_with(lambda v: parse_size(v, "--size"), size, "--size")
     if nodes < 1:
         raise UserError(f"--procs must be at least 1, got {nodes}")
-    cfg = _bcast_config(piece_size, work_pieces, connections, peers, overlap, seed)
+    cfg = _bcast_config(piece_size, work_pieces, connections, peers, overlap, seed, serve, choke_interval)
     if paper:
         cfg = BcastConfig.paper(peers=peers, overlap_phases=overlap, seed=seed)
     try:

@@ -585,6 +585,8 @@ class EmuBcast:
         peers: int = 4,
         seed: int = 0,
         timeout: float = 600.0,
+        serve: str = "uploaders",
+        choke_interval: float = 5.0,
     ) -> EmuRunResult:
         """One broadcast with the real tool, ``python -m parcomm bcast ...`` on every node."""
         opts = {
@@ -594,6 +596,8 @@ class EmuBcast:
             "work_pieces": work_pieces,
             "peers": peers,
             "seed": seed,
+            "serve": serve,
+            "choke_interval": choke_interval,
         }
         name = f"parcomm-{algo}-c{connections}" + ("-overlap" if overlap else "") + f"-p{peers}"
         run_dir = self.new_run_dir(name)
@@ -628,6 +632,10 @@ class EmuBcast:
                 "--seed",
                 str(seed),
                 "--overlap" if overlap else "--no-overlap",
+                "--serve",
+                serve,
+                "--choke-interval",
+                f"{choke_interval:g}s",
                 "--timeout",
                 f"{timeout:g}s",
                 "--json",
@@ -642,6 +650,8 @@ class EmuBcast:
             f"parcomm {algo} c={connections}"
             + (" overlap" if overlap else "")
             + (f" peers={peers}" if peers != 4 else "")
+            + (f" serve={serve}" if serve != "uploaders" else "")
+            + (f" choke={choke_interval:g}s" if choke_interval != 5.0 else "")
             + f" work={work_pieces}"
         )
         return self.run_nodes(label, opts, argv, timeout + 60, run_dir, parse_report=parse)

@@ -18,7 +18,10 @@ neighbours at once; the first copy wins and the others get ``Cancel``.
 Uploading (choking, §4.2). Every ``choke_interval`` the node unchokes the
 ``upload_slots`` interested neighbours that delivered it the most bytes in
 the last round, plus one optimistic unchoke rotated every third round; a
-node holding everything ranks by least recently served instead. A free slot
+node holding everything ranks by least recently served instead. With
+``serve_neediest`` (beyond the paper) it ranks by fewest pieces held: the
+nodes of one job cooperate, so tit-for-tat buys nothing, and serving the
+nodes furthest behind shortens the tail the whole broadcast waits for. A free slot
 is filled at once when a neighbour becomes interested, so the exchange does
 not wait a round to start. Requests from choked peers are ignored.
 
@@ -331,7 +334,11 @@ class PieceExchange:
         self.round += 1
         interested = [p for p, nb in self.neighbours.items() if nb.peer_interested and nb.connected]
         shuffle = {p: self.rng.random() for p in interested}  # random among equals
-        if self.have.all():
+        if self.cfg.serve_neediest:
+            # Every node is a member of one job: reciprocity buys nothing, the slowest node sets
+            # the broadcast's end. Serve those holding least first.
+            ranked = sorted(interested, key=lambda p: (int(self.neighbours[p].has.sum()), shuffle[p]))
+        elif self.have.all():
             ranked = sorted(interested, key=lambda p: (self.neighbours[p].last_served, shuffle[p]))
         else:
             ranked = sorted(interested, key=lambda p: (-self.neighbours[p].received_round, shuffle[p]))

@@ -96,6 +96,7 @@ class BcastConfig:
     max_fetch_attempts: int = 5  # GETs of one work before the node fails
     overlap_phases: bool = False  # exchange while fetching (off: the paper's barrier)
     adaptive_works: bool = False  # GET and grant sizes from measured rates (off: the paper's fixed works, halves)
+    serve_neediest: bool = False  # unchoke who holds least (off: BitTorrent's best uploaders, as the paper)
     seed: int = 0
 
     def __post_init__(self) -> None:
