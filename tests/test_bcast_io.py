@@ -379,7 +379,9 @@ def test_proxy_command_line(versitygw, objects):
 def test_profiles():
     assert parse_rate("10MB") == 10e6 and parse_rate("512KiB") == 512 * 1024 and parse_rate("2e6") == 2e6
     assert parse_profile("0.6:5MB,0.4:10MB/s") == [(0.6, 5e6), (0.4, 10e6)]
-    assert parse_profile("paper")[0] == (0.6, 5e6)
+    paper = parse_profile("paper")  # the simulator's chiba2010 modes: 3.5-6, 6-8, 8-11 MB/s
+    rates = [paper(random.Random(seed)) for seed in range(2000)]
+    assert 3.5e6 <= min(rates) and max(rates) <= 11e6 and 0.55 < sum(r <= 6e6 for r in rates) / 2000 < 0.65
     with pytest.raises(ValueError):
         parse_profile("5MB")
     draw = rate_sampler([(0.75, 1.0), (0.25, 2.0)])

@@ -52,6 +52,7 @@ from typing import Sequence
 
 from ...auth import KEY_ENV, JobKey
 from .launch import read_status, write_status
+from .storage_model import CHIBA2010
 
 BUCKET = "bench"
 KEY = "object.bin"
@@ -63,18 +64,21 @@ MB = 1e6
 #: in a 1514 B frame as htb counts it): a shaped link carries at most this share.
 PAYLOAD_EFFICIENCY = 1448 / 1514
 
-#: The simulator's default profile (storage_model.CHIBA2010, from seed 004 Fig. 1-4):
-#: per-GET rates in MB/s as (weight, low, high), uniform within a mode.
-CHIBA2010_MODES = ((0.6, 3.5, 6.0), (0.1, 6.0, 8.0), (0.3, 8.0, 11.0))
-#: ... and its NIC assumption: EC2 small (2010), ~250 Mbit/s = 30 MB/s each way.
-CHIBA2010_NIC_MB_S = 30.0
-#: ... and its first-byte latency of a GET (assumption, tens of ms in one region).
-CHIBA2010_LATENCY_S = 0.05
+#: The simulator's default profile (storage_model.CHIBA2010, from seed 004 Fig. 1-4, each
+#: value with its source there), read once: per-GET rates in MB/s as (weight, low, high),
+#: uniform within a mode; the NIC assumption (EC2 small, 2010); the first-byte latency.
+CHIBA2010_MODES = tuple((m["weight"], m["low_mb_s"], m["high_mb_s"]) for m in CHIBA2010["modes"])
+CHIBA2010_NIC_MB_S = float(CHIBA2010["nic_down_mb_s"])
+CHIBA2010_LATENCY_S = float(CHIBA2010["request_latency_s"])
 
 SCALE_NOTE = (
     "All rates are the simulator's chiba2010 profile (seed 004) times one factor "
     "k = node_rate / 30 MB/s: node NIC 30 MB/s (EC2 small ~250 Mbit/s, assumption) -> node_rate; "
-    "per-GET storage rates 3.5-6 / 6-8 / 8-11 MB/s with weights 0.6 / 0.1 / 0.3 (Fig. 1/3) -> times k; "
+    "per-GET storage rates "
+    + " / ".join(f"{lo:g}-{hi:g}" for _, lo, hi in CHIBA2010_MODES)
+    + " MB/s with weights "
+    + " / ".join(f"{w:g}" for w, _, _ in CHIBA2010_MODES)
+    + " (Fig. 1/3) -> times k; "
     "storage aggregate: the paper saw no limit up to 32 nodes (Fig. 5) and about 50 MB/s summed over 8 "
     "nodes (Fig. 4), i.e. ~200 MB/s at 32 nodes if linear; we take S = 200 MB/s times k (an assumption: "
     "a lower estimate of S3's limit). Latencies are not scaled (0.05 s first byte, as the simulator)."

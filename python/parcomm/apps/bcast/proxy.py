@@ -38,31 +38,32 @@ from urllib.parse import urlsplit
 
 RateProfile = Sequence[tuple[float, float]] | Callable[[random.Random], float]
 
-# Fig. 1 of seed 004 (100 MB objects on S3): about 60 % of downloads at 6 MB/s or
-# less, about 30 % at 8 MB/s or more; an approximation with three modes.
-PAPER_PROFILE: tuple[tuple[float, float], ...] = ((0.6, 5e6), (0.1, 7e6), (0.3, 10e6))
-
 MAX_HEADER_BYTES = 64 * 1024
 MAX_RECORDED_RATES = 100_000  # keep the stats bounded on long runs
-_SIZE_UNITS = {"": 1, "B": 1, "KB": 1e3, "MB": 1e6, "GB": 1e9, "KIB": 1024, "MIB": 1024**2, "GIB": 1024**3}
+
+
+def paper_rate(rng: random.Random) -> float:
+    """One GET's rate drawn from the simulator's ``chiba2010`` profile (seed 004
+    Fig. 1-3, its modes and sources in :mod:`.storage_model`): one profile, not a copy."""
+    from .storage_model import load_profile
+
+    return load_profile("chiba2010").draw_request_rate(rng)
 
 
 def parse_rate(text: str) -> float:
     """``"10MB"`` (per second), ``"512KiB"``, ``"2e6"`` -> bytes per second."""
-    t = text.strip().upper().removesuffix("/S")
-    i = len(t)
-    while i > 0 and not (t[i - 1].isdigit() or t[i - 1] == "."):
-        i -= 1
-    number, unit = t[:i], t[i:].strip()
-    if unit not in _SIZE_UNITS:
-        raise ValueError(f"bad rate {text!r} (use e.g. 10MB, 512KiB, 2e6)")
-    return float(number) * _SIZE_UNITS[unit]
+    from ...platform.units import parse_size
+
+    try:
+        return float(parse_size(text.strip().removesuffix("/s").removesuffix("/S")))
+    except ValueError:
+        raise ValueError(f"bad rate {text!r} (use e.g. 10MB, 512KiB, 2e6: bytes per second)") from None
 
 
-def parse_profile(text: str) -> list[tuple[float, float]]:
-    """``"0.6:5MB,0.4:10MB"`` -> ``[(0.6, 5e6), (0.4, 1e7)]``; ``"paper"`` -> PAPER_PROFILE."""
+def parse_profile(text: str) -> RateProfile:
+    """``"0.6:5MB,0.4:10MB"`` -> ``[(0.6, 5e6), (0.4, 1e7)]``; ``"paper"`` -> :func:`paper_rate`."""
     if text.strip().lower() == "paper":
-        return list(PAPER_PROFILE)
+        return paper_rate
     modes = []
     for item in text.split(","):
         prob, sep, rate = item.partition(":")
