@@ -55,6 +55,11 @@ METHODS: dict[str, tuple[str, dict]] = {
         "parcomm",
         {"algo": "steal", "connections": 2, "overlap": True, "serve": "neediest", "choke_interval": 1.0},
     ),
+    "parcomm-steal-overlap-neediest-r1": (
+        "parcomm",
+        {"algo": "steal", "connections": 2, "overlap": True, "serve": "neediest", "choke_interval": 1.0, "requests": 1},
+    ),
+    "parcomm-steal-overlap-r1": ("parcomm", {"algo": "steal", "connections": 2, "overlap": True, "requests": 1}),
     "parcomm-steal-c4-overlap-neediest": (
         "parcomm",
         {"algo": "steal", "connections": 4, "overlap": True, "serve": "neediest", "choke_interval": 1.0},

@@ -57,7 +57,9 @@ def _s3_config(endpoint_url, region):
     return S3Config.from_env(endpoint_url=endpoint_url, region=region)
 
 
-def _bcast_config(piece_size, work_pieces, connections, peers, overlap, seed, serve="uploaders", choke_interval=5.0):
+def _bcast_config(
+    piece_size, work_pieces, connections, peers, overlap, seed, serve="uploaders", choke_interval=5.0, requests=4
+):
     from ..apps.bcast.node import BcastConfig
 
     kwargs = {
@@ -68,6 +70,7 @@ def _bcast_config(piece_size, work_pieces, connections, peers, overlap, seed, se
         "seed": seed,
         "serve_neediest": serve == "neediest",
         "choke_interval": choke_interval,
+        "max_requests": requests,
     }
     if piece_size is not None:
         kwargs["piece_size"] = parse_with(lambda v: parse_size(v, "--piece-size"), piece_size, "--piece-size")
@@ -116,6 +119,14 @@ def _protocol_options(f):
                 default="5s",
                 show_default=True,
                 help="how often a node re-chooses whom it uploads to",
+            ),
+            click.option(
+                "--requests",
+                type=int,
+                default=4,
+                show_default=True,
+                help="pieces a node keeps requested from each neighbour (more hides latency, fewer avoids"
+                " overflowing its own link)",
             ),
             click.option("--seed", type=int, default=0, show_default=True, help="seeds the protocol's random choices"),
         ]
@@ -206,6 +217,7 @@ def get(
     overlap,
     serve,
     choke_interval,
+    requests,
     seed,
     timeout,
     join_timeout,
@@ -282,7 +294,7 @@ def get(
         url,
         out,
         algo,
-        _bcast_config(None, work_pieces, connections, peers, overlap, seed, serve, choke_interval),
+        _bcast_config(None, work_pieces, connections, peers, overlap, seed, serve, choke_interval, requests),
         _s3_config(endpoint_url, region),
         timeout=timeout,
         join_timeout=join_timeout,
@@ -512,6 +524,7 @@ def sim(
     overlap,
     serve,
     choke_interval,
+    requests,
     seed,
     profile,
     paper,
@@ -525,7 +538,7 @@ def sim(
     nbytes = parse_with(lambda v: parse_size(v, "--size"), size, "--size")
     if nodes < 1:
         raise UserError(f"--procs must be at least 1, got {nodes}")
-    cfg = _bcast_config(piece_size, work_pieces, connections, peers, overlap, seed, serve, choke_interval)
+    cfg = _bcast_config(piece_size, work_pieces, connections, peers, overlap, seed, serve, choke_interval, requests)
     if paper:
         cfg = BcastConfig.paper(peers=peers, overlap_phases=overlap, seed=seed)
     try:

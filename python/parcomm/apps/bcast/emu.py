@@ -591,6 +591,7 @@ class EmuBcast:
         timeout: float = 600.0,
         serve: str = "uploaders",
         choke_interval: float = 5.0,
+        requests: int = 4,
     ) -> EmuRunResult:
         """One broadcast with the real tool, ``python -m parcomm bcast ...`` on every node."""
         opts = {
@@ -602,6 +603,7 @@ class EmuBcast:
             "seed": seed,
             "serve": serve,
             "choke_interval": choke_interval,
+            "requests": requests,
         }
         name = f"parcomm-{algo}-c{connections}" + ("-overlap" if overlap else "") + f"-p{peers}"
         run_dir = self.new_run_dir(name)
@@ -640,6 +642,8 @@ class EmuBcast:
                 serve,
                 "--choke-interval",
                 f"{choke_interval:g}s",
+                "--requests",
+                str(requests),
                 "--timeout",
                 f"{timeout:g}s",
                 "--json",
@@ -656,6 +660,7 @@ class EmuBcast:
             + (f" peers={peers}" if peers != 4 else "")
             + (f" serve={serve}" if serve != "uploaders" else "")
             + (f" choke={choke_interval:g}s" if choke_interval != 5.0 else "")
+            + (f" requests={requests}" if requests != 4 else "")
             + f" work={work_pieces}"
         )
         return self.run_nodes(label, opts, argv, timeout + 60, run_dir, parse_report=parse)
