@@ -125,6 +125,16 @@ def test_corrupting_peer_is_caught(versitygw, s3, tmp_path):
     assert all(1 in r.peers_dropped for r in honest if r.bad_pieces)
 
 
+def _paced_env(gw, proxy) -> dict:
+    """The environment of hand-started nodes: S3 through the pacing proxy, one shared job key."""
+    return {
+        **os.environ,
+        **gw.environ(),
+        "AWS_ENDPOINT_URL_S3": proxy.endpoint_url,
+        "PARCOMM_JOB_KEY": JobKey.generate().hex(),
+    }
+
+
 def test_killed_node_does_not_stop_the_others(versitygw, s3, tmp_path):
     """Four independent `parcomm bcast` processes meet in a directory; one is
     killed mid-transfer (storage paced so the transfer takes seconds)."""
@@ -132,12 +142,7 @@ def test_killed_node_does_not_stop_the_others(versitygw, s3, tmp_path):
     url, digest = s3(size)
     meet = tmp_path / "meet"
     with PacingProxy(versitygw.endpoint_url, profile=[(1.0, 2e5)], seed=1) as proxy:  # 200 kB/s per GET: seconds
-        env = {
-            **os.environ,
-            **versitygw.environ(),
-            "AWS_ENDPOINT_URL_S3": proxy.endpoint_url,
-            "PARCOMM_JOB_KEY": JobKey.generate().hex(),
-        }  # four hand-started members share one key
+        env = _paced_env(versitygw, proxy)  # four hand-started members share one key
         procs = [
             subprocess.Popen(
                 [
@@ -201,12 +206,7 @@ def test_crashed_node_restarted_rejoins_and_fetches_from_the_others(versitygw, s
     url, digest = s3(size)
     meet = tmp_path / "meet"
     with PacingProxy(versitygw.endpoint_url, profile=[(1.0, 2e5)], seed=2) as proxy:  # 200 kB/s per GET: seconds
-        env = {
-            **os.environ,
-            **versitygw.environ(),
-            "AWS_ENDPOINT_URL_S3": proxy.endpoint_url,
-            "PARCOMM_JOB_KEY": JobKey.generate().hex(),
-        }
+        env = _paced_env(versitygw, proxy)
 
         def node(rank: int) -> subprocess.Popen:
             argv = [sys.executable, "-m", "parcomm", "bcast", url, "--out", str(tmp_path / f"out.{rank}")]

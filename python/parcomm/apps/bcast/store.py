@@ -56,15 +56,35 @@ class _Guarded:
         self._closed = False
 
 
-class FileStore(_Guarded):
+class _MappedFile(_Guarded):
+    """A store backed by a file: read through an mmap (hashing), served by ``sendfile``."""
+
+    def _map_file(self, fd: int, size: int) -> None:
+        self.size = size
+        self._serve_fd = fd
+        self._map = mmap.mmap(fd, size, prot=mmap.PROT_READ) if size else None
+
+    def view(self, start: int, end: int) -> memoryview:
+        return memoryview(self._map)[start:end] if self._map is not None else memoryview(b"")
+
+    def send(self, link: Link, type_code: int, fields: tuple[int, ...], start: int, end: int) -> None:
+        link.send_file(type_code, fields, self._serve_fd, start, end - start)
+
+    def _unmap(self) -> None:
+        if self._map is not None:
+            try:
+                self._map.close()
+            except BufferError:
+                pass  # a view is still exported (a sender mid-piece): the GC unmaps it
+
+
+class FileStore(_MappedFile):
     def __init__(self, path: str | os.PathLike[str], size: int, expected_sha256: bytes | None) -> None:
         super().__init__()
-        self.size = size
         self.writer = OutputWriter(path, size, expected_sha256)
         # Our own descriptor of the partial file: it stays valid across the rename at
         # commit, so the node goes on serving peers from the published file.
-        self._read_fd = os.open(self.writer.temp_path, os.O_RDONLY | getattr(os, "O_CLOEXEC", 0))
-        self._map = mmap.mmap(self._read_fd, size, prot=mmap.PROT_READ) if size else None
+        self._map_file(os.open(self.writer.temp_path, os.O_RDONLY | getattr(os, "O_CLOEXEC", 0)), size)
 
     @property
     def path(self):
@@ -77,12 +97,6 @@ class FileStore(_Guarded):
             self.writer.write_piece(offset, data)
         return True
 
-    def view(self, start: int, end: int) -> memoryview:
-        return memoryview(self._map)[start:end] if self._map is not None else memoryview(b"")
-
-    def send(self, link: Link, type_code: int, fields: tuple[int, ...], start: int, end: int) -> None:
-        link.send_file(type_code, fields, self._read_fd, start, end - start)
-
     def commit(self, digest: bytes) -> None:
         with self._lock:
             self.writer.commit(digest=digest)
@@ -94,12 +108,8 @@ class FileStore(_Guarded):
             self._closed = True
             if not self.writer.committed:
                 self.writer.abort()
-        if self._map is not None:
-            try:
-                self._map.close()
-            except BufferError:
-                pass  # a view is still exported (a sender mid-piece): the GC unmaps it
-        os.close(self._read_fd)
+        self._unmap()
+        os.close(self._serve_fd)
 
 
 class MemoryStore(_Guarded):
@@ -142,12 +152,11 @@ class MemoryStore(_Guarded):
             self._closed = True
 
 
-class SpoolStore(_Guarded):
+class SpoolStore(_MappedFile):
     """An unlinked temporary file: pieces out of order in, the object in order out (``--out -``)."""
 
     def __init__(self, size: int, directory: str | None = None) -> None:
         super().__init__()
-        self.size = size
         self._file = tempfile.TemporaryFile(dir=directory)  # unlinked: nothing to clean up after a crash
         self._fd = self._file.fileno()
         try:
@@ -156,7 +165,7 @@ class SpoolStore(_Guarded):
         except OSError as exc:
             self._file.close()
             raise OutputError(f"temporary spool file of {size} bytes: {exc.strerror or exc}") from None
-        self._map = mmap.mmap(self._fd, size, prot=mmap.PROT_READ) if size else None
+        self._map_file(self._fd, size)
 
     def write(self, offset: int, data) -> bool:
         view = memoryview(data)
@@ -171,12 +180,6 @@ class SpoolStore(_Guarded):
                 raise OutputError(f"temporary spool file: {exc.strerror or exc}") from None
         return True
 
-    def view(self, start: int, end: int) -> memoryview:
-        return memoryview(self._map)[start:end] if self._map is not None else memoryview(b"")
-
-    def send(self, link: Link, type_code: int, fields: tuple[int, ...], start: int, end: int) -> None:
-        link.send_file(type_code, fields, self._fd, start, end - start)
-
     def commit(self, digest: bytes) -> None:
         pass  # the object has already gone out, in order
 
@@ -185,11 +188,7 @@ class SpoolStore(_Guarded):
             if self._closed:
                 return
             self._closed = True
-        if self._map is not None:
-            try:
-                self._map.close()
-            except BufferError:
-                pass
+        self._unmap()
         self._file.close()
 
 
