@@ -49,16 +49,18 @@ def _run_nodes(gw, url, starts: dict[int, float], nodes: int, join_timeout: floa
         reports: dict[int, NodeReport] = {}
         failures: dict[int, BaseException] = {}
         started: dict[int, float] = {}
+        machines: dict[int, RealNode] = {}
         t0 = time.monotonic()
 
         def node(rank: int) -> None:
             time.sleep(starts.get(rank, 0.0))
             started[rank] = time.monotonic() - t0
+            machines[rank] = RealNode(
+                rank, table, socks[rank], url, bufs[rank], manifest, algo="steal", config=cfg,
+                client=S3Client(s3, seed=rank), key=key, timeout=60, linger=10, join_timeout=join_timeout,
+            )  # fmt: skip
             try:
-                reports[rank] = RealNode(
-                    rank, table, socks[rank], url, bufs[rank], manifest, algo="steal", config=cfg,
-                    client=S3Client(s3, seed=rank), key=key, timeout=60, linger=10, join_timeout=join_timeout,
-                ).run()  # fmt: skip
+                reports[rank] = machines[rank].run()
             except BaseException as exc:  # reported by the caller
                 failures[rank] = exc
 
@@ -69,30 +71,32 @@ def _run_nodes(gw, url, starts: dict[int, float], nodes: int, join_timeout: floa
             t.join(timeout=HANG_GUARD_S)
         for s in socks:
             s.close()
-    return bufs, reports, failures, started
+    return bufs, reports, failures, started, machines
 
 
 def test_a_node_started_late_joins_and_fetches_from_the_others(versitygw, obj):
     url, data = obj
     late = 3
-    bufs, reports, failures, started = _run_nodes(versitygw, url, {late: 1.5}, nodes=4, join_timeout=0.5)
+    bufs, reports, failures, started, machines = _run_nodes(versitygw, url, {late: 1.5}, nodes=4, join_timeout=0.5)
     assert not failures, failures
     assert all(hashlib.sha256(b).digest() == hashlib.sha256(data).digest() for b in bufs)
     joiner = reports[late]
-    # It was counted out (its heir, rank 0, fetched its share) and readmitted: what it
-    # fetched from storage is at most the GETs it had started before it heard so.
+    # It was counted out (its heir, rank 0, fetched its share) and readmitted: it gets the
+    # object mostly from the others. From storage it may fetch works it stole from slower
+    # ranks (no waste) and the GETs of its own share it had started before it heard it was
+    # out: only those are fetched twice.
     in_flight = 2 * WORK * PIECE
-    assert joiner.bytes_from_storage <= in_flight, joiner
-    assert joiner.bytes_from_peers >= SIZE - in_flight
+    assert joiner.bytes_from_peers >= SIZE // 2, joiner
     assert sum(r.bytes_from_storage for r in reports.values()) <= SIZE + in_flight  # egress ~1x
-    assert reports[0].bytes_from_storage > SIZE // 4  # the heir took over the late share
+    assert late in machines[0].node.planner.adopted  # its heir (next rank in the ring) took its share over
     assert started[late] >= 1.5 and all(late not in r.peers_lost for r in reports.values())
 
 
 def test_a_node_on_time_is_not_counted_out(versitygw, obj):
     """The same run with nobody late: no rank is lost, nobody adopts, each fetches its share."""
     url, data = obj
-    bufs, reports, failures, _ = _run_nodes(versitygw, url, {}, nodes=4, join_timeout=30.0)
+    bufs, reports, failures, _, machines = _run_nodes(versitygw, url, {}, nodes=4, join_timeout=30.0)
     assert not failures, failures
     assert all(bytes(b) == data for b in bufs)
     assert sum(r.bytes_from_storage for r in reports.values()) == SIZE
+    assert not any(m.node.planner.adopted for m in machines.values())

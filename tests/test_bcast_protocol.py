@@ -250,8 +250,9 @@ def test_dead_peer_works_go_to_its_heir_and_granted_works_come_back():
 
 def test_a_rank_counted_out_is_readmitted_with_nothing_of_its_own_to_fetch():
     """Rank 2 is unreachable at start: rank 3 (its heir) adopts its share. When it
-    shows up, every rank readmits it, re-sends what it missed (Done), and rank 2
-    drops its own share (and the GETs of it under way): egress stays 1x."""
+    shows up, every rank readmits it and re-sends what it missed (Done); its heir
+    tells it so, and rank 2 drops its own share (and the GETs of it under way):
+    egress stays 1x."""
     layout = Layout(4 * 8 * 64 * KB, 64 * KB, 4)  # 8 works, 2 per rank
     cfg = BcastConfig(s3_connections=1)
     nodes = [BcastNode(r, 4, layout, "steal", cfg) for r in range(4)]
@@ -264,14 +265,15 @@ def test_a_rank_counted_out_is_readmitted_with_nothing_of_its_own_to_fetch():
     }
     nodes[0].planner.storage_done = True  # rank 0's storage phase is over: the joiner must hear it again
     welcome = nodes[0].handle(2.0, PeerJoined(2))
-    assert sends(welcome, Readmitted, 2) and sends(welcome, Done, 2)
+    assert sends(welcome, Done, 2) and not sends(welcome, Readmitted)  # rank 0 is not the heir
     assert 2 not in nodes[0].planner.dead and 2 in nodes[0].planner.settled
     assert nodes[0].handle(2.1, PeerJoined(2)) == []  # once only
+    assert sends(nodes[3].handle(2.0, PeerJoined(2)), Readmitted, 2)  # the heir tells it its share is taken
     # The joiner started late: it planned its own share, then learns it was counted out.
     late = nodes[2]
     (first,) = fetches(late.handle(2.0, Start()))
     assert layout.work_of(first.first_piece) == 4
-    actions = late.handle(2.1, PeerMessage(0, Readmitted()))
+    actions = late.handle(2.1, PeerMessage(3, Readmitted()))
     assert CancelFetch(first.fetch_id) in actions
     assert not (set(late.planner.pending) & {4, 5}) and not fetches(actions)
     # A rank that was never counted out is not readmitted (nothing to do).

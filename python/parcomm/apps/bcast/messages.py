@@ -26,8 +26,8 @@ code  class           fields                     meaning
 13    Done            -                          "my storage phase is over" (phase-1 barrier)
 14    Complete        -                          "I hold every piece" (to every rank: a node
                                                  leaves only when all live ranks said it)
-15    Readmitted      -                          "you were counted out and are back": your
-                                                 share went to your heir, fetch none of it
+15    Readmitted      -                          from a rejoining rank's heir: "I adopted your
+                                                 share", fetch none of it
 ====  ==============  =========================  ==========================================
 
 Integers fit in an unsigned 32-bit word; ``bytes`` and ``tuple`` fields are

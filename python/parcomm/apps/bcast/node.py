@@ -34,9 +34,11 @@ is lost (``PeerLost``): its heir adopts its share. If it shows up again
 (``PeerJoined``: it started late, or was restarted), every rank that had
 counted it out readmits it -- it may be a neighbour again and must announce
 ``Complete`` before we leave -- and re-sends what it missed (``Done``,
-``Complete``); the first ``Readmitted`` it hears makes it drop its own share
-(its heir has it) and the GETs of it under way, so it gets the object from
-the others and origin egress stays one object.
+``Complete``). The rank that adopted its share (its heir) also sends
+``Readmitted``, which makes it drop that share and the GETs of it under way,
+so it gets the object from the others and origin egress stays one object.
+Only the heir says so: nodes judge liveness from their own sockets, and if
+the heir never counted the rank out, nobody holds its share but itself.
 
 Observability: ``storage_done_at`` (this node's storage work ended),
 ``exchange_started_at`` (phase 2 opened here), ``finished_at`` (every piece
@@ -250,10 +252,13 @@ class BcastNode:
         it), and tell it where we are, since what we sent while it was out is lost."""
         if peer not in self.planner.dead or peer == self.rank:
             return []
+        adopted = peer in self.planner.adopted
         self.planner.revive(peer)
         self.exchange.include(peer)
         self.complete_ranks.discard(peer)
-        actions: list[Action] = [Send(peer, Readmitted())]
+        # Only the rank that took its share says so: if the heir never counted it out (nodes
+        # judge liveness by their own sockets), nobody adopted, and it must fetch its share itself.
+        actions: list[Action] = [Send(peer, Readmitted())] if adopted else []
         if self.planner.storage_done and self.algo != "flat":
             actions.append(Send(peer, Done()))
         if self.finished and self.algo != "flat":

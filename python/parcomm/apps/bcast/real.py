@@ -49,7 +49,7 @@ from typing import Callable
 from ...auth import JobKey
 from . import codec
 from .layout import Layout
-from .links import Link, Listener, connect_link
+from .links import HANDSHAKE_TIMEOUT_S, Link, Listener, connect_link
 from .manifest import Manifest, verify_piece
 from .messages import (
     CancelFetch,
@@ -304,8 +304,9 @@ class RealNode:
         for link in links:
             link.close()  # blocked readers and writers wake with EOF or an error
         self.pool.shutdown(wait=True, cancel_futures=True)
+        deadline = time.monotonic() + 5.0  # one bound for all: a sender may be mid-handshake
         for thread in self.senders:
-            thread.join(timeout=5.0)
+            thread.join(timeout=max(0.0, deadline - time.monotonic()))
         self.digest.stop()
         self.store.close()  # drops an uncommitted output
 
@@ -465,8 +466,11 @@ class RealNode:
         deadline = self.t0 + self.join_timeout
         delay = 0.05
         while not self.stopping:
+            # A listener that accepts but does not answer (a node whose socket is reserved but whose
+            # process has not started) must not hold us past the join deadline either.
+            wait = min(HANDSHAKE_TIMEOUT_S, max(0.05, deadline - time.monotonic()))
             try:
-                return connect_link(host, port, self.hello, self.max_payload, self.key, expect_rank=peer)
+                return connect_link(host, port, self.hello, self.max_payload, self.key, expect_rank=peer, timeout=wait)
             except (OSError, WireError) as exc:
                 permanent = isinstance(exc, WireError) and not isinstance(exc, NotAMember)
                 if permanent or time.monotonic() > deadline:
