@@ -1,7 +1,7 @@
 """Baselines for ``parcomm bcast`` on the emulated platform (issue 9, point 4).
 
 Each baseline is a node program started in every node namespace by
-:class:`.emu.EmuBcast` (``python -m parcomm.apps.bcast.emu node KIND ...``),
+:class:`.emu.EmuBcast` (``python -m parcomm.apps.bcast.baselines KIND ...``),
 on the same platform, proxy profile and timing rule as the tool itself
 (start: last registration in the rendezvous directory; end: the output's
 last write):
@@ -274,7 +274,7 @@ def node_torrent(args) -> dict:
 
 
 def node_main(argv: Sequence[str]) -> int:
-    p = argparse.ArgumentParser(prog="parcomm.apps.bcast.emu node")
+    p = argparse.ArgumentParser(prog="python -m parcomm.apps.bcast.baselines")
     p.add_argument("kind", choices=("ranged", "mpi", "torrent"))
     p.add_argument("--out", required=True)
     p.add_argument("--rdv", required=True)
@@ -301,8 +301,7 @@ def _node_argv(eb: EmuBcast, kind: str, run_dir: Path, rank: int, extra: Sequenc
     return [
         sys.executable,
         "-m",
-        "parcomm.apps.bcast.emu",
-        "node",
+        "parcomm.apps.bcast.baselines",
         kind,
         "--out",
         str(run_dir / "out" / f"object.{rank}"),
@@ -438,8 +437,7 @@ def run_mpi(eb: EmuBcast, k: int = BOTO3_CONCURRENCY, part: int = BOTO3_PART, ti
         "tcp",
         sys.executable,
         "-m",
-        "parcomm.apps.bcast.emu",
-        "node",
+        "parcomm.apps.bcast.baselines",
         "mpi",
         "--out",
         str(run_dir / "out" / "object.{rank}"),
@@ -529,3 +527,7 @@ def _collect_single_log(
 
 def sha256_hex(data: bytes) -> str:
     return hashlib.sha256(data).hexdigest()
+
+
+if __name__ == "__main__":
+    sys.exit(node_main(sys.argv[1:]))

@@ -16,7 +16,8 @@ shaping on every port, our own subnet, a reaper against ``kill -9``):
 A broadcast run (:meth:`EmuBcast.run_parcomm`) starts one real
 ``python -m parcomm bcast URL --rendezvous-dir DIR --rank R --nodes N --bind
 ADDR ...`` per node with ``ip netns exec``; the baselines
-(:mod:`.baselines`) start their own node programs on the same platform.
+(:mod:`.baselines`, which builds on this module, never the reverse) start
+their own node programs on the same platform.
 Every output's sha256 is checked against the object's. Timing is the same
 for every method: the clock starts when the last node registered in the
 rendezvous directory (all nodes up, none has fetched anything) and node i
@@ -738,11 +739,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = list(sys.argv[1:] if argv is None else argv)
     if args and args[0] == "storage":
         return storage_main(args[1:])
-    if args and args[0] == "node":
-        from .baselines import node_main
-
-        return node_main(args[1:])
-    print("usage: python -m parcomm.apps.bcast.emu storage|node ...", file=sys.stderr)
+    print("usage: python -m parcomm.apps.bcast.emu storage ...", file=sys.stderr)
     return 2
 
 
