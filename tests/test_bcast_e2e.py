@@ -285,6 +285,8 @@ def test_cli_usage_errors():
         (["s3://b/k", "--out", "x"], "choose exactly one"),
         (["http://b/k", "--out", "x", "--local", "2"], "s3://BUCKET/KEY"),
         (["s3://b/k", "--out", "x", "--local", "2", "--mpi"], "choose exactly one"),
+        (["s3://b/k", "--out", "x", "--local", "2", "--requests", "0"], "--requests must be > 0"),
+        (["s3://b/k", "--out", "x", "--local", "2", "--connections", "0"], "--connections must be > 0"),
     ]:
         run = _cli(*args)
         assert run.returncode == 2, run.stderr

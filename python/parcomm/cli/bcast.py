@@ -77,7 +77,14 @@ def _bcast_config(
     try:
         return BcastConfig(**kwargs)
     except (TypeError, ValueError) as exc:
-        raise UserError(str(exc).replace("BcastConfig.", "--").replace("_", "-")) from None
+        message = str(exc)
+        for field_name, option in _OPTION_OF_FIELD.items():  # name the option the user typed
+            message = message.replace(f"BcastConfig.{field_name} ", f"{option} ")
+        raise UserError(message.replace("BcastConfig.", "--").replace("_", "-")) from None
+
+
+#: BcastConfig fields whose command-line option has another name.
+_OPTION_OF_FIELD = {"s3_connections": "--connections", "max_requests": "--requests", "overlap_phases": "--overlap"}
 
 
 def _protocol_options(f):
