@@ -79,6 +79,9 @@ from .wire import Hello, NotAMember, Record, WireError
 
 Endpoint = tuple[str, int]
 
+#: Seconds a peer that is slow but alive gets to answer a handshake, even past the join deadline.
+HANDSHAKE_FLOOR_S = 2.0
+
 #: ``out`` value that streams the object to stdout, in order.
 STDOUT = "-"
 
@@ -267,6 +270,7 @@ class RealNode:
         self.senders: list[threading.Thread] = []
         self.links: set[Link] = set()
         self.incoming_ranks: set[int] = set()
+        self.incoming_live: set[int] = set()  # ranks whose connection to us is open now
         self.lost: set[int] = set()
         self.dropped: set[int] = set()
         self.store = self._open_store()
@@ -467,13 +471,16 @@ class RealNode:
         delay = 0.05
         while not self.stopping:
             # A listener that accepts but does not answer (a node whose socket is reserved but whose
-            # process has not started) must not hold us past the join deadline either.
-            wait = min(HANDSHAKE_TIMEOUT_S, max(0.05, deadline - time.monotonic()))
+            # process has not started) must not hold us long past the join deadline either; a live
+            # but busy one gets at least HANDSHAKE_FLOOR_S to answer.
+            wait = min(HANDSHAKE_TIMEOUT_S, max(HANDSHAKE_FLOOR_S, deadline - time.monotonic()))
             try:
                 return connect_link(host, port, self.hello, self.max_payload, self.key, expect_rank=peer, timeout=wait)
             except (OSError, WireError) as exc:
                 permanent = isinstance(exc, WireError) and not isinstance(exc, NotAMember)
-                if permanent or time.monotonic() > deadline:
+                # A peer whose own connection to us is open is alive: never count it out for
+                # our failure to reach it in time (it would then ignore us, and we it).
+                if permanent or (time.monotonic() > deadline and peer not in self.incoming_live):
                     return None
                 time.sleep(delay)
                 delay = min(delay * 2, 1.0)
@@ -533,6 +540,7 @@ class RealNode:
             )
             if not refused:
                 self.incoming_ranks.add(peer)
+                self.incoming_live.add(peer)
                 self.links.add(link)
                 if back:
                     self.lost.discard(peer)
@@ -561,6 +569,8 @@ class RealNode:
             pass
         finally:
             link.close()
+            with self.lock:
+                self.incoming_live.discard(peer)
         if not self.stopping:
             self._lose(peer)
 
