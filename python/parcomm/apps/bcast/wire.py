@@ -102,26 +102,38 @@ def encode_record(record: Record) -> bytes:
     return head + payload if payload else head
 
 
-def parse_head(prefix: bytes, max_payload: int) -> tuple[int, int, int]:
-    """(body length, type code, number of fields) from a frame's first 9 bytes, checked
-    against the limit for payloads up to ``max_payload`` before anything more is read."""
-    (length,) = _LENGTH.unpack_from(prefix)
+def _check_length(length: int, max_payload: int) -> None:
+    """Refuse a frame longer than payloads up to ``max_payload`` allow, before reading it."""
     limit = max_frame_size(max_payload)
     if length > limit:
         raise FrameTooLarge(
             f"frame of {length} bytes exceeds the limit of {limit} (payload {max_payload} + header); refusing it"
         )
-    if length < _BODY_HEAD.size:
-        raise WireError(f"frame of {length} bytes is shorter than its header")
-    type_code, n_fields, flags = _BODY_HEAD.unpack_from(prefix, _LENGTH.size)
+
+
+def _check_body(length: int, n_fields: int, flags: int) -> int:
+    """Check a body head against the body's length; returns where the fields end."""
     if n_fields > MAX_FIELDS:
         raise WireError(f"frame declares {n_fields} fields, at most {MAX_FIELDS}")
     if flags & ~_HAS_PAYLOAD:
         raise WireError(f"unknown frame flags {flags:#x}")
-    if length < _BODY_HEAD.size + n_fields * _FIELD.size:
+    fields_end = _BODY_HEAD.size + n_fields * _FIELD.size
+    if length < fields_end:
         raise WireError("frame shorter than its fields")
-    if not flags & _HAS_PAYLOAD and length != _BODY_HEAD.size + n_fields * _FIELD.size:
+    if not flags & _HAS_PAYLOAD and length != fields_end:
         raise WireError("trailing bytes in a frame without payload")
+    return fields_end
+
+
+def parse_head(prefix: bytes, max_payload: int) -> tuple[int, int, int]:
+    """(body length, type code, number of fields) from a frame's first 9 bytes, checked
+    against the limit for payloads up to ``max_payload`` before anything more is read."""
+    (length,) = _LENGTH.unpack_from(prefix)
+    _check_length(length, max_payload)
+    if length < _BODY_HEAD.size:
+        raise WireError(f"frame of {length} bytes is shorter than its header")
+    type_code, n_fields, flags = _BODY_HEAD.unpack_from(prefix, _LENGTH.size)
+    _check_body(length, n_fields, flags)
     return length, type_code, n_fields
 
 
@@ -138,19 +150,10 @@ def decode_body(body: bytes) -> Record:
     if len(body) < _BODY_HEAD.size:
         raise WireError(f"frame of {len(body)} bytes is shorter than its header")
     type_code, n_fields, flags = _BODY_HEAD.unpack_from(body)
-    if n_fields > MAX_FIELDS:
-        raise WireError(f"frame declares {n_fields} fields, at most {MAX_FIELDS}")
-    fields_end = _BODY_HEAD.size + n_fields * _FIELD.size
-    if len(body) < fields_end:
-        raise WireError("frame shorter than its fields")
-    fields = tuple(_FIELD.unpack_from(body, _BODY_HEAD.size + i * _FIELD.size)[0] for i in range(n_fields))
-    if flags & ~_HAS_PAYLOAD:
-        raise WireError(f"unknown frame flags {flags:#x}")
-    if flags & _HAS_PAYLOAD:
-        return Record(type_code, fields, bytes(body[fields_end:]))
-    if len(body) != fields_end:
-        raise WireError("trailing bytes in a frame without payload")
-    return Record(type_code, fields, None)
+    fields_end = _check_body(len(body), n_fields, flags)
+    fields = unpack_fields(body[_BODY_HEAD.size : fields_end], n_fields)
+    payload = bytes(body[fields_end:]) if flags & _HAS_PAYLOAD else None
+    return Record(type_code, fields, payload)
 
 
 async def read_record(reader: asyncio.StreamReader, max_payload: int) -> Record | None:
@@ -162,11 +165,7 @@ async def read_record(reader: asyncio.StreamReader, max_payload: int) -> Record 
             return None
         raise WireError("stream ended inside a frame length") from None
     (length,) = _LENGTH.unpack(head)
-    limit = max_frame_size(max_payload)
-    if length > limit:
-        raise FrameTooLarge(
-            f"frame of {length} bytes exceeds the limit of {limit} (payload {max_payload} + header); refusing it"
-        )
+    _check_length(length, max_payload)
     try:
         body = await reader.readexactly(length)
     except asyncio.IncompleteReadError:
