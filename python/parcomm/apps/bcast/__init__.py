@@ -23,7 +23,7 @@ The protocol is written once, sans-IO, and run by two drivers:
   flow-level discrete-event simulation of N nodes over a modelled S3 (the
   bimodal per-request throughput of Fig. 1/3 by default) and network;
   :func:`.sim.simulate` returns a :class:`.sim.SimResult`.
-* The real driver (asyncio, S3 client, TCP peers) runs the same
+* The real driver (threads, S3 client, TCP peers) runs the same
   :class:`BcastNode` over sockets (other modules of this package).
 
 Driver contract

@@ -1,6 +1,6 @@
 """How the nodes of a broadcast learn each other's peer address, without MPI.
 
-Each node first opens its peer listener (``wire.serve_peers``), then publishes that
+Each node first opens its peer listener (``links.Listener``), then publishes that
 endpoint and learns everyone's, as a table indexed by rank:
 
 * :func:`via_address` — rank 0 listens on a known rendezvous address, the others
