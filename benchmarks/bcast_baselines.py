@@ -22,6 +22,12 @@ count of GET body bytes), every output's sha256 checked.
 
 Needs root (network namespaces), versitygw, mpich/mpi4py, and libtorrent
 (``pip install .[bench]``).
+
+The baselines are benchmark harness, not product: their node programs are
+``bcast_baselines_node.py`` (next to this file), started in the node
+namespaces by the library's :meth:`parcomm.apps.bcast.emu.EmuBcast.run_nodes`
+(mpiexec by :func:`parcomm.emu.launcher.spawn`); the run_* functions below
+are their harness side.
 """
 
 from __future__ import annotations
@@ -34,12 +40,30 @@ import platform as _platform
 import sys
 import time
 from pathlib import Path
+from typing import Sequence
 
-from parcomm.apps.bcast import baselines as B
-from parcomm.apps.bcast.emu import SCALE_NOTE, EmuBcast, EmuBcastPlatform, netns_available
+from parcomm.apps.bcast.emu import (
+    SCALE_NOTE,
+    EmuBcast,
+    EmuBcastPlatform,
+    EmuRunResult,
+    cpu_busy,
+    cpu_times,
+    netns_available,
+    new_rates,
+    object_bytes,
+    sha256_file,
+    stop_pid,
+)
+from parcomm.emu.launcher import spawn
 from parcomm.platform.units import parse_size
 
 HERE = Path(__file__).resolve().parent
+#: The baselines' node programs, run by path in each node namespace.
+NODE = HERE / "bcast_baselines_node.py"
+if str(HERE) not in sys.path:  # imported by path (tests): find the node module next to this file
+    sys.path.insert(0, str(HERE))
+import bcast_baselines_node as B  # noqa: E402
 
 #: name -> (kind, options). "parcomm" options go to EmuBcast.run_parcomm.
 METHODS: dict[str, tuple[str, dict]] = {
@@ -74,15 +98,236 @@ METHODS: dict[str, tuple[str, dict]] = {
 QUICK = ["parcomm-steal", "parcomm-steal-c4-overlap", "ranged-k10", "mpich-bcast", "libtorrent-inject"]
 
 
+# ---------------------------------------------------------------- the baselines' harness side
+
+
+def _node_argv(eb: EmuBcast, kind: str, run_dir: Path, rank: int, extra: Sequence[str]) -> list[str]:
+    return [
+        sys.executable,
+        str(NODE),
+        kind,
+        "--out",
+        str(run_dir / "out" / f"object.{rank}"),
+        "--rdv",
+        str(run_dir / "rdv"),
+        "--rank",
+        str(rank),
+        "--nodes",
+        str(eb.platform.nodes),
+        "--bind",
+        eb.node_addr[rank],
+        *extra,
+    ]
+
+
+def run_ranged(
+    eb: EmuBcast, k: int = B.BOTO3_CONCURRENCY, part: int = B.BOTO3_PART, timeout: float = 900.0
+) -> EmuRunResult:
+    run_dir = eb.new_run_dir(f"ranged-k{k}")
+    extra = ["--k", str(k), "--part", str(part), "--timeout", str(timeout)]
+    return eb.run_nodes(
+        f"flat ranged GETs k={k} part={part >> 20}MiB",
+        {"k": k, "part": part},
+        lambda r: _node_argv(eb, "ranged", run_dir, r, extra),
+        timeout + 60,
+        run_dir,
+    )
+
+
+def run_torrent(
+    eb: EmuBcast,
+    k: int = B.BOTO3_CONCURRENCY,
+    part: int = B.BOTO3_PART,
+    piece: int = 1 << 20,
+    seeding: str = "inject",
+    timeout: float = 900.0,
+) -> EmuRunResult:
+    run_dir = eb.new_run_dir(f"torrent-{seeding}")
+    torrent = run_dir / "object.torrent"
+    torrent.write_bytes(B.make_torrent_bytes(object_bytes(eb.size, eb.seed), "object.bin", piece))
+    extra = [
+        "--k",
+        str(k),
+        "--part",
+        str(part),
+        "--piece",
+        str(piece),
+        "--timeout",
+        str(timeout),
+        "--peers",
+        json.dumps(eb.node_addr),
+        "--torrent",
+        str(torrent),
+        "--seeding",
+        seeding,
+    ]
+    label = (
+        "libtorrent swarm, 1/N each injected from S3"
+        if seeding == "inject"
+        else "libtorrent swarm, rank 0 from S3 then seeds"
+    )
+    return eb.run_nodes(
+        f"{label} (k={k})",
+        {"k": k, "part": part, "piece": piece, "seeding": seeding},
+        lambda r: _node_argv(eb, "torrent", run_dir, r, extra),
+        timeout + 60,
+        run_dir,
+    )
+
+
+NSEXEC = """#!/bin/sh
+# hydra's launcher: "$0 [ssh options] HOST COMMAND": run COMMAND in HOST's network namespace.
+map="$PARCOMM_NS_MAP"
+while [ $# -gt 0 ]; do
+  case "$1" in -*) shift ;; *) break ;; esac
+done
+host="$1"; shift
+ns=$(printf '%s\\n' "$map" | tr ' ' '\\n' | grep "^$host=" | cut -d= -f2)
+[ -n "$ns" ] || { echo "nsexec: no namespace for $host" >&2; exit 1; }
+# A UTS namespace of its own with its own host name: MPICH tells local ranks
+# (shared memory) from remote ones (netmod, TCP) by host name, and network
+# namespaces share the machine's; without this every rank is "local".
+exec ip netns exec "$ns" unshare --uts sh -c "hostname node-$(echo $host | tr . -); $*"
+"""
+
+
+def run_mpi(
+    eb: EmuBcast, k: int = B.BOTO3_CONCURRENCY, part: int = B.BOTO3_PART, timeout: float = 900.0
+) -> EmuRunResult:
+    """MPICH's mpiexec (hydra) runs in node 0's namespace; its launcher (a shell
+    script given as ``-launcher-exec``) starts the hydra proxy of host ADDR in
+    ADDR's namespace, so every rank runs in its own node namespace and MPICH's
+    TCP traffic crosses the shaped NICs and the bridge."""
+    import shutil as _sh
+
+    run_dir = eb.new_run_dir("mpi")
+    script = run_dir / "nsexec.sh"
+    script.write_text(NSEXEC)
+    script.chmod(0o755)
+    mpiexec = _sh.which("mpiexec.hydra") or _sh.which("mpiexec")
+    nodes = eb.platform.nodes
+    ns_map = " ".join(f"{a}={ns}" for a, ns in zip(eb.node_addr, eb.node_ns))
+    argv_mpi = [
+        mpiexec,
+        "-launcher",
+        "ssh",
+        "-launcher-exec",
+        str(script),
+        "-hosts",
+        ",".join(eb.node_addr),
+        "-n",
+        str(nodes),
+        "-ppn",
+        "1",
+        "-iface",
+        "eth0",
+        "-genv",
+        "PARCOMM_NS_MAP",
+        ns_map,
+        # Network only: no shared memory between ranks (they share /dev/shm and the boot
+        # id, so MPICH and UCX would otherwise move the data through memory, unshaped).
+        "-genv",
+        "MPIR_CVAR_NOLOCAL",
+        "1",
+        "-genv",
+        "UCX_TLS",
+        "tcp,self",
+        "-genv",
+        "UCX_NET_DEVICES",
+        "eth0",
+        "-genv",
+        "FI_PROVIDER",
+        "tcp",
+        sys.executable,
+        str(NODE),
+        "mpi",
+        "--out",
+        str(run_dir / "out" / "object.{rank}"),
+        "--rdv",
+        str(run_dir / "rdv"),
+        "--k",
+        str(k),
+        "--part",
+        str(part),
+        "--timeout",
+        str(timeout),
+    ]
+    before = eb.proxy_stats()
+    t_launch = time.time()
+    cpu0 = cpu_times()
+    proc = spawn(eb.node_ns[0], argv_mpi, run_dir / "log" / "mpiexec.log", env={**eb.env(), "PARCOMM_NS_MAP": ns_map})
+    try:
+        proc.wait(timeout=timeout + 60)
+    except Exception:
+        pass
+    finally:
+        stop_pid(proc)
+    res = _collect_single_log(
+        eb, run_dir, "MPICH MPI_Bcast after 1 download", {"k": k, "part": part}, before, t_launch, proc.returncode
+    )
+    res.extra["cpu_busy"] = round(cpu_busy(cpu0, cpu_times()), 3)
+    return res
+
+
+def _collect_single_log(
+    eb: EmuBcast, run_dir: Path, method: str, options: dict, before: dict, t_launch: float, code
+) -> EmuRunResult:
+    n = eb.platform.nodes
+    time.sleep(0.3)
+    after = eb.proxy_stats()
+    log = (run_dir / "log" / "mpiexec.log").read_text(errors="replace")
+    reports = {}
+    for line in log.splitlines():
+        if line.startswith("{"):
+            try:
+                doc = json.loads(line)
+                reports[int(doc["rank"])] = doc
+            except (ValueError, KeyError):
+                pass
+    rdv = [run_dir / "rdv" / f"rank-{r}.json" for r in range(n)]
+    starts = [f.stat().st_mtime for f in rdv if f.exists()]
+    t0 = max(starts) if len(starts) == n else t_launch
+    times, matches = [], []
+    for r in range(n):
+        out = run_dir / "out" / f"object.{r}"
+        matches.append(out.exists() and sha256_file(out) == eb.ready["sha256"])
+        times.append(out.stat().st_mtime - t0 if out.exists() else float("nan"))
+        out.unlink(missing_ok=True)
+    ok_times = [t for t in times if t == t]
+    errors = {} if code == 0 else {"mpiexec": f"exit {code}: " + " | ".join(log.strip().splitlines()[-4:])}
+    return EmuRunResult(
+        method=method,
+        options=options,
+        nodes=n,
+        size=eb.size,
+        completion_s=max(ok_times) if len(ok_times) == n else float("inf"),
+        node_times_s=times,
+        reported_s=[reports.get(r, {}).get("seconds") for r in range(n)],
+        bytes_from_storage=[int(reports.get(r, {}).get("bytes_from_storage", 0)) for r in range(n)],
+        bytes_from_peers=[int(reports.get(r, {}).get("bytes_from_peers", 0)) for r in range(n)],
+        origin_egress_bytes=after["bytes_served"] - before["bytes_served"],
+        storage_requests=after["get_requests"] - before["get_requests"],
+        all_match=all(matches) and not errors,
+        errors=errors,
+        bound_s=eb.platform.bound(eb.size, eb.piece_size).seconds,
+        wall_s=time.time() - t_launch,
+        extra={
+            "download_s": reports.get(0, {}).get("download_s"),
+            "mpi_library": reports.get(0, {}).get("mpi_library"),
+            "rates_drawn_mb_s": new_rates(before, after),
+        },
+    )
+
+
 def run_method(eb: EmuBcast, name: str, work_pieces: int, timeout: float):
     kind, opts = METHODS[name]
     if kind == "parcomm":
         return eb.run_parcomm(work_pieces=work_pieces, timeout=timeout, **opts)
     if kind == "ranged":
-        return B.run_ranged(eb, timeout=timeout, **opts)
+        return run_ranged(eb, timeout=timeout, **opts)
     if kind == "mpi":
-        return B.run_mpi(eb, timeout=timeout, **opts)
-    return B.run_torrent(eb, piece=eb.piece_size, timeout=timeout, **opts)
+        return run_mpi(eb, timeout=timeout, **opts)
+    return run_torrent(eb, piece=eb.piece_size, timeout=timeout, **opts)
 
 
 def markdown(doc: dict) -> str:

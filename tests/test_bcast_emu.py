@@ -8,10 +8,13 @@ under a minute on a 2-core machine.
 from __future__ import annotations
 
 import subprocess
+import sys
+from pathlib import Path
 
 import pytest
 from parcomm.apps.bcast.emu import EmuBcast, EmuBcastPlatform, netns_available
 
+BENCH = Path(__file__).resolve().parents[1] / "benchmarks"
 _WHY_NOT = netns_available()
 needs_emu = pytest.mark.skipif(_WHY_NOT is not None, reason=f"emulation: {_WHY_NOT}")
 
@@ -65,3 +68,16 @@ def test_namespaces_removed_on_failure():
             assert ours <= _namespaces()
             raise RuntimeError("boom")
     assert not (ours & _namespaces())
+
+
+def test_the_baselines_are_benchmark_harness_outside_the_library():
+    """Issue 20: the baselines (ranged GETs, MPICH, libtorrent) live in benchmarks/; the library keeps
+    what ``parcomm bcast`` and the studies use. Both halves still parse their arguments."""
+    import parcomm.apps.bcast as pkg
+
+    assert not (Path(pkg.__file__).parent / "baselines.py").exists()
+    for script, expect in (("bcast_baselines.py", "--methods"), ("bcast_baselines_node.py", "{ranged,mpi,torrent}")):
+        out = subprocess.run(
+            [sys.executable, str(BENCH / script), "--help"], capture_output=True, text=True, timeout=60
+        )
+        assert out.returncode == 0 and expect in out.stdout, out.stderr

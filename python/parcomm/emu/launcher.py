@@ -1,9 +1,11 @@
-"""Starting one process per rank inside its host's namespace, bounded in time.
+"""Starting processes inside a host's namespace; one process per rank, bounded in time.
 
-Each rank runs as ``ip netns exec <ns> <argv>`` (``ip`` joins the namespace
-and then ``exec``s the command, so the child's pid is the rank's pid). A
-child is started with ``PR_SET_PDEATHSIG = SIGKILL``: if the parent dies,
-even by ``kill -9``, the kernel kills the ranks too. Everything is bounded:
+:func:`spawn` starts one program as ``ip netns exec <ns> <argv>`` (``ip``
+joins the namespace and then ``exec``s the command, so the child's pid is the
+program's pid), with ``PR_SET_PDEATHSIG = SIGKILL``: if the parent dies, even
+by ``kill -9``, the kernel kills the child too. Everything that starts
+programs in the emulation's namespaces (:func:`launch`, the bcast emulation's
+storage and nodes, the bcast benchmark's baselines) starts them with it. Everything is bounded:
 past ``timeout_s`` the ranks still running are killed (only these pids, the
 ones we started) and :class:`~parcomm.emu.shell.EmuError` names them; if one
 rank fails the others are killed at once instead of waiting for them.
@@ -18,11 +20,11 @@ import signal
 import subprocess
 import time
 from dataclasses import dataclass
-from typing import Sequence
+from typing import Mapping, Sequence
 
 from .shell import EmuError, tool
 
-__all__ = ["RankSpec", "RankOutcome", "launch"]
+__all__ = ["RankSpec", "RankOutcome", "launch", "spawn"]
 
 _PR_SET_PDEATHSIG = 1
 _libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6", use_errno=True)
@@ -30,6 +32,26 @@ _libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6", use_errno=True
 
 def _die_with_parent() -> None:  # runs in the child between fork and exec
     _libc.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+
+
+def spawn(
+    netns: str, argv: Sequence[str], log_path: str | os.PathLike, env: Mapping[str, str] | None = None
+) -> subprocess.Popen:
+    """Start ``argv`` in network namespace ``netns``, stdout and stderr to ``log_path``.
+
+    The child gets this process's environment with ``env`` over it and
+    ``PYTHONUNBUFFERED=1``, no stdin, and dies with this process. Stopping it
+    is the caller's job (by this pid only).
+    """
+    with open(log_path, "wb") as log:  # the child holds its own copy of the descriptor
+        return subprocess.Popen(
+            [tool("ip"), "netns", "exec", netns, *argv],
+            stdin=subprocess.DEVNULL,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            preexec_fn=_die_with_parent,
+            env={**os.environ, **(env or {}), "PYTHONUNBUFFERED": "1"},
+        )
 
 
 @dataclass
@@ -70,22 +92,11 @@ def _kill(proc: subprocess.Popen) -> None:
 
 def launch(specs: Sequence[RankSpec], timeout_s: float, *, poll_s: float = 0.02) -> list[RankOutcome]:
     """Run every rank to completion (or until ``timeout_s``); raise ``EmuError`` on any failure."""
-    ip = tool("ip")
+    tool("ip")  # fail before starting anything
     procs: list[tuple[RankSpec, subprocess.Popen, float]] = []
-    logs = []
     try:
         for s in specs:
-            log = open(s.log_path, "wb")
-            logs.append(log)
-            p = subprocess.Popen(
-                [ip, "netns", "exec", s.netns, *s.argv],
-                stdin=subprocess.DEVNULL,
-                stdout=log,
-                stderr=subprocess.STDOUT,
-                preexec_fn=_die_with_parent,
-                env={**os.environ, "PYTHONUNBUFFERED": "1"},
-            )
-            procs.append((s, p, time.monotonic()))
+            procs.append((s, spawn(s.netns, s.argv, s.log_path), time.monotonic()))
         deadline = time.monotonic() + timeout_s
         ended: dict[int, float] = {}
         failed: RankSpec | None = None
@@ -108,8 +119,6 @@ def launch(specs: Sequence[RankSpec], timeout_s: float, *, poll_s: float = 0.02)
     finally:
         for _s, p, _t in procs:
             _kill(p)
-        for log in logs:
-            log.close()
     bad = [o for o in outcomes if o.returncode != 0]
     if failed is not None:
         first = next(o for o in outcomes if o.rank == failed.rank)

@@ -15,9 +15,10 @@ shaping on every port, our own subnet, a reaper against ``kill -9``):
 
 A broadcast run (:meth:`EmuBcast.run_parcomm`) starts one real
 ``python -m parcomm bcast URL --rendezvous-dir DIR --rank R --nodes N --bind
-ADDR ...`` per node with ``ip netns exec``; the baselines
-(:mod:`.baselines`, which builds on this module, never the reverse) start
-their own node programs on the same platform.
+ADDR ...`` per node in its namespace (:func:`parcomm.emu.launcher.spawn`);
+the benchmark's baselines (``benchmarks/bcast_baselines.py``, outside the
+library) start their own node programs on the same platform with
+:meth:`EmuBcast.run_nodes`.
 Every output's sha256 is checked against the object's. Timing is the same
 for every method: the clock starts when the last node registered in the
 rendezvous directory (all nodes up, none has fetched anything) and node i
@@ -36,8 +37,6 @@ NIC, S3 GETs at 3.5-11 MB/s) by one factor, keeping every ratio.
 from __future__ import annotations
 
 import argparse
-import ctypes
-import ctypes.util
 import hashlib
 import json
 import os
@@ -175,29 +174,6 @@ class EmuBcastPlatform:
 
 
 # ---------------------------------------------------------------- processes
-
-
-_PR_SET_PDEATHSIG = 1
-_libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6", use_errno=True)
-
-
-def _die_with_parent() -> None:  # child, between fork and exec
-    _libc.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
-
-
-def spawn_in(netns: str, argv: Sequence[str], log_path: str | os.PathLike, env: dict | None = None) -> subprocess.Popen:
-    """``ip netns exec NETNS ARGV`` (the child's pid is the program's: ``ip`` execs it)."""
-    from ...emu.shell import tool
-
-    with open(log_path, "wb") as log:
-        return subprocess.Popen(
-            [tool("ip"), "netns", "exec", netns, *argv],
-            stdin=subprocess.DEVNULL,
-            stdout=log,
-            stderr=subprocess.STDOUT,
-            preexec_fn=_die_with_parent,
-            env={**os.environ, **(env or {}), "PYTHONUNBUFFERED": "1"},
-        )
 
 
 def stop_pid(proc: subprocess.Popen, grace: float = 5.0) -> None:
@@ -481,7 +457,9 @@ class EmuBcast:
             "--stats",
             str(self._stats_path),
         ]
-        self.storage = spawn_in(self.storage_ns, argv, self.work / "storage.log")
+        from ...emu.launcher import spawn
+
+        self.storage = spawn(self.storage_ns, argv, self.work / "storage.log")
         deadline = time.monotonic() + 120 + self.size / 20e6
         while time.monotonic() < deadline:
             ready = read_status(self._ready_path)
@@ -519,12 +497,14 @@ class EmuBcast:
         self, method: str, options: dict, argv_for_rank, timeout: float, run_dir: Path, parse_report=None
     ) -> EmuRunResult:
         """Start ``argv_for_rank(rank)`` in every node namespace, wait, check, time."""
+        from ...emu.launcher import spawn
+
         n = self.platform.nodes
         before = self.proxy_stats()
         t_launch = time.time()
         cpu0 = cpu_times()
         procs = [
-            spawn_in(self.node_ns[r], argv_for_rank(r), run_dir / "log" / f"{r}.log", env=self.env()) for r in range(n)
+            spawn(self.node_ns[r], argv_for_rank(r), run_dir / "log" / f"{r}.log", env=self.env()) for r in range(n)
         ]
         try:
             codes = wait_all(procs, timeout)
@@ -545,7 +525,7 @@ class EmuBcast:
             log = (run_dir / "log" / f"{r}.log").read_text(errors="replace")
             if codes[r] != 0:
                 errors[r] = f"exit {codes[r]}: " + " | ".join(log.strip().splitlines()[-3:])
-            ok = out.exists() and out.stat().st_size == self.size and _sha256_file(out) == self.ready["sha256"]
+            ok = out.exists() and out.stat().st_size == self.size and sha256_file(out) == self.ready["sha256"]
             matches.append(ok)
             times.append(out.stat().st_mtime - t0 if out.exists() else float("nan"))
             reports.append(parse_report(log) if parse_report else _last_json(log))
@@ -573,7 +553,7 @@ class EmuBcast:
                 "start_skew_s": (max(starts) - min(starts)) if starts else None,
                 "cpu_busy": round(cpu, 3),
                 "injected_errors": after["injected_errors"] - before["injected_errors"],
-                "rates_drawn_mb_s": _new_rates(before, after),
+                "rates_drawn_mb_s": new_rates(before, after),
             },
         )
         for r in range(n):  # outputs can be large: keep only what is needed
@@ -681,13 +661,13 @@ def cpu_busy(before: tuple[float, float], after: tuple[float, float]) -> float:
     return (after[0] - before[0]) / total if total > 0 else 0.0
 
 
-def _new_rates(before: dict, after: dict) -> list[float]:
+def new_rates(before: dict, after: dict) -> list[float]:
     """Per-GET rates (MB/s) the proxy drew during one run."""
     k = min(after.get("rates_drawn", 0) - before.get("rates_drawn", 0), len(after.get("rates", [])))
     return [round(x / MB, 3) for x in after["rates"][len(after["rates"]) - k :]] if k > 0 else []
 
 
-def _sha256_file(path: Path) -> str:
+def sha256_file(path: Path) -> str:
     h = hashlib.sha256()
     with open(path, "rb") as f:
         for block in iter(lambda: f.read(1 << 22), b""):

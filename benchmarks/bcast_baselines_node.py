@@ -1,19 +1,21 @@
-"""Baselines for ``parcomm bcast`` on the emulated platform (issue 9, point 4).
+"""The baselines' node programs of ``benchmarks/bcast_baselines.py`` (issue 9, point 4).
 
-Each baseline is a node program started in every node namespace by
-:class:`.emu.EmuBcast` (``python -m parcomm.apps.bcast.baselines KIND ...``),
-on the same platform, proxy profile and timing rule as the tool itself
+Benchmark harness, not product: the library's emulation
+(:class:`parcomm.apps.bcast.emu.EmuBcast`) starts this file in every node
+namespace (``python benchmarks/bcast_baselines_node.py KIND ...``), on the
+same platform, proxy profile and timing rule as ``parcomm bcast`` itself
 (start: last registration in the rendezvous directory; end: the output's
-last write):
+last write). ``bcast_baselines.py`` holds the harness side (the argv of
+each node, mpiexec's launcher, collecting the results):
 
 * ``ranged`` — the flat tree with parallel range requests, what boto3's
   transfer manager and s5cmd do: every node downloads the whole object with
   ``k`` concurrent ranged GETs of ``part`` bytes (boto3's TransferConfig
-  defaults: 8 MiB parts, 10 threads), through :class:`.s3.S3Client`.
+  defaults: 8 MiB parts, 10 threads), through :class:`parcomm.apps.bcast.s3.S3Client`.
 * ``mpi`` — MPI_Bcast with MPICH: rank 0 downloads the object as ``ranged``
   does, then ``MPI_Bcast`` sends it to all ranks (mpiexec with a launcher
   that starts each rank's proxy in its node's namespace, see
-  :func:`run_mpi`).
+  ``run_mpi`` in ``bcast_baselines.py``).
 * ``torrent`` — a libtorrent swarm: rank 0 downloads the object as
   ``ranged`` does and seeds it; every node runs a libtorrent session in its
   namespace, peers given explicitly (no tracker, no DHT).
@@ -22,7 +24,6 @@ last write):
 from __future__ import annotations
 
 import argparse
-import hashlib
 import json
 import os
 import sys
@@ -31,10 +32,10 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Sequence
 
-from ...auth import resolve_key
-from .emu import URL, EmuBcast, EmuRunResult
-from .rendezvous import via_directory
-from .s3 import S3Client, S3Config
+from parcomm.apps.bcast.emu import URL
+from parcomm.apps.bcast.rendezvous import via_directory
+from parcomm.apps.bcast.s3 import S3Client, S3Config
+from parcomm.auth import resolve_key
 
 #: boto3 s3transfer TransferConfig defaults: multipart_chunksize 8 MiB, max_concurrency 10.
 BOTO3_PART = 8 << 20
@@ -274,7 +275,7 @@ def node_torrent(args) -> dict:
 
 
 def node_main(argv: Sequence[str]) -> int:
-    p = argparse.ArgumentParser(prog="python -m parcomm.apps.bcast.baselines")
+    p = argparse.ArgumentParser(prog="python benchmarks/bcast_baselines_node.py")
     p.add_argument("kind", choices=("ranged", "mpi", "torrent"))
     p.add_argument("--out", required=True)
     p.add_argument("--rdv", required=True)
@@ -292,241 +293,6 @@ def node_main(argv: Sequence[str]) -> int:
     report = {"ranged": node_ranged, "mpi": node_mpi, "torrent": node_torrent}[args.kind](args)
     print(json.dumps(report), flush=True)
     return 0
-
-
-# ---------------------------------------------------------------- the harness side
-
-
-def _node_argv(eb: EmuBcast, kind: str, run_dir: Path, rank: int, extra: Sequence[str]) -> list[str]:
-    return [
-        sys.executable,
-        "-m",
-        "parcomm.apps.bcast.baselines",
-        kind,
-        "--out",
-        str(run_dir / "out" / f"object.{rank}"),
-        "--rdv",
-        str(run_dir / "rdv"),
-        "--rank",
-        str(rank),
-        "--nodes",
-        str(eb.platform.nodes),
-        "--bind",
-        eb.node_addr[rank],
-        *extra,
-    ]
-
-
-def run_ranged(
-    eb: EmuBcast, k: int = BOTO3_CONCURRENCY, part: int = BOTO3_PART, timeout: float = 900.0
-) -> EmuRunResult:
-    run_dir = eb.new_run_dir(f"ranged-k{k}")
-    extra = ["--k", str(k), "--part", str(part), "--timeout", str(timeout)]
-    return eb.run_nodes(
-        f"flat ranged GETs k={k} part={part >> 20}MiB",
-        {"k": k, "part": part},
-        lambda r: _node_argv(eb, "ranged", run_dir, r, extra),
-        timeout + 60,
-        run_dir,
-    )
-
-
-def run_torrent(
-    eb: EmuBcast,
-    k: int = BOTO3_CONCURRENCY,
-    part: int = BOTO3_PART,
-    piece: int = 1 << 20,
-    seeding: str = "inject",
-    timeout: float = 900.0,
-) -> EmuRunResult:
-    from .emu import object_bytes
-
-    run_dir = eb.new_run_dir(f"torrent-{seeding}")
-    torrent = run_dir / "object.torrent"
-    torrent.write_bytes(make_torrent_bytes(object_bytes(eb.size, eb.seed), "object.bin", piece))
-    extra = [
-        "--k",
-        str(k),
-        "--part",
-        str(part),
-        "--piece",
-        str(piece),
-        "--timeout",
-        str(timeout),
-        "--peers",
-        json.dumps(eb.node_addr),
-        "--torrent",
-        str(torrent),
-        "--seeding",
-        seeding,
-    ]
-    label = (
-        "libtorrent swarm, 1/N each injected from S3"
-        if seeding == "inject"
-        else "libtorrent swarm, rank 0 from S3 then seeds"
-    )
-    return eb.run_nodes(
-        f"{label} (k={k})",
-        {"k": k, "part": part, "piece": piece, "seeding": seeding},
-        lambda r: _node_argv(eb, "torrent", run_dir, r, extra),
-        timeout + 60,
-        run_dir,
-    )
-
-
-NSEXEC = """#!/bin/sh
-# hydra's launcher: "$0 [ssh options] HOST COMMAND": run COMMAND in HOST's network namespace.
-map="$PARCOMM_NS_MAP"
-while [ $# -gt 0 ]; do
-  case "$1" in -*) shift ;; *) break ;; esac
-done
-host="$1"; shift
-ns=$(printf '%s\\n' "$map" | tr ' ' '\\n' | grep "^$host=" | cut -d= -f2)
-[ -n "$ns" ] || { echo "nsexec: no namespace for $host" >&2; exit 1; }
-# A UTS namespace of its own with its own host name: MPICH tells local ranks
-# (shared memory) from remote ones (netmod, TCP) by host name, and network
-# namespaces share the machine's; without this every rank is "local".
-exec ip netns exec "$ns" unshare --uts sh -c "hostname node-$(echo $host | tr . -); $*"
-"""
-
-
-def run_mpi(eb: EmuBcast, k: int = BOTO3_CONCURRENCY, part: int = BOTO3_PART, timeout: float = 900.0) -> EmuRunResult:
-    """MPICH's mpiexec (hydra) runs in node 0's namespace; its launcher (a shell
-    script given as ``-launcher-exec``) starts the hydra proxy of host ADDR in
-    ADDR's namespace, so every rank runs in its own node namespace and MPICH's
-    TCP traffic crosses the shaped NICs and the bridge."""
-    import shutil as _sh
-
-    run_dir = eb.new_run_dir("mpi")
-    script = run_dir / "nsexec.sh"
-    script.write_text(NSEXEC)
-    script.chmod(0o755)
-    mpiexec = _sh.which("mpiexec.hydra") or _sh.which("mpiexec")
-    nodes = eb.platform.nodes
-    ns_map = " ".join(f"{a}={ns}" for a, ns in zip(eb.node_addr, eb.node_ns))
-    argv_mpi = [
-        mpiexec,
-        "-launcher",
-        "ssh",
-        "-launcher-exec",
-        str(script),
-        "-hosts",
-        ",".join(eb.node_addr),
-        "-n",
-        str(nodes),
-        "-ppn",
-        "1",
-        "-iface",
-        "eth0",
-        "-genv",
-        "PARCOMM_NS_MAP",
-        ns_map,
-        # Network only: no shared memory between ranks (they share /dev/shm and the boot
-        # id, so MPICH and UCX would otherwise move the data through memory, unshaped).
-        "-genv",
-        "MPIR_CVAR_NOLOCAL",
-        "1",
-        "-genv",
-        "UCX_TLS",
-        "tcp,self",
-        "-genv",
-        "UCX_NET_DEVICES",
-        "eth0",
-        "-genv",
-        "FI_PROVIDER",
-        "tcp",
-        sys.executable,
-        "-m",
-        "parcomm.apps.bcast.baselines",
-        "mpi",
-        "--out",
-        str(run_dir / "out" / "object.{rank}"),
-        "--rdv",
-        str(run_dir / "rdv"),
-        "--k",
-        str(k),
-        "--part",
-        str(part),
-        "--timeout",
-        str(timeout),
-    ]
-    from .emu import cpu_times, spawn_in, stop_pid
-
-    before = eb.proxy_stats()
-    t_launch = time.time()
-    cpu0 = cpu_times()
-    proc = spawn_in(
-        eb.node_ns[0], argv_mpi, run_dir / "log" / "mpiexec.log", env={**eb.env(), "PARCOMM_NS_MAP": ns_map}
-    )
-    try:
-        proc.wait(timeout=timeout + 60)
-    except Exception:
-        pass
-    finally:
-        stop_pid(proc)
-    res = _collect_single_log(
-        eb, run_dir, "MPICH MPI_Bcast after 1 download", {"k": k, "part": part}, before, t_launch, proc.returncode
-    )
-    from .emu import cpu_busy
-
-    res.extra["cpu_busy"] = round(cpu_busy(cpu0, cpu_times()), 3)
-    return res
-
-
-def _collect_single_log(
-    eb: EmuBcast, run_dir: Path, method: str, options: dict, before: dict, t_launch: float, code
-) -> EmuRunResult:
-    from .emu import _new_rates, _sha256_file
-
-    n = eb.platform.nodes
-    time.sleep(0.3)
-    after = eb.proxy_stats()
-    log = (run_dir / "log" / "mpiexec.log").read_text(errors="replace")
-    reports = {}
-    for line in log.splitlines():
-        if line.startswith("{"):
-            try:
-                doc = json.loads(line)
-                reports[int(doc["rank"])] = doc
-            except (ValueError, KeyError):
-                pass
-    rdv = [run_dir / "rdv" / f"rank-{r}.json" for r in range(n)]
-    starts = [f.stat().st_mtime for f in rdv if f.exists()]
-    t0 = max(starts) if len(starts) == n else t_launch
-    times, matches = [], []
-    for r in range(n):
-        out = run_dir / "out" / f"object.{r}"
-        matches.append(out.exists() and _sha256_file(out) == eb.ready["sha256"])
-        times.append(out.stat().st_mtime - t0 if out.exists() else float("nan"))
-        out.unlink(missing_ok=True)
-    ok_times = [t for t in times if t == t]
-    errors = {} if code == 0 else {"mpiexec": f"exit {code}: " + " | ".join(log.strip().splitlines()[-4:])}
-    return EmuRunResult(
-        method=method,
-        options=options,
-        nodes=n,
-        size=eb.size,
-        completion_s=max(ok_times) if len(ok_times) == n else float("inf"),
-        node_times_s=times,
-        reported_s=[reports.get(r, {}).get("seconds") for r in range(n)],
-        bytes_from_storage=[int(reports.get(r, {}).get("bytes_from_storage", 0)) for r in range(n)],
-        bytes_from_peers=[int(reports.get(r, {}).get("bytes_from_peers", 0)) for r in range(n)],
-        origin_egress_bytes=after["bytes_served"] - before["bytes_served"],
-        storage_requests=after["get_requests"] - before["get_requests"],
-        all_match=all(matches) and not errors,
-        errors=errors,
-        bound_s=eb.platform.bound(eb.size, eb.piece_size).seconds,
-        wall_s=time.time() - t_launch,
-        extra={
-            "download_s": reports.get(0, {}).get("download_s"),
-            "mpi_library": reports.get(0, {}).get("mpi_library"),
-            "rates_drawn_mb_s": _new_rates(before, after),
-        },
-    )
-
-
-def sha256_hex(data: bytes) -> str:
-    return hashlib.sha256(data).hexdigest()
 
 
 if __name__ == "__main__":
