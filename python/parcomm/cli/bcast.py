@@ -41,20 +41,57 @@ def bcast() -> None:
     parcomm bcast demo                                    # local S3 + 4 nodes, end to end
 
     Endpoint and credentials: --endpoint-url or AWS_ENDPOINT_URL, and
-    AWS_ACCESS_KEY_ID / AWS_SECRET_ACCESS_KEY / AWS_REGION, as for the AWS CLI.
+    AWS_ACCESS_KEY_ID / AWS_SECRET_ACCESS_KEY / AWS_REGION, as for the AWS CLI;
+    or --profile NAME (~/.aws/config and credentials), or --no-sign-request for
+    a public bucket. The hash list lives beside the object (KEY.parcomm.json)
+    unless --manifest-url puts it in another bucket or a file.
     """
 
 
 def _s3_options(f):
     f = click.option("--endpoint-url", default=None, help="S3 endpoint (default: AWS_ENDPOINT_URL or AWS)")(f)
-    f = click.option("--region", default=None, help="S3 region (default: AWS_REGION or us-east-1)")(f)
+    f = click.option("--region", default=None, help="S3 region (default: AWS_REGION, the profile's, or us-east-1)")(f)
+    f = click.option(
+        "--profile",
+        "aws_profile",
+        default=None,
+        help="AWS profile from ~/.aws/config and ~/.aws/credentials, as `aws --profile` (default: AWS_PROFILE)",
+    )(f)
+    f = click.option(
+        "--no-sign-request",
+        "anonymous",
+        is_flag=True,
+        help="anonymous, unsigned requests, for public buckets (as `aws --no-sign-request`)",
+    )(f)
+    f = click.option(
+        "--manifest-url",
+        default=None,
+        help="where the hash list is: s3://BUCKET/KEY or a file path (default: KEY.parcomm.json next to the "
+        "object); for buckets you may only read",
+    )(f)
     return f
 
 
-def _s3_config(endpoint_url, region):
+def _s3_config(endpoint_url, region, aws_profile=None, anonymous=False):
     from ..apps.bcast.s3 import S3Config
 
-    return S3Config.from_env(endpoint_url=endpoint_url, region=region)
+    if aws_profile is not None and anonymous:
+        raise UserError("--profile and --no-sign-request exclude each other: choose one")
+    return S3Config.from_env(endpoint_url=endpoint_url, region=region, profile=aws_profile, anonymous=anonymous)
+
+
+def _check_manifest_url(manifest_url):
+    """A malformed --manifest-url is the user's mistake: say so before any node starts."""
+    from ..apps.bcast.manifest import hash_list_location
+    from ..apps.bcast.s3 import S3Error
+
+    if manifest_url is None:
+        return None
+    try:
+        hash_list_location("s3://-/-", manifest_url)
+    except S3Error as exc:
+        raise UserError(f"--manifest-url {manifest_url}: {str(exc).split(': ', 1)[-1]}") from None
+    return manifest_url
 
 
 def _bcast_config(
@@ -171,7 +208,8 @@ def _check_out(out: str, ranks: range) -> None:
     "--out",
     "-o",
     required=True,
-    help="output file; with --local N, {rank} in it or .RANK appended; - streams the object to stdout in order",
+    help="output file; with --local N, {rank} in it or .RANK appended; with --mpi, {rank} in it where ranks"
+    " share a host or directory (refused otherwise); - streams the object to stdout in order",
 )
 @click.option("--local", "local", type=int, default=None, help="run N node processes on this machine")
 @click.option("--mpi", is_flag=True, help="nodes are the ranks of mpiexec; they meet through MPI")
@@ -230,6 +268,9 @@ def get(
     join_timeout,
     endpoint_url,
     region,
+    aws_profile,
+    anonymous,
+    manifest_url,
     key_file,
     as_json,
 ) -> None:
@@ -239,7 +280,7 @@ def get(
     connection; a process without it cannot join, send pieces or learn the
     peer table. With --rendezvous or --rendezvous-dir give every node the
     same key (--key-file or $PARCOMM_JOB_KEY)."""
-    from ..apps.bcast.launch import Job, run_one
+    from ..apps.bcast.launch import Job, SharedOutput, run_one
     from ..apps.bcast.output import OutputError
     from ..apps.bcast.real import BcastError
     from ..apps.bcast.s3 import S3Error, parse_s3_url
@@ -302,9 +343,10 @@ def get(
         out,
         algo,
         _bcast_config(None, work_pieces, connections, peers, overlap, seed, serve, choke_interval, requests),
-        _s3_config(endpoint_url, region),
+        _s3_config(endpoint_url, region, aws_profile, anonymous),
         timeout=timeout,
         join_timeout=join_timeout,
+        manifest_url=_check_manifest_url(manifest_url),
     )
     try:
         if local is not None and local > 1:
@@ -335,7 +377,7 @@ def get(
                 if MPI.COMM_WORLD.Get_rank() != 0:
                     return
                 reports = gathered
-    except S3Error as exc:  # the object, the bucket or the credentials the user named
+    except (S3Error, SharedOutput) as exc:  # the object, the bucket, the credentials or the --out the user named
         _fail(exc)
     except (BcastError, OutputError, OSError) as exc:  # the run failed
         raise RunFailed(str(exc)) from None
@@ -474,16 +516,23 @@ def _summarize(reports, errors, as_json: bool, to_stderr: bool = False) -> None:
 @click.option("--piece-size", default="1MiB", show_default=True, help="unit of verification and exchange")
 @_s3_options
 @click.option("--json", "as_json", is_flag=True, help="print the object's size, pieces and sha256 as JSON")
-def prepare(url, piece_size, endpoint_url, region, as_json) -> None:
-    """Hash every piece of s3://BUCKET/KEY and store the list as KEY.parcomm.json."""
+def prepare(url, piece_size, endpoint_url, region, aws_profile, anonymous, manifest_url, as_json) -> None:
+    """Hash every piece of s3://BUCKET/KEY and store the list as KEY.parcomm.json
+    (or at --manifest-url: another bucket, or a file the nodes can read)."""
     from ..apps.bcast import manifest
-    from ..apps.bcast.s3 import S3Client, S3Error
+    from ..apps.bcast.s3 import S3Client, S3Error, parse_s3_url
 
     size = parse_with(lambda v: parse_size(v, "--piece-size"), piece_size, "--piece-size")
     if size <= 0:
         raise UserError(f"--piece-size must be positive, got {piece_size!r}")
     try:
-        m = manifest.prepare(url, size, client=S3Client(_s3_config(endpoint_url, region)))
+        parse_s3_url(url)
+    except S3Error as exc:
+        _fail(exc)
+    _check_manifest_url(manifest_url)
+    config = _s3_config(endpoint_url, region, aws_profile, anonymous)
+    try:
+        m = manifest.prepare(url, size, client=S3Client(config), manifest_url=manifest_url)
     except (S3Error, ValueError) as exc:
         _fail(exc)
     info = {
@@ -492,7 +541,7 @@ def prepare(url, piece_size, endpoint_url, region, as_json) -> None:
         "pieces": m.num_pieces,
         "piece_size": m.piece_size,
         "sha256": m.sha256.hex(),
-        "hash_list": manifest.sidecar_url(url),
+        "hash_list": manifest.hash_list_location(url, manifest_url),
     }
     if as_json:
         emit_json(info)
@@ -517,7 +566,13 @@ def prepare(url, piece_size, endpoint_url, region, as_json) -> None:
 @click.option("--size", default="1GB", show_default=True, help="object size (1GB, 100MiB, ...)")
 @click.option("--piece-size", default=None, help="piece size (default 1MiB; paper 32KB)")
 @_protocol_options
-@click.option("--profile", default=None, help="storage/network profile: a name (default chiba2010) or a TOML/JSON file")
+@click.option(
+    "--storage-profile",
+    "--profile",
+    "profile",
+    default=None,
+    help="storage/network model: a name (default chiba2010) or a TOML/JSON file (--profile is an alias)",
+)
 @click.option("--paper", is_flag=True, help="the paper's protocol settings: 32 KB pieces, works of 100, 1 connection")
 @click.option("--json", "as_json", is_flag=True, help="print the simulation's result as JSON")
 def sim(

@@ -36,6 +36,7 @@ def broadcast_into(
     timeout: float = 3600.0,
     bind: str = "127.0.0.1",
     advertise: str | None = None,
+    manifest_url: str | None = None,
 ) -> NodeReport:
     """Fill ``buffer`` (writable, contiguous, exactly the object's size) with the
     object at ``url``, verified; returns this node's report.
@@ -45,10 +46,20 @@ def broadcast_into(
     :class:`~.s3.S3Error` subclasses for the object and the credentials. With
     ``comm`` spanning hosts, give ``bind``/``advertise`` an address the other
     ranks can reach (the default binds loopback: ranks on this host only).
+    ``manifest_url`` is where the hash list is when it is not the sidecar next to
+    the object (``s3://...`` or a file every rank can read).
     """
     from .launch import run_one
 
-    job = Job(url, "<buffer>", algo, config or BcastConfig(), s3 or S3Config.from_env(), timeout=timeout)
+    job = Job(
+        url,
+        "<buffer>",
+        algo,
+        config or BcastConfig(),
+        s3 or S3Config.from_env(),
+        timeout=timeout,
+        manifest_url=manifest_url,
+    )
     if comm is None:
         return run_one(job, rank=0, nodes=1, bind=bind, advertise=advertise, out=buffer)
     return run_one(job, comm=comm, bind=bind, advertise=advertise, out=buffer)

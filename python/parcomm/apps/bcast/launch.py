@@ -48,6 +48,7 @@ class Job:
     linger: float = 60.0
     join_timeout: float = 30.0  # s: a rank not reachable by then is counted out (it may join later)
     faults: dict = dataclasses.field(default_factory=dict)  # rank -> [fault, ...] (tests)
+    manifest_url: str | None = None  # where the hash list is, if not the sidecar next to the object
 
     def out_for(self, rank: int) -> str:
         return self.out.replace("{rank}", str(rank))
@@ -71,7 +72,7 @@ class Job:
 def check_object(job: Job, client: S3Client) -> manifests.Manifest:
     """HEAD the object and load its hash list (raises S3Error subclasses)."""
     info = client.head(job.url)
-    return manifests.load(job.url, client=client, info=info)
+    return manifests.load(job.url, client=client, info=info, manifest_url=job.manifest_url)
 
 
 def _node(
@@ -140,6 +141,9 @@ def run_one(
         rank, nodes = comm.Get_rank(), comm.Get_size()
         secret = comm.bcast(JobKey.generate().hex() if rank == 0 else None, root=0)
         key = JobKey.from_hex(secret, origin="the key rank 0 sent")
+        path = job.out_for(rank) if out is None else out
+        if isinstance(path, str) and path != "-":
+            check_distinct_outputs(comm, path)
     if rank is None or nodes is None:
         raise BcastError("give --rank and --nodes with --rendezvous/--rendezvous-dir (or use --mpi or --local)")
     if not 0 <= rank < nodes:
@@ -179,6 +183,50 @@ def run_one(
         return _node(job, rank, table, listen, client, manifest, on_progress, key, out)
     finally:
         listen.close()
+
+
+class SharedOutput(BcastError):
+    """Two ranks would write one file: a usage error, found before anything is fetched."""
+
+
+def check_distinct_outputs(comm, path: str) -> None:
+    """Refuse outputs that are one file for two ranks: the same path on one host, or
+    the same name in a directory the ranks share (NFS...), which each rank sees as a
+    marker file another rank made there. Collective over ``comm``; every rank raises
+    the same :class:`SharedOutput`, so none starts.
+    """
+    rank = comm.Get_rank()
+    token = comm.bcast(os.urandom(8).hex() if rank == 0 else None, root=0)
+    target = Path(path).absolute()
+    prefix = f".parcomm-out-{token}-"
+    marker = target.parent / f"{prefix}{rank}"
+    try:
+        marker.touch(exist_ok=False)
+    except OSError:
+        marker = None  # an unwritable directory fails later with its own clear error
+    comm.Barrier()
+    seen: list[int] = []
+    try:
+        seen = [int(n[len(prefix) :]) for n in os.listdir(target.parent) if n.startswith(prefix)]
+    except (OSError, ValueError):
+        pass
+    comm.Barrier()  # everyone has looked before anyone removes its marker
+    if marker is not None:
+        marker.unlink(missing_ok=True)
+    here = (socket.gethostname(), os.path.realpath(target))
+    every = comm.allgather((here, target.name, sorted(seen)))
+    clash: set[int] = set()
+    for r, (where_r, name_r, seen_r) in enumerate(every):
+        for s, (where_s, name_s, _) in enumerate(every):
+            if r < s and (where_r == where_s or (s in seen_r and name_r == name_s)):
+                clash.update((r, s))
+    if clash:
+        ranks = sorted(clash)
+        shown = ", ".join(map(str, ranks[:8])) + (", ..." if len(ranks) > 8 else "")
+        raise SharedOutput(
+            f"--out {path}: ranks {shown} would write the same file; put {{rank}} in the path "
+            f"(e.g. --out {path}.{{rank}})"
+        )
 
 
 # ---------------------------------------------------------------- --local N

@@ -1,5 +1,6 @@
 """The hash list of an object: sha256 of every piece and of the whole, stored next to
-it as the sidecar object ``KEY.parcomm.json``.
+it as the sidecar object ``KEY.parcomm.json``, or wherever ``--manifest-url`` says
+(another bucket, or a local file, for objects in buckets one may only read).
 
 ``parcomm bcast prepare s3://BUCKET/KEY`` (:func:`prepare`) streams the object
 once to compute it; every node :func:`load`-s it before a broadcast and checks each
@@ -23,7 +24,10 @@ import base64
 import hashlib
 import hmac
 import json
+import os
+import tempfile
 from dataclasses import dataclass
+from pathlib import Path
 
 from .s3 import ObjectInfo, ObjectNotFound, S3Client, S3Error, parse_s3_url
 
@@ -176,45 +180,119 @@ def compute(
     return Manifest(info.size, info.etag, piece_size, tuple(pieces), whole.digest())
 
 
+def hash_list_location(url: str, manifest_url: str | None = None) -> str:
+    """Where the hash list of ``url`` lives: ``manifest_url`` if given (``s3://...``, a
+    path, or ``file://`` + path), else the sidecar next to the object."""
+    if manifest_url is None:
+        return sidecar_url(url)
+    if manifest_url.startswith("s3://"):
+        parse_s3_url(manifest_url)  # a malformed URL is refused here, naming it
+        return manifest_url
+    path = manifest_url.removeprefix("file://")
+    if not path or "\0" in path:
+        raise ManifestError(manifest_url, "--manifest-url must be s3://BUCKET/KEY or a file path")
+    return path
+
+
+def _is_s3(location: str) -> bool:
+    return location.startswith("s3://")
+
+
 def prepare(
-    url: str, piece_size: int, *, client: S3Client | None = None, fetch_size: int = DEFAULT_FETCH_SIZE
+    url: str,
+    piece_size: int,
+    *,
+    client: S3Client | None = None,
+    fetch_size: int = DEFAULT_FETCH_SIZE,
+    manifest_url: str | None = None,
 ) -> Manifest:
-    """Compute the manifest and store it as the sidecar ``KEY.parcomm.json``."""
+    """Compute the manifest and store it as the sidecar ``KEY.parcomm.json`` (or at
+    ``manifest_url``)."""
     client = client or S3Client()
+    where = hash_list_location(url, manifest_url)
     manifest = compute(url, piece_size, client=client, fetch_size=fetch_size)
-    client.put_bytes(sidecar_url(url), manifest.to_json().encode(), content_type="application/json")
+    data = manifest.to_json().encode()
+    if _is_s3(where):
+        client.put_bytes(where, data, content_type="application/json")
+    else:
+        _write_file(where, data)
     return manifest
 
 
-def load(url: str, *, client: S3Client | None = None, info: ObjectInfo | None = None) -> Manifest:
-    """Fetch the sidecar of ``url`` and check it still describes the object.
+def _write_file(path: str, data: bytes) -> None:
+    """Write whole or not at all: a reader never sees half a hash list."""
+    target = Path(path)
+    try:
+        fd, temp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
+    except OSError as exc:
+        raise ManifestError(path, f"cannot write the hash list there ({exc.strerror})") from None
+    try:
+        with os.fdopen(fd, "wb") as f:
+            f.write(data)
+        os.chmod(temp, 0o644)  # a hash list is no secret; the nodes must read it
+        os.replace(temp, target)
+    except OSError as exc:
+        Path(temp).unlink(missing_ok=True)
+        raise ManifestError(path, f"cannot write the hash list there ({exc.strerror})") from None
+
+
+def _too_big(where: str, size: int, fix: str) -> ManifestError:
+    return ManifestError(
+        where,
+        f"hash list is {size} bytes, more than any hash list ({MAX_MANIFEST_BYTES}); {fix}",
+    )
+
+
+def _read_file(path: str, fix: str) -> bytes:
+    """A local hash list, read with the same bound as a sidecar."""
+    try:
+        with open(path, "rb") as f:
+            size = os.fstat(f.fileno()).st_size
+            if size > MAX_MANIFEST_BYTES:
+                raise _too_big(path, size, fix.replace("create", "recreate"))
+            raw = f.read(MAX_MANIFEST_BYTES + 1)
+    except FileNotFoundError:
+        raise ManifestError(path, f"no hash list there; {fix}") from None
+    except IsADirectoryError:
+        raise ManifestError(path, "is a directory, not a hash list file") from None
+    except OSError as exc:
+        raise ManifestError(path, f"cannot read the hash list ({exc.strerror})") from None
+    if len(raw) > MAX_MANIFEST_BYTES:  # it grew while we read
+        raise _too_big(path, len(raw), fix.replace("create", "recreate"))
+    return raw
+
+
+def load(
+    url: str, *, client: S3Client | None = None, info: ObjectInfo | None = None, manifest_url: str | None = None
+) -> Manifest:
+    """Fetch the hash list of ``url`` (its sidecar, or ``manifest_url``) and check it
+    still describes the object.
 
     ``info`` (from an earlier HEAD of the object) saves a request.
     """
     client = client or S3Client()
     info = info or client.head(url)
-    fix = f"run `parcomm bcast prepare {url}` to create it"
-    try:
-        sidecar = client.head(sidecar_url(url))
-        if sidecar.size > MAX_MANIFEST_BYTES:
-            raise ManifestError(
-                url,
-                f"hash list {sidecar_url(url)} is {sidecar.size} bytes, more than any hash list "
-                f"({MAX_MANIFEST_BYTES}); {fix.replace('create', 'recreate')}",
-            )
-        raw = client.get_bytes(sidecar_url(url), 0, sidecar.size, etag=sidecar.etag)
-    except ObjectNotFound:
-        raise ManifestError(url, f"no hash list ({sidecar_url(url)} not found); {fix}") from None
+    where = hash_list_location(url, manifest_url)
+    elsewhere = "" if manifest_url is None else f" --manifest-url {manifest_url}"
+    fix = f"run `parcomm bcast prepare {url}{elsewhere}` to create it"
+    if _is_s3(where):
+        try:
+            sidecar = client.head(where)
+            if sidecar.size > MAX_MANIFEST_BYTES:
+                raise _too_big(where, sidecar.size, fix.replace("create", "recreate"))
+            raw = client.get_bytes(where, 0, sidecar.size, etag=sidecar.etag)
+        except ObjectNotFound:
+            raise ManifestError(url, f"no hash list ({where} not found); {fix}") from None
+    else:
+        raw = _read_file(where, fix)
     try:
         manifest = Manifest.from_json(raw)
     except (ValueError, KeyError, TypeError) as exc:
-        raise ManifestError(
-            url, f"unreadable hash list {sidecar_url(url)} ({exc}); {fix.replace('create', 'recreate')}"
-        ) from None
+        raise ManifestError(url, f"unreadable hash list {where} ({exc}); {fix.replace('create', 'recreate')}") from None
     if manifest.size != info.size or manifest.etag != info.etag:
         raise ManifestError(
             url,
-            f"stale hash list: made for size {manifest.size} etag {manifest.etag}, the object now has "
+            f"stale hash list {where}: made for size {manifest.size} etag {manifest.etag}, the object now has "
             f"size {info.size} etag {info.etag}; {fix.replace('create', 'recreate')}",
         )
     return manifest

@@ -54,6 +54,7 @@ from .manifest import Manifest, verify_piece
 from .messages import (
     CancelFetch,
     CancelUpload,
+    Complete,
     Drop,
     Failed,
     FetchStorage,
@@ -273,6 +274,8 @@ class RealNode:
         self.incoming_live: set[int] = set()  # ranks whose connection to us is open now
         self.lost: set[int] = set()
         self.dropped: set[int] = set()
+        # Ranks that announced Complete: their connection closing afterwards is a departure, not a loss.
+        self.departed: set[int] = set()
         self.store = self._open_store()
         sink = 1 if isinstance(self.out, str) and self.out == STDOUT else None
         self.digest = WholeDigest(self.store, self.layout.piece_bytes, self.layout.pieces, sink=sink)
@@ -292,7 +295,7 @@ class RealNode:
         self.report.storage_retries = getattr(stats, "retries", 0)
         self.report.bytes_from_storage = self.node.bytes_from_storage
         self.report.bytes_from_peers = self.node.bytes_from_peers
-        self.report.peers_lost = sorted(self.lost)
+        self.report.peers_lost = sorted(self.lost - self.departed)  # not those that finished and left first
         self.report.peers_dropped = sorted(self.dropped)
         return self.report
 
@@ -561,6 +564,9 @@ class RealNode:
                 else:
                     payload = link.recv_payload(payload_len) if payload_len is not None else None
                     msg, _ = codec.decode(Record(type_code, fields, payload))
+                    if isinstance(msg, Complete):
+                        with self.lock:
+                            self.departed.add(peer)
                     self._post(PeerMessage(peer, msg))
         except OutputError as exc:  # our disk, not the peer: the whole node fails, at once
             self._fail(exc)

@@ -91,13 +91,20 @@ def parse_s3_url(url: str | S3Url) -> S3Url:
 
 @dataclass(frozen=True)
 class S3Config:
-    """Where and as whom to connect; ``None`` fields fall back to boto3's own chain."""
+    """Where and as whom to connect; ``None`` fields fall back to boto3's own chain.
+
+    ``profile`` names a profile of ``~/.aws/config`` / ``~/.aws/credentials`` (its keys,
+    region and endpoint), as ``aws --profile`` does; ``anonymous`` sends unsigned
+    requests, as ``aws --no-sign-request`` does, for public buckets.
+    """
 
     endpoint_url: str | None = None
     access_key: str | None = None
     secret_key: str | None = None
     session_token: str | None = None
     region: str | None = None
+    profile: str | None = None
+    anonymous: bool = False
 
     @classmethod
     def from_env(
@@ -107,18 +114,44 @@ class S3Config:
         secret_key: str | None = None,
         region: str | None = None,
         environ: dict[str, str] | None = None,
+        *,
+        profile: str | None = None,
+        anonymous: bool = False,
     ) -> "S3Config":
-        """Explicit arguments first, then the usual AWS environment variables."""
+        """Explicit arguments first, then the usual AWS environment variables.
+
+        As with the AWS CLI, an explicit profile beats the environment's keys, and an
+        anonymous client uses no keys at all.
+        """
         env = os.environ if environ is None else environ
+        if profile is not None and anonymous:
+            raise ValueError("--profile and --no-sign-request exclude each other")
+        env_keys = profile is None and not anonymous
         # A session token from the environment belongs to the environment's keys only.
-        token = env.get("AWS_SESSION_TOKEN") if access_key is None else None
+        token = env.get("AWS_SESSION_TOKEN") if access_key is None and env_keys else None
+        region = region or env.get("AWS_REGION") or env.get("AWS_DEFAULT_REGION")
         return cls(
             endpoint_url=endpoint_url or env.get("AWS_ENDPOINT_URL_S3") or env.get("AWS_ENDPOINT_URL") or None,
-            access_key=access_key or env.get("AWS_ACCESS_KEY_ID") or None,
-            secret_key=secret_key or env.get("AWS_SECRET_ACCESS_KEY") or None,
+            access_key=None
+            if anonymous
+            else access_key or (env.get("AWS_ACCESS_KEY_ID") if env_keys else None) or None,
+            secret_key=None
+            if anonymous
+            else secret_key or (env.get("AWS_SECRET_ACCESS_KEY") if env_keys else None) or None,
             session_token=token or None,
-            region=region or env.get("AWS_REGION") or env.get("AWS_DEFAULT_REGION") or "us-east-1",
+            # A profile may set its own region; without one, us-east-1 as boto3 users expect.
+            region=region or (None if profile else "us-east-1"),
+            profile=profile,
+            anonymous=anonymous,
         )
+
+    def describe(self) -> str:
+        """Who the requests are made as, for error messages (never a key)."""
+        if self.anonymous:
+            return "unsigned (--no-sign-request)"
+        if self.profile:
+            return f"profile {self.profile!r}"
+        return "the environment's credentials" if self.access_key else "boto3's default credential chain"
 
 
 @dataclass(frozen=True)
@@ -235,10 +268,20 @@ class S3Client:
         with self._lock:
             if self._client is None:
                 import boto3.session
+                import botocore
+                import botocore.exceptions as bex
                 from botocore.config import Config
 
                 cfg = self.config
-                session = boto3.session.Session()
+                try:
+                    session = boto3.session.Session(profile_name=cfg.profile)
+                except bex.ProfileNotFound:
+                    raise S3Error(
+                        f"--profile {cfg.profile}",
+                        "no such profile in the AWS config files (~/.aws/config, ~/.aws/credentials, "
+                        "or AWS_CONFIG_FILE / AWS_SHARED_CREDENTIALS_FILE)",
+                    ) from None
+                unsigned = {"signature_version": botocore.UNSIGNED} if cfg.anonymous else {}
                 self._client = session.client(
                     "s3",
                     endpoint_url=cfg.endpoint_url,
@@ -247,6 +290,7 @@ class S3Client:
                     aws_session_token=cfg.session_token,
                     region_name=cfg.region,
                     config=Config(
+                        **unsigned,
                         retries={"total_max_attempts": 1, "mode": "standard"},
                         connect_timeout=self.connect_timeout,
                         read_timeout=self.read_timeout,
@@ -290,13 +334,19 @@ class S3Client:
                 raise exc.__cause__ from None  # type: ignore[misc]
             except NoCredentialsError:
                 raise AccessDenied(
-                    url, "no S3 credentials found (set AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY)"
+                    url,
+                    f"no S3 credentials found for {self.config.describe()} (set AWS_ACCESS_KEY_ID and "
+                    "AWS_SECRET_ACCESS_KEY, choose a --profile, or --no-sign-request for a public bucket)",
                 ) from None
             except ClientError as exc:
                 code, status = _error_code(exc)
                 self._count(error=code)
                 if code in _DENIED_CODES or status in (401, 403):
-                    raise AccessDenied(url, f"access denied ({code}): check the credentials and the endpoint") from None
+                    raise AccessDenied(
+                        url,
+                        f"access denied ({code}) to requests made as {self.config.describe()}: "
+                        "check the credentials and the endpoint",
+                    ) from None
                 if code in _NOT_FOUND_CODES or status == 404:
                     what_missing = "bucket" if code == "NoSuchBucket" else "object"
                     raise ObjectNotFound(url, f"{what_missing} not found") from None
