@@ -46,6 +46,58 @@ class Comparison:
     why: str = ""
 
 
+#: The four ways parcomm answers a question (README "What it answers, four ways").
+WAYS = ("model", "simulate", "emulate", "run")
+#: Markers for a way that has no value in a row of :attr:`StudyReport.ways`.
+NOT_IN_QUICK = "not run in quick mode"
+NEEDS_ROOT = "needs root"
+NOT_IN_STUDY = "not in this study"
+
+
+def way_row(quantity: str, note: str = "", **cells: str | None) -> dict[str, Any]:
+    """One row of a study's "four ways" table: ``quantity`` and a cell per way of :data:`WAYS`.
+
+    A cell is the value that way gave (text, with its unit), or a marker saying why there is
+    none: pass ``skip(reason)`` (e.g. ``skip(NOT_IN_QUICK)``); a way left out is
+    :data:`NOT_IN_STUDY`. ``skipped`` lists the ways whose cell is such a marker.
+    """
+    unknown = set(cells) - set(WAYS)
+    if unknown:
+        raise ValueError(f"unknown way(s) {sorted(unknown)}; the ways are {WAYS}")
+    row: dict[str, Any] = {"quantity": quantity}
+    skipped = []
+    for w in WAYS:
+        cell = cells.get(w)
+        if cell is None:
+            cell = skip(NOT_IN_STUDY)
+        if isinstance(cell, _Skip):
+            skipped.append(w)
+        row[w] = str(cell)
+    row["skipped"] = skipped
+    row["note"] = note
+    return row
+
+
+class _Skip(str):
+    """A cell of :func:`way_row` that says why a way gave no value."""
+
+
+def skip(reason: str) -> str:
+    return _Skip(reason)
+
+
+def emulation_skip(quick: bool, why_not: str | None, ran: bool) -> str | None:
+    """The marker for an emulated cell: None when the emulation ran (its values go in),
+    else why not: quick mode, root or a tool missing, or it failed."""
+    if ran:
+        return None
+    if quick:
+        return skip(NOT_IN_QUICK)
+    if why_not:
+        return skip(NEEDS_ROOT if "root" in why_not else why_not)
+    return skip("not run (see the notes)")
+
+
 @dataclass
 class StudyReport:
     name: str
@@ -59,6 +111,10 @@ class StudyReport:
     #: Figure file name (``fig8_p64.png``) -> caption; filled by :meth:`StudyContext.save_figure`.
     captions: dict[str, str] = field(default_factory=dict)
     quick: bool = False
+    #: The "four ways" table: rows of :func:`way_row` (model / simulate / emulate / run side by side).
+    ways: list[dict[str, Any]] = field(default_factory=list)
+    #: The paper's transcribed values this study uses (:func:`.paper_data.for_report`).
+    paper_values: list[dict[str, Any]] = field(default_factory=list)
 
 
 @dataclass
@@ -129,15 +185,15 @@ class StudyContext:
         return plt
 
     def save_figure(self, fig, name: str, caption: str | None = None) -> str:
-        """Add legend and grid, write ``name.png`` and close the figure.
+        """Add legend (where the study made none) and grid, write ``name.png`` and close the figure.
 
         ``caption`` is the text under the figure in the report; by default the figure's
         title and its panels' titles.
         """
         titles = []
         for ax in fig.axes:
-            if ax.get_legend_handles_labels()[0]:
-                ax.legend()
+            if ax.get_legend() is None and ax.get_legend_handles_labels()[0]:
+                ax.legend()  # a legend the study placed itself stays as it is
             ax.grid(alpha=0.3)
             if ax.get_title():
                 titles.append(ax.get_title())
@@ -303,6 +359,10 @@ def run_studies(
         rep.captions = {**ctx.captions, **{k: v for k, v in written.items() if k in ctx.captions}, **rep.captions}
         for tname, rows in rep.tables.items():
             _write_table(ctx.out_dir / tname, rows)
+        if rep.ways:
+            _write_table(ctx.out_dir / "four_ways", [{k: v for k, v in r.items() if k != "skipped"} for r in rep.ways])
+        if rep.paper_values:
+            _write_table(ctx.out_dir / "paper_values", rep.paper_values)
         (ctx.out_dir / "report.json").write_text(strictjson.dumps(asdict(rep)))
         (ctx.out_dir / "section.html").write_text(_html_section(rep, ctx.out_dir))
         # The index gathers every study on disk, so studies run one at a time add up.

@@ -3,8 +3,10 @@
 The front page says when, with what and where the results were made (date, parcomm version
 and commit, machine, executor), warns when they come from ``--quick``, and tallies each
 study's "paper vs parcomm" verdicts: agree, differ, not comparable. Then a table of contents
-and one section per study: its verdicts (each disagreement with its explanation), its
-figures at full width with captions, and its notes.
+and one section per study: its verdicts (each disagreement with its explanation), its "four
+ways" table (model / simulate / emulate / run side by side, with a marker where a way was not
+run), its figures at full width with captions (the paper's values drawn hollow beside
+parcomm's), the paper's transcribed values with where each comes from, and its notes.
 
 The index is built from each study's ``report.json``, so studies run one at a time add up.
 User-facing text names the papers by first author, never by their place in the project.
@@ -149,6 +151,9 @@ section.study{border-top:3px solid #24292f;margin-top:36px;padding-top:6px}
 section.study h2{margin:6px 0}
 .source{color:#57606a;font-style:italic}
 .figs{display:grid;grid-template-columns:repeat(auto-fit,minmax(560px,1fr));gap:18px;margin:12px 0}
+td.skip{color:var(--na);font-style:italic;background:#fafbfc}
+table.ways td:first-child{width:26%}
+details.paper{margin:8px 0} details.paper summary{cursor:pointer;color:#0969da}
 figure{margin:0;min-width:0}
 figure.wide{grid-column:1/-1}
 figure img{width:100%;height:auto;border:1px solid var(--line);display:block;background:#fff}
@@ -229,6 +234,9 @@ def section_html(rep: dict[str, Any], base: Path | None = None) -> str:
                     f"<div class='why'><b>{e(c['quantity'])}</b>: paper {e(c['paper'])}; parcomm "
                     f"{e(c['parcomm'])}.<br>{e(why)}</div>"
                 )
+    ways = rep.get("ways", [])
+    if ways:
+        parts.append(_ways_html(name, ways, e))
     figs = rep.get("figures", [])
     if figs:
         parts.append(f"<h3 id='{name}-figures'>Figures</h3><div class='figs'>")
@@ -244,6 +252,9 @@ def section_html(rep: dict[str, Any], base: Path | None = None) -> str:
                 f"<figcaption><b>Figure {i}.</b> {e(cap)}</figcaption></figure>"
             )
         parts.append("</div>")
+    pv = rep.get("paper_values", [])
+    if pv:
+        parts.append(_paper_values_html(name, pv, e))
     notes = rep.get("notes", [])
     if notes:
         parts.append(f"<h3 id='{name}-notes'>Method and notes</h3><ul class='notes'>")
@@ -256,6 +267,63 @@ def section_html(rep: dict[str, Any], base: Path | None = None) -> str:
         f"{links or 'none'}.</small></p></section>"
     )
     return "\n".join(parts)
+
+
+#: Column heads of the four-ways table.
+_WAY_HEADS = {
+    "model": "model (closed form)",
+    "simulate": "simulate (packet-level)",
+    "emulate": "emulate (real TCP, namespaces)",
+    "run": "run (real processes)",
+}
+
+
+def _ways_html(name: str, ways: list[dict[str, Any]], e) -> str:
+    """The four ways side by side: a column per way, a marker where a way was not run."""
+    with_notes = any(r.get("note") for r in ways)
+    head = "".join(f"<th>{_WAY_HEADS[w]}</th>" for w in _WAY_HEADS)
+    rows = []
+    for r in ways:
+        skipped = set(r.get("skipped", []))
+        cells = "".join(
+            f"<td class='skip'>{e(r.get(w, ''))}</td>" if w in skipped else f"<td>{e(r.get(w, ''))}</td>"
+            for w in _WAY_HEADS
+        )
+        note = f"<td>{e(r.get('note', ''))}</td>" if with_notes else ""
+        rows.append(f"<tr><td>{e(r['quantity'])}</td>{cells}{note}</tr>")
+    return (
+        f"<h3 id='{name}-ways'>Four ways: model, simulate, emulate, run</h3>"
+        "<p>The same quantities as each way gives them; a grey cell says why a way has no value here.</p>"
+        f"<table class='ways'><tr><th>quantity</th>{head}{'<th>note</th>' if with_notes else ''}</tr>"
+        f"{''.join(rows)}</table>"
+    )
+
+
+_HOW = {
+    "exact": "exact (printed)",
+    "text": "approximate, stated in the text",
+    "derived": "derived from printed values",
+    "digitized": "digitized from a curve",
+    "none": "no readable values",
+}
+
+
+def _paper_values_html(name: str, pv: list[dict[str, Any]], e) -> str:
+    """The paper's transcribed values (and the figures without any), folded."""
+    rows = []
+    for v in pv:
+        how = _HOW.get(v.get("how", ""), v.get("how", ""))
+        extra = "; ".join(x for x in (v.get("approx", ""), v.get("note", "")) if x)
+        rows.append(
+            f"<tr><td>{e(v.get('cite', ''))}</td><td>{e(v.get('quantity', ''))}</td><td class='num'>"
+            f"{e(v.get('shown', ''))}</td><td>{e(how)}</td><td>{e(extra)}</td></tr>"
+        )
+    n = sum(1 for v in pv if v.get("how") != "none")
+    return (
+        f"<details class='paper' id='{name}-paper'><summary>The paper's values used here ({n} transcribed; "
+        "where from, and how)</summary><table><tr><th>where</th><th>quantity</th><th>value</th><th>how</th>"
+        f"<th>qualifier / note</th></tr>{''.join(rows)}</table></details>"
+    )
 
 
 def index_html(reports: list[dict[str, Any]], info: dict[str, Any], base: Path | None = None) -> str:
@@ -276,6 +344,7 @@ def index_html(reports: list[dict[str, Any]], info: dict[str, Any], base: Path |
         subs = [
             f"<a href='#{name}-verdicts'>paper vs parcomm</a>" if rep.get("comparisons") else "",
             f"<a href='#{name}-why'>why it differs</a>" if d else "",
+            f"<a href='#{name}-ways'>four ways</a>" if rep.get("ways") else "",
             f"<a href='#{name}-figures'>figures</a>" if rep.get("figures") else "",
             f"<a href='#{name}-notes'>notes</a>" if rep.get("notes") else "",
         ]
