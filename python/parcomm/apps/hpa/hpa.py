@@ -33,52 +33,13 @@ from typing import Any
 
 import numpy as np
 
-from .apriori import (
-    MAX_ROWS,
-    TRIM_LIMIT,
-    Encoder,
-    apriori_gen,
-    candidate_subsets,
-    hit_elems,
-    min_count,
-    n_subsets,
-    trim,
-    use_table,
-)
+from .apriori import Encoder, apriori_gen, candidate_subsets, hit_elems, min_count, trim
+from .cost import SCAN_COST_FIELDS, CostModel
+from .counting import CountOnlyBlocks, ItemsetBlocks, PassInputs, Tally, count_pass
 from .quest import Transactions, load
 
 TAG_PASS1 = 4801
-TAG_BLOCK = 4802
-TAG_LARGE = 4803
-
-
-@dataclass(frozen=True)
-class CostModel:
-    """CPU seconds charged by simulated ranks. The defaults are rough
-    figures for a 200 MHz Pentium Pro (seed 000 Table 1) scanning and
-    hashing in C: a few hundred cycles per transaction read, per k-subset
-    formed and hashed, and per hash-table probe of a received itemset. The
-    ``oguchi`` study replaces them with a model calibrated on Table 2
-    (:func:`parcomm.studies.oguchi.calibrated_cost`).
-
-    Pass 1 charges ``per_transaction_s`` per transaction plus
-    ``pass1_per_item_s`` (``per_probe_s`` when None) per item read and
-    counted; pass k >= 2 charges ``per_candidate_s`` per candidate,
-    ``per_subset_s`` per candidate k-subset found, ``per_probe_s`` per
-    itemset the owner looks up, and ``per_transaction_s`` per transaction
-    plus ``per_item_s`` per item of the (trimmed) transactions scanned."""
-
-    per_transaction_s: float = 2e-6
-    per_subset_s: float = 0.5e-6
-    per_probe_s: float = 1e-6
-    per_candidate_s: float = 0.2e-6  # candidate generation and insertion
-    per_item_s: float = 0.0
-    pass1_per_item_s: float | None = None
-
-
-# the charges of a rank's own scan, scaled by ``cpu_scale`` (an owner's probes of what
-# it receives depend on which candidates it owns, not on its own partition)
-_COST_FIELDS = ("per_transaction_s", "per_subset_s", "per_candidate_s", "per_item_s")
+TAG_LARGE = 4803  # (4802, the blocks of pass k, is counting.TAG_BLOCK)
 
 
 def owner_of(rows: np.ndarray, size: int) -> np.ndarray:
@@ -185,128 +146,29 @@ async def hpa(
         payload = "itemsets"
     tx = load(path, me, p)
     scales = (cpu_scale[me] if cpu_scale is not None else {}) if cost else {}
-    passes: list[dict] = []
-    levels: list[tuple[np.ndarray, np.ndarray]] = []
     snapshots: list[dict] = []
     t_begin = comm.wtime()
     cpu_begin = time.process_time()
     if sim and me == 0:
         snapshots.append(_snapshot_counters(comm, 1))
-
-    # ---- pass 1: item counts to their owners, local D to everyone
-    t0 = comm.wtime()
-    local = np.bincount(tx.items).astype(np.int64) * weight if len(tx.items) else np.zeros(0, np.int64)
-    if cost:
-        per_item1 = cost.per_probe_s if cost.pass1_per_item_s is None else cost.pass1_per_item_s
-        await comm.compute(scales.get(1, 1.0) * weight * (cost.per_transaction_s * len(tx) + per_item1 * len(tx.items)))
-    ids = np.nonzero(local)[0]
-    own = owner_of(ids.reshape(-1, 1), p)
-    out, nb = [], []
-    for d in range(p):
-        sel = own == d
-        msg = (len(tx) * weight, ids[sel].astype(np.int32), local[ids[sel]].astype(np.int64))
-        out.append(msg)
-        nb.append(8 + 8 * int(sel.sum()))
-    got = await _exchange(comm, out, nb, TAG_PASS1)
-    d_total = sum(g[0] for g in got)
-    minc = min_count(min_support, d_total)
-    all_ids = np.concatenate([g[1] for g in got]).astype(np.int64)
-    all_cnt = np.concatenate([g[2] for g in got]).astype(np.int64)
-    width = int(all_ids.max()) + 1 if len(all_ids) else 0
-    sums = np.bincount(all_ids, weights=all_cnt, minlength=width).astype(np.int64)
-    owned_ids = np.nonzero(sums)[0]
-    n_owned = len(owned_ids)
-    big = owned_ids[sums[owned_ids] >= minc]
-    mine = (big.reshape(-1, 1), sums[big], n_owned)
-    rows, counts, ncand = await _broadcast_large(comm, mine, 1)
-    levels.append((rows, counts))
-    passes.append(
-        {
-            "pass": 1,
-            "candidates": ncand,
-            "owned_candidates": n_owned,
-            "large": len(rows),
-            "time_s": comm.wtime() - t0,
-            "blocks_sent": 0,
-            "bytes_sent": int(sum(nb) - nb[me]),
-            "subsets": 0,
-        }
-    )
-
-    # ---- passes k >= 2
-    base_cost = cost
-    work = tx
+    first, d_total, minc = await _pass1(comm, tx, weight, cost, scales.get(1, 1.0), min_support)
+    levels = [(first.rows, first.counts)]
+    passes = [first.record]
+    # passes k >= 2, until no itemset is large
+    rows = first.rows
     itemsize = 2 if (len(rows) == 0 or int(rows.max()) < 65536) else 4
-    dtype = np.uint16 if itemsize == 2 else np.uint32
+    mode = _PassMode(payload, wire, itemsize, block_bytes, weight, pace_s)
+    work = tx
     k = 2
     while len(levels[-1][0]) and (max_len is None or k <= max_len):
         if sim and me == 0:
             snapshots.append(_snapshot_counters(comm, k))
-        t0 = comm.wtime()
-        cand, enc, ckeys, cown = _prepare_pass(levels[-1][0], k, p, shared=sim)
-        if not len(cand):
+        done = await _pass_k(comm, k, levels[-1][0], work, minc, mode, _scaled(cost, scales.get(k, 1.0)), sim)
+        if done is None:
             break
-        mine_idx = np.nonzero(cown == me)[0]
-        if cost and scales.get(k, 1.0) != 1.0:
-            cost = replace(base_cost, **{f: getattr(base_cost, f) * scales[k] for f in _COST_FIELDS})
-        elif cost:
-            cost = base_cost
-        if cost:
-            await comm.compute(cost.per_candidate_s * len(cand))
-        row_bytes = 4 if wire == "index" and payload == "itemsets" else k * itemsize
-        per_block = max(1, block_bytes // (row_bytes * weight))
-        foffs, fitems, _ = enc.filter(work)
-        scan_s = weight * (cost.per_transaction_s * len(work) + cost.per_item_s * len(work.items)) if cost else 0.0
-        if payload == "counts":
-            counts, hit_idx, hit_elems_l, nblocks, nbytes_sent, nsub, scan_end = await _count_pass_paced(
-                comm,
-                k,
-                cand,
-                cown,
-                mine_idx,
-                enc,
-                ckeys,
-                foffs,
-                fitems,
-                per_block,
-                itemsize,
-                weight,
-                cost,
-                scan_s,
-                pace_s,
-            )
-        else:
-            counts, hit_idx, hit_elems_l, nblocks, nbytes_sent, nsub, scan_end = await _count_pass_blocks(
-                comm, k, cand, cown, mine_idx, enc, ckeys, foffs, fitems, per_block, dtype, weight, cost, scan_s, wire
-            )
-        hit_elems_ = hit_elems_l
-        big = counts >= minc
-        mine = (cand[mine_idx[big]], counts[big], len(mine_idx))
-        rows, lcounts, ncand = await _broadcast_large(comm, mine, k)
-        levels.append((rows, lcounts))
-        # trim local transactions for the next pass with the global L_k
-        if hit_idx is not None:
-            is_large = np.zeros(len(cand), dtype=bool)
-            if len(rows):
-                lk = enc.keys(enc.dense(rows))
-                pos = np.minimum(np.searchsorted(ckeys, lk), len(ckeys) - 1)
-                is_large[pos] = True
-            ok = [hit_elems(e, is_large[i]) for i, e in zip(hit_idx, hit_elems_)]  # type: ignore[arg-type]
-            work = trim(foffs, fitems, enc, np.concatenate(ok) if ok else np.empty((0, k), np.int64))
-        passes.append(
-            {
-                "pass": k,
-                "candidates": ncand,
-                "owned_candidates": len(mine_idx),
-                "large": len(rows),
-                "time_s": comm.wtime() - t0,
-                "blocks_sent": nblocks,
-                "bytes_sent": nbytes_sent,
-                "subsets": nsub,
-                "start_s": t0,
-                "flush_s": scan_end,
-            }
-        )
+        levels.append((done.rows, done.counts))
+        passes.append(done.record)
+        work = done.work
         k += 1
     if sim and me == 0 and snapshots[-1]["pass"] != k:
         snapshots.append(_snapshot_counters(comm, k))
@@ -327,6 +189,135 @@ async def hpa(
     if snapshots:
         out_d["counter_snapshots"] = snapshots
     return out_d
+
+
+@dataclass
+class _PassResult:
+    """One pass on this rank: L_k (all ranks agree), its figures, the trimmed transactions."""
+
+    rows: np.ndarray
+    counts: np.ndarray
+    record: dict
+    work: Transactions | None = None
+
+
+@dataclass(frozen=True)
+class _PassMode:
+    """How the passes k >= 2 send their subsets (``hpa``'s options)."""
+
+    payload: str
+    wire: str
+    itemsize: int  # bytes of an item id: 2 while every id < 65536
+    block_bytes: int
+    weight: int
+    pace_s: float
+
+    def per_block(self, k: int) -> int:
+        row_bytes = 4 if self.wire == "index" and self.payload == "itemsets" else k * self.itemsize
+        return max(1, self.block_bytes // (row_bytes * self.weight))
+
+    def tally(self, comm: Any, inp: PassInputs) -> Tally:
+        if self.payload == "counts":
+            return CountOnlyBlocks(comm, inp, self.itemsize, self.pace_s)
+        return ItemsetBlocks(comm, inp, np.uint16 if self.itemsize == 2 else np.uint32, self.wire)
+
+
+def _scaled(cost: CostModel | None, scale: float) -> CostModel | None:
+    """The cost model of a rank's own scan in one pass (``cpu_scale``)."""
+    if cost is None or scale == 1.0:
+        return cost
+    return replace(cost, **{f: getattr(cost, f) * scale for f in SCAN_COST_FIELDS})
+
+
+async def _pass1(
+    comm: Any, tx: Transactions, weight: int, cost: CostModel | None, scale: float, min_support: float
+) -> tuple[_PassResult, int, int]:
+    """Item counts to their owners, the local number of transactions to everyone;
+    returns L_1 and its figures, D and the minimum count."""
+    p, me = comm.size, comm.rank
+    t0 = comm.wtime()
+    local = np.bincount(tx.items).astype(np.int64) * weight if len(tx.items) else np.zeros(0, np.int64)
+    if cost:
+        per_item1 = cost.per_probe_s if cost.pass1_per_item_s is None else cost.pass1_per_item_s
+        await comm.compute(scale * weight * (cost.per_transaction_s * len(tx) + per_item1 * len(tx.items)))
+    ids = np.nonzero(local)[0]
+    own = owner_of(ids.reshape(-1, 1), p)
+    out, nb = [], []
+    for d in range(p):
+        sel = own == d
+        out.append((len(tx) * weight, ids[sel].astype(np.int32), local[ids[sel]].astype(np.int64)))
+        nb.append(8 + 8 * int(sel.sum()))
+    got = await _exchange(comm, out, nb, TAG_PASS1)
+    d_total = sum(g[0] for g in got)
+    minc = min_count(min_support, d_total)
+    all_ids = np.concatenate([g[1] for g in got]).astype(np.int64)
+    all_cnt = np.concatenate([g[2] for g in got]).astype(np.int64)
+    width = int(all_ids.max()) + 1 if len(all_ids) else 0
+    sums = np.bincount(all_ids, weights=all_cnt, minlength=width).astype(np.int64)
+    owned_ids = np.nonzero(sums)[0]
+    big = owned_ids[sums[owned_ids] >= minc]
+    rows, counts, ncand = await _broadcast_large(comm, (big.reshape(-1, 1), sums[big], len(owned_ids)), 1)
+    record = {
+        "pass": 1,
+        "candidates": ncand,
+        "owned_candidates": len(owned_ids),
+        "large": len(rows),
+        "time_s": comm.wtime() - t0,
+        "blocks_sent": 0,
+        "bytes_sent": int(sum(nb) - nb[me]),
+        "subsets": 0,
+    }
+    return _PassResult(rows, counts, record), d_total, minc
+
+
+async def _pass_k(
+    comm: Any,
+    k: int,
+    large: np.ndarray,
+    work: Transactions,
+    minc: int,
+    mode: _PassMode,
+    cost: CostModel | None,
+    sim: bool,
+) -> _PassResult | None:
+    """Pass k >= 2 from L_{k-1}: candidates, the counting scan, the pass-end broadcast
+    of the large itemsets, and this rank's transactions trimmed for pass k+1. None
+    when there is no candidate."""
+    p, me = comm.size, comm.rank
+    t0 = comm.wtime()
+    cand, enc, ckeys, cown = _prepare_pass(large, k, p, shared=sim)
+    if not len(cand):
+        return None
+    mine_idx = np.nonzero(cown == me)[0]
+    if cost:
+        await comm.compute(cost.per_candidate_s * len(cand))
+    foffs, fitems, _ = enc.filter(work)
+    scan_s = mode.weight * (cost.per_transaction_s * len(work) + cost.per_item_s * len(work.items)) if cost else 0.0
+    inp = PassInputs(k, cand, cown, mine_idx, enc, ckeys, foffs, fitems, mode.per_block(k), mode.weight, cost, scan_s)
+    counted = await count_pass(comm, inp, mode.tally(comm, inp))
+    big = counted.counts >= minc
+    rows, lcounts, ncand = await _broadcast_large(comm, (cand[mine_idx[big]], counted.counts[big], len(mine_idx)), k)
+    if counted.hit_idx is not None and counted.hit_elems is not None:  # trim with the global L_k
+        is_large = np.zeros(len(cand), dtype=bool)
+        if len(rows):
+            lk = enc.keys(enc.dense(rows))
+            pos = np.minimum(np.searchsorted(ckeys, lk), len(ckeys) - 1)
+            is_large[pos] = True
+        ok = [hit_elems(e, is_large[i]) for i, e in zip(counted.hit_idx, counted.hit_elems)]
+        work = trim(foffs, fitems, enc, np.concatenate(ok) if ok else np.empty((0, k), np.int64))
+    record = {
+        "pass": k,
+        "candidates": ncand,
+        "owned_candidates": len(mine_idx),
+        "large": len(rows),
+        "time_s": comm.wtime() - t0,
+        "blocks_sent": counted.blocks_sent,
+        "bytes_sent": counted.bytes_sent,
+        "subsets": counted.subsets,
+        "start_s": t0,
+        "flush_s": counted.scan_end_s,
+    }
+    return _PassResult(rows, lcounts, record, work)
 
 
 _PREPARED: dict = {}
@@ -370,254 +361,6 @@ def _snapshot_counters(comm: Any, k: int) -> dict:
         "timeouts": list(h["timeouts"]),
         "segments_retransmitted": list(h["segments_retransmitted"]),
     }
-
-
-async def _count_pass_blocks(
-    comm, k, cand, cown, mine_idx, enc, ckeys, foffs, fitems, per_block, dtype, weight, cost, scan_s, wire="itemsets"
-):
-    """Pass k's counting with real itemsets in the blocks (every backend)."""
-    p, me = comm.size, comm.rank
-    counts = np.zeros(len(mine_idx), dtype=np.int64)
-    my_keys = ckeys[mine_idx]
-    pending: list[list[np.ndarray]] = [[] for _ in range(p)]
-    npend = [0] * p
-    sends: list = []
-    nblocks = 0
-    nbytes_sent = 0
-    nsub = 0
-    hit_idx: list[np.ndarray] | None = []
-    hit_elems: list[np.ndarray] | None = []
-    nhits = 0
-
-    # owner side: received itemsets -> index among the owned candidates
-    # (a direct table while the key space is small, else a binary search);
-    # positions are gathered and counted with one bincount per ~1M
-    table = None
-    if wire == "itemsets" and use_table(enc, len(my_keys), n_subsets(foffs, k)):
-        table = np.full(enc.m**k, -1, dtype=np.int32)
-        table[my_keys] = np.arange(len(my_keys), dtype=np.int32)
-    got: list[np.ndarray] = []
-    ngot = 0
-
-    def tally(pos: np.ndarray) -> None:
-        nonlocal got, ngot
-        got.append(pos)
-        ngot += len(pos)
-        if ngot > MAX_ROWS:
-            counts[:] += np.bincount(np.concatenate(got), minlength=len(mine_idx))
-            got, ngot = [], 0
-
-    # own subsets: candidate index -> index among the owned candidates (a dense map)
-    local_of = np.full(len(cand), -1, dtype=np.int32)
-    local_of[mine_idx] = np.arange(len(mine_idx), dtype=np.int32)
-
-    def local_count(idx: np.ndarray) -> None:
-        tally(local_of[idx])
-
-    def send_block(d: int, blk: np.ndarray, fin: bool) -> None:
-        nonlocal nblocks, nbytes_sent
-        nb = blk.nbytes * weight
-        sends.append(comm.isend((blk, fin), dest=d, tag=TAG_BLOCK, nbytes=nb))
-        nblocks += 1
-        nbytes_sent += nb
-
-    def emit(d: int, last: bool) -> None:
-        arr = (
-            np.concatenate(pending[d])
-            if pending[d]
-            else np.empty((0, k), dtype=dtype)
-            if wire == "itemsets"
-            else np.empty(0, dtype=np.int32)
-        )
-        pending[d], npend[d] = [], 0
-        for s in range(0, max(len(arr), 1), per_block):
-            blk = arr[s : s + per_block]
-            fin = last and s + per_block >= len(arr)
-            if not len(blk) and not fin:
-                continue
-            send_block(d, blk, fin)
-
-    finished = 0
-
-    async def absorb(msg: tuple) -> None:
-        nonlocal finished
-        blk, fin = msg
-        finished += bool(fin)
-        if len(blk):
-            if wire == "index":
-                tally(local_of[blk])
-            else:
-                bk = enc.keys(enc.dense(blk.astype(np.int64)))
-                tally(table[bk] if table is not None else np.searchsorted(my_keys, bk))
-            if cost:
-                await comm.compute(cost.per_probe_s * len(blk) * weight)
-
-    # owners count blocks as they arrive, between chunks of their own scan
-    # (the paper runs a second process per node for this)
-    rreq = comm.irecv(tag=TAG_BLOCK) if p > 1 else None
-    for idx, elems in candidate_subsets(foffs, fitems, enc, ckeys, with_elems="lazy"):
-        nsub += len(idx) * weight
-        if hit_idx is not None:  # remembered for trimming, up to TRIM_LIMIT hits
-            nhits += len(idx)
-            if nhits > TRIM_LIMIT:
-                hit_idx = hit_elems = None
-            else:
-                hit_idx.append(idx)
-                hit_elems.append(elems)
-        if cost:
-            # each candidate subset found is hashed and routed
-            await comm.compute(cost.per_subset_s * len(idx) * weight)
-        dest = cown[idx] if p > 1 else None
-        for d in range(p):
-            sel = idx[dest == d] if p > 1 else idx
-            if not len(sel):
-                continue
-            if d == me:
-                local_count(sel)
-                continue
-            pending[d].append(cand[sel].astype(dtype) if wire == "itemsets" else sel.astype(np.int32))
-            npend[d] += len(sel)
-            if npend[d] >= per_block:
-                full = (npend[d] // per_block) * per_block
-                arr = np.concatenate(pending[d])
-                pending[d], npend[d] = [arr[full:]], npend[d] - full
-                for s in range(0, full, per_block):
-                    send_block(d, arr[s : s + per_block], False)
-        while rreq is not None:
-            done, msg = rreq.test()
-            if not done:
-                break
-            rreq = comm.irecv(tag=TAG_BLOCK) if finished + bool(msg[1]) < p - 1 else None
-            await absorb(msg)
-    if cost:
-        await comm.compute(scan_s)
-    scan_end = comm.wtime()
-    for d in range(p):
-        if d != me:
-            emit(d, last=True)
-    # then the rest of what the others send
-    while rreq is not None:
-        msg = await comm.wait(rreq)
-        rreq = comm.irecv(tag=TAG_BLOCK) if finished + bool(msg[1]) < p - 1 else None
-        await absorb(msg)
-    await comm.waitall(sends)
-    if got:
-        counts[:] += np.bincount(np.concatenate(got), minlength=len(mine_idx))
-    return counts * weight, hit_idx, hit_elems, nblocks, nbytes_sent, nsub, scan_end
-
-
-async def _count_pass_paced(
-    comm, k, cand, cown, mine_idx, enc, ckeys, foffs, fitems, per_block, itemsize, weight, cost, scan_s, pace_s
-):
-    """Pass k's counting under the simulator with count-only blocks (see ``hpa``'s ``payload``)."""
-    p, me = comm.size, comm.rank
-    row_bytes = k * itemsize * weight
-    tallies = np.zeros(len(cand), dtype=np.int64)  # this rank's subsets per candidate (filled after the scan)
-    fill = np.zeros(p, dtype=np.int64)  # rows pending per destination
-    sends: list = []
-    nblocks = 0
-    nbytes_sent = 0
-    nsub = 0
-    hit_idx: list[np.ndarray] | None = []
-    hit_elems: list[np.ndarray] | None = []
-    nhits = 0
-    probe_rows = 0  # rows received and not yet charged
-    finished = 0
-    received: list[np.ndarray] = []
-    rreq = comm.irecv(tag=TAG_BLOCK) if p > 1 else None
-    per_sub = cost.per_subset_s * weight if cost else 0.0
-    per_probe = cost.per_probe_s * weight if cost else 0.0
-
-    def take(msg) -> None:
-        nonlocal finished, probe_rows
-        if isinstance(msg, int):  # a full block: its row count
-            probe_rows += msg
-            return
-        nrows, tal = msg  # the pair's last block and the sender's tallies
-        probe_rows += nrows
-        finished += 1
-        received.append(tal)
-
-    def poll() -> None:
-        nonlocal rreq
-        while rreq is not None:
-            done, msg = rreq.test()
-            if not done:
-                break
-            rreq = comm.irecv(tag=TAG_BLOCK) if finished + (not isinstance(msg, int)) < p - 1 else None
-            take(msg)
-
-    def send(d: int, nrows: int, fin: bool) -> None:
-        nonlocal nblocks, nbytes_sent
-        nb = nrows * row_bytes
-        msg = (nrows, tallies[mine_of[d]]) if fin else nrows
-        sends.append(comm.isend(msg, dest=d, tag=TAG_BLOCK, nbytes=nb))
-        nblocks += 1
-        nbytes_sent += nb
-
-    owners = cown
-    by_owner = np.argsort(
-        owners.astype(np.int16), kind="stable"
-    )  # radix sort (p <= 32767)  # candidate indices grouped by owner, ascending within
-    bounds = np.searchsorted(owners[by_owner], np.arange(p + 1))
-    mine_of = [by_owner[bounds[d] : bounds[d + 1]] for d in range(p)]
-    all_idx: list[np.ndarray] = []
-    for idx, elems in candidate_subsets(foffs, fitems, enc, ckeys, with_elems="lazy"):
-        nsub += len(idx) * weight
-        if hit_idx is not None:
-            nhits += len(idx)
-            if nhits > TRIM_LIMIT:
-                hit_idx = hit_elems = None
-            else:
-                hit_idx.append(idx)
-                hit_elems.append(elems)
-        all_idx.append(idx)
-        dest = owners[idx]
-        # where in this chunk each remote destination's block fills up
-        order = np.argsort(dest.astype(np.int16), kind="stable")
-        ds = dest[order]
-        starts = np.searchsorted(ds, np.arange(p))
-        rank_in = np.arange(len(ds)) - starts[ds]
-        full = ((fill[ds] + rank_in + 1) % per_block == 0) & (ds != me)
-        at = np.sort(order[full])  # positions (subset number in chunk) where a block completes
-        fill += np.bincount(dest, minlength=p)
-        fill %= per_block
-        fill[me] = 0
-        # charge the chunk's CPU in steps of at most pace_s, sending blocks as they fill
-        done_pos = 0
-        step = max(1, int(pace_s / per_sub)) if per_sub > 0 else max(1, len(idx))
-        j = 0
-        while done_pos < len(idx):
-            upto = min(len(idx), done_pos + step)
-            if cost:
-                extra = probe_rows * per_probe
-                probe_rows = 0
-                await comm.compute((upto - done_pos) * per_sub + extra)
-            while j < len(at) and at[j] < upto:
-                send(int(dest[at[j]]), per_block, False)
-                j += 1
-            done_pos = upto
-            poll()
-    if cost:
-        await comm.compute(scan_s + probe_rows * per_probe)
-        probe_rows = 0
-    if all_idx:
-        tallies += np.bincount(np.concatenate(all_idx), minlength=len(cand))
-    for d in range(p):
-        if d != me:
-            send(d, int(fill[d]), True)
-    scan_end = comm.wtime()
-    while rreq is not None:
-        msg = await comm.wait(rreq)
-        rreq = comm.irecv(tag=TAG_BLOCK) if finished + (not isinstance(msg, int)) < p - 1 else None
-        take(msg)
-    if cost and probe_rows:
-        await comm.compute(probe_rows * per_probe)
-    await comm.waitall(sends)
-    counts = tallies[mine_idx].copy()
-    for tal in received:
-        counts += tal
-    return counts * weight, hit_idx, hit_elems, nblocks, nbytes_sent, nsub, scan_end
 
 
 async def _broadcast_large(comm: Any, mine: tuple, k: int) -> tuple[np.ndarray, np.ndarray, int]:
