@@ -13,12 +13,14 @@ from collections import defaultdict
 
 PKG = pathlib.Path(__file__).resolve().parents[1] / "python" / "parcomm"
 
-#: Bottom up. ``models`` are closed forms over platform data, so they sit below ``comm``;
+#: Bottom up. ``result`` is the one result type of every way (data only), below everything that
+#: produces or compares results. ``models`` are closed forms over platform data, so they sit below ``comm``;
 #: ``conformance`` runs studies' scenarios in the simulator and the emulation, below the CLI.
 #: Packages on one line are peers (they must not import each other).
 LAYERS = [
     {"_core", "strictjson"},
     {"auth", "platform"},
+    {"result"},
     {"models"},
     {"comm"},
     {"collectives"},

@@ -3,17 +3,19 @@
 Both backends get the same platform dict (rate, port buffer, MTU, per-host
 RTO bounds); the table shows completion times and retransmission counts side
 by side, and the ratio emulated / simulated. The emulation needs root; with
-``--backends sim`` the command runs anywhere.
+``--backends sim`` the command runs anywhere. The numbers come from
+:func:`parcomm.result.compare`; this module runs the workloads and formats.
 """
 
 from __future__ import annotations
 
-import statistics
 from typing import Any
 
 import click
 
 from ..platform.units import parse_duration, parse_size
+from ..result import Comparison, Result
+from ..result import compare as compare_results
 from .common import UserError, emit_json, load_platform, parse_with
 from .emu import EMU_PLATFORM_HELP, SCHEMES, check_emulable, make_progress
 
@@ -41,30 +43,23 @@ def _backends(text: str) -> list[str]:
     return names
 
 
-def _sim_row(res: Any) -> dict:
-    tot = res.host_totals()
-    return {
-        "time_s": res.time,
-        "segments_retransmitted": tot["segments_retransmitted"],
-        "timeouts": tot["timeouts"],
-        "port_drops": res.port_drops(),
-    }
+def _compared(rows: list[dict], runs: list[list[Result]]) -> list[Comparison]:
+    """Each point's results compared; its row gets every way's summary (sim first, as in the JSON)."""
+    out = []
+    for row, results in zip(rows, runs):
+        c = compare_results(results)
+        for way in BACKENDS:
+            if way in c:
+                row[way] = c[way].row()
+        out.append(c)
+    return out
 
 
-def _emu_row(results: list[Any]) -> dict:
-    times = [r.time for r in results]
-    tots = [r.host_totals() for r in results]
-    med = lambda k: statistics.median(t[k] for t in tots)  # noqa: E731
-    return {
-        "time_s": statistics.median(times),
-        "times_s": times,
-        "segments_retransmitted": med("segments_retransmitted"),
-        "timeouts": med("timeouts"),
-        "port_drops": statistics.median(r.port_drops() for r in results),
-    }
+def _n(x: Any) -> str:
+    return "-" if x is None else f"{x:g}"
 
 
-def _print(rows: list[dict], keys: list[str], title: str, backends: list[str]) -> None:
+def _print(rows: list[dict], comparisons: list[Comparison], keys: list[str], title: str, backends: list[str]) -> None:
     from rich.console import Console
     from rich.table import Table
 
@@ -79,13 +74,14 @@ def _print(rows: list[dict], keys: list[str], title: str, backends: list[str]) -
             t.add_column(c, justify="right")
     if len(backends) == 2:
         t.add_column("emu/sim", justify="right")
-    for r in rows:
+    for r, cmp in zip(rows, comparisons):
         cells = [str(r[k]) for k in keys]
         for b in backends:
-            x = r[b]
-            cells += [f"{x['time_s'] * 1e3:.2f}", f"{x['segments_retransmitted']:g}", f"{x['timeouts']:g}"]
+            x = cmp[b]
+            cells += [f"{x.time_s * 1e3:.2f}", _n(x.segments_retransmitted), _n(x.timeouts)]
         if len(backends) == 2:
-            cells.append(f"{r['emu']['time_s'] / r['sim']['time_s']:.2f}" if r["sim"]["time_s"] > 0 else "-")
+            ratio = cmp.ratio("emu", to="sim")
+            cells.append("-" if ratio is None else f"{ratio:.2f}")
         t.add_row(*cells)
     Console().print(t)
 
@@ -158,35 +154,35 @@ def alltoall(platform_spec, algo, size, rto_min, backends, rto_max, rto_scheme, 
         check_emulable(plat)
     points = [(a, m) for a in algos for m in sizes]
     rows = [{"algo": a, "size": m} for a, m in points]
+    runs: list[list[Result]] = [[] for _ in points]
     bar = make_progress()
     try:
         with bar:
             if "sim" in bks:
                 task = bar.add_task("simulating", total=len(points))
-                for row, (a, m) in zip(rows, points):
-                    row["sim"] = _sim_row(run_sim(ALLTOALL_ALGORITHMS[a], plat, seed=seed, kwargs={"nbytes": m}))
+                for point, (a, m) in zip(runs, points):
+                    point.append(run_sim(ALLTOALL_ALGORITHMS[a], plat, seed=seed, kwargs={"nbytes": m}))
                     bar.advance(task)
             if "emu" in bks:
                 task = bar.add_task("emulating", total=len(points) * repeat)
                 with _emu_cluster(plat) as cl:
-                    for row, (a, m) in zip(rows, points):
-                        runs = []
+                    for point, (a, m) in zip(runs, points):
                         for _ in range(repeat):
-                            runs.append(
+                            point.append(
                                 cl.run(
                                     f"parcomm.collectives:alltoall_{a.lower()}", kwargs={"nbytes": m}, timeout_s=limit
                                 )
                             )
                             bar.advance(task)
-                        row["emu"] = _emu_row(runs)
     except (CommError, ValueError) as e:
         raise UserError(str(e)) from None
     except EmuError as e:
         raise click.ClickException(str(e)) from None
+    comparisons = _compared(rows, runs)
     if as_json:
         emit_json({"workload": "alltoall", "platform": platform_spec, "backends": bks, "points": rows})
         return
-    _print(rows, ["algo", "size"], f"alltoall on {platform_spec} ({n} hosts)", bks)
+    _print(rows, comparisons, ["algo", "size"], f"alltoall on {platform_spec} ({n} hosts)", bks)
 
 
 @compare.command()
@@ -224,12 +220,13 @@ def incast(
     if "emu" in bks:
         check_emulable(next(iter(plats.values())))
     rows = [{"rto_min": r, "senders": k} for r in rtos for k in counts]
+    runs: list[list[Result]] = [[] for _ in rows]
     bar = make_progress()
     try:
         with bar:
             if "sim" in bks:
                 task = bar.add_task("simulating", total=len(rows))
-                for row in rows:
+                for row, point in zip(rows, runs):
                     # Sent eagerly, as the raw sockets do: no rendezvous above 128 KiB.
                     res = run_sim(
                         gather_linear,
@@ -239,25 +236,26 @@ def incast(
                         kwargs={"nbytes": nbytes},
                         eager_limit=max(nbytes + 1, 1 << 17),
                     )
-                    row["sim"] = _sim_row(res)
+                    point.append(res)
                     bar.advance(task)
             if "emu" in bks:
                 task = bar.add_task("emulating", total=len(rows) * repeat)
                 for r in rtos:
                     with _emu_cluster(plats[r]) as cl:
-                        for row in (x for x in rows if x["rto_min"] == r):
-                            runs = []
+                        for row, point in zip(rows, runs):
+                            if row["rto_min"] != r:
+                                continue
                             for _ in range(repeat):
-                                runs.append(cl.incast_raw(nbytes, row["senders"], timeout_s=limit))
+                                point.append(cl.incast_raw(nbytes, row["senders"], timeout_s=limit))
                                 bar.advance(task)
-                            row["emu"] = _emu_row(runs)
     except (CommError, ValueError) as e:
         raise UserError(str(e)) from None
     except EmuError as e:
         raise click.ClickException(str(e)) from None
+    comparisons = _compared(rows, runs)
     if as_json:
         emit_json(
             {"workload": "incast", "platform": platform_spec, "size_bytes": nbytes, "backends": bks, "points": rows}
         )
         return
-    _print(rows, ["rto_min", "senders"], f"incast of {nbytes} B per sender on {platform_spec}", bks)
+    _print(rows, comparisons, ["rto_min", "senders"], f"incast of {nbytes} B per sender on {platform_spec}", bks)

@@ -31,7 +31,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Awaitable, Callable, Sequence
 
-from .base import SYNC_TAG, CommError, CompletionTime, Status
+from ..result import Result
+from .base import SYNC_TAG, CommError, Status
 from .communicator import Communicator, collective, not_async_error, rank_error
 from .communicator import Request as BaseRequest
 
@@ -443,59 +444,10 @@ class RankResult:
         }
 
 
-@dataclass
-class RunResult(CompletionTime):
-    """What a real run returns, shaped like :class:`~parcomm.comm.SimResult`:
-    ``finish_times[r]`` is seconds from the earliest rank's start to rank r's
-    finish, ``results[r]`` is what rank r returned, ``counters`` holds what
-    the backend could measure (see each launcher), ``wall_s`` the launcher's
-    whole wall time including process start-up."""
-
-    finish_times: list[float]
-    results: list[Any]
-    counters: dict[str, Any]
-    wall_s: float
-    backend: str
-    platform: str = ""
-    extra: dict[str, Any] = field(default_factory=dict)
-
-    def host_totals(self) -> dict[str, int]:
-        """Sums of the per-rank counter columns that this backend measured."""
-        h = self.counters.get("hosts", {})
-        return {k: int(sum(v)) for k, v in h.items() if k != "name" and all(isinstance(x, (int, float)) for x in v)}
-
-    @staticmethod
-    def from_ranks(
-        ranks: Sequence[RankResult],
-        backend: str,
-        wall_s: float,
-        counters: dict[str, Any] | None = None,
-        platform: str = "",
-        extra: dict[str, Any] | None = None,
-    ) -> "RunResult":
-        t0 = min(r.start_s for r in ranks)
-        traces = [r.trace for r in ranks]
-        if any(t is not None for t in traces):
-            # on the common clock: each rank's wtime() counts from its own start
-            extra = {
-                **(extra or {}),
-                "trace": [
-                    [
-                        (ph, n, a + r.start_s - t0, None if b is None else b + r.start_s - t0, g)
-                        for ph, n, a, b, g in (r.trace or ())
-                    ]
-                    for r in ranks
-                ],
-            }
-        return RunResult(
-            finish_times=[r.finish_s - t0 for r in ranks],
-            results=[r.result for r in ranks],
-            counters=counters or {},
-            wall_s=wall_s,
-            backend=backend,
-            platform=platform,
-            extra={"elapsed_s": [r.elapsed_s for r in ranks], "start_s": [r.start_s for r in ranks], **(extra or {})},
-        )
+#: A real run's result is a :class:`parcomm.result.Result` (way ``"run"``, made by
+#: :meth:`~parcomm.result.Result.from_ranks`); the old name stays for ``parcomm.comm``'s exports and
+#: its launchers (``RunResult.from_ranks``).
+RunResult = Result
 
 
 def import_path_env(env: dict[str, str] | None = None) -> dict[str, str]:

@@ -27,11 +27,11 @@ import inspect
 import json
 import pickle
 import time as _time
-from dataclasses import dataclass, field
 from typing import Any, Awaitable, Callable, Coroutine, Sequence
 
 from .. import _core
-from .base import CommError, CompletionTime, DeadlockError, Status
+from ..result import Result
+from .base import CommError, DeadlockError, Status
 from .communicator import Communicator, not_async_error, rank_error
 from .communicator import Request as BaseRequest
 from .p2p import Frame, P2PEngine
@@ -132,28 +132,9 @@ class SimComm(Communicator[Request]):
         return self._pending(self._wait_one(req, None), "comm.sleep()")
 
 
-@dataclass
-class SimResult(CompletionTime):
-    """What a simulated run returns: times in simulated seconds."""
-
-    finish_times: list[float]
-    results: list[Any]
-    counters: dict[str, Any]
-    events: int
-    wall_s: float
-    seed: int
-    platform: str = ""
-    extra: dict[str, Any] = field(default_factory=dict)
-
-    def host_totals(self) -> dict[str, int]:
-        h = self.counters["hosts"]
-        return {
-            k: int(sum(h[k]))
-            for k in ("bytes_sent", "bytes_retransmitted", "segments_retransmitted", "timeouts", "fast_retransmits")
-        }
-
-    def port_drops(self) -> int:
-        return int(sum(self.counters["ports"]["drops"]))
+#: The simulator's results are :class:`parcomm.result.Result` (way ``"sim"``); the old name stays for
+#: ``parcomm.comm``'s exports.
+SimResult = Result
 
 
 class _World:
@@ -247,7 +228,7 @@ def run_sim(
     hosts: Sequence[int] | None = None,
     rendezvous: str = "sender",
     trace: bool = False,
-) -> SimResult:
+) -> Result:
     """Run ``program(comm, *args, **kwargs)`` on ``size`` ranks of ``platform``.
 
     ``platform`` is a platform dict or a short form such as ``"star:64"``.
@@ -318,12 +299,14 @@ def run_sim(
     finally:
         for coro in coros:  # on error, end the other ranks' coroutines quietly
             coro.close()
-    return SimResult(
+    return Result(
+        way="sim",
         finish_times=finish,
         results=results,
         counters=world.sim.counters(),
         events=world.sim.events_processed,
         wall_s=_time.perf_counter() - wall0,
+        backend="sim",
         seed=seed,
         platform=str(plat.get("name", "")),
         extra={"trace": [c._trace for c in comms]} if trace else {},

@@ -4,7 +4,8 @@ One namespace per host, veths into a Linux bridge in a namespace of its own
 (the switch), every switch port and host NIC shaped with htb to the link rate
 and given a finite bfifo/pfifo buffer, per-host ``rto_min``/``rto_max``.
 Counters come from each namespace's own /proc/net/snmp and netstat and from
-``tc``; results come back shaped like the simulator's. Needs root on Linux.
+``tc``; a run returns a :class:`parcomm.result.Result` (way ``"emu"``), the
+simulator's type. Needs root on Linux.
 
 Modules, one job each: ``naming`` (names, ownership, teardown, stale
 sweeps), ``layout`` (platform -> plan, no I/O), ``topology`` (namespaces,
@@ -16,13 +17,11 @@ bridge, veths), ``shaping`` (qdiscs), ``tcpknobs`` (RTO and TCP settings),
 
 from .cluster import EmuCluster, program_ref, run_emu
 from .naming import cleanup_stale, list_runs, owner_alive, remove_run
-from .result import EmuResult
 from .shell import EmuError, require_root
 
 __all__ = [
     "EmuCluster",
     "EmuError",
-    "EmuResult",
     "cleanup",
     "cleanup_stale",
     "list_runs",

@@ -35,11 +35,11 @@ from typing import Any, Callable, Mapping
 
 from ..auth import JobKey
 from ..platform import as_platform
+from ..result import Result
 from . import counters as _counters
 from . import naming, shaping, tcpknobs, topology
 from .launcher import RankSpec, launch
 from .layout import Layout, choose_subnet, plan
-from .result import EmuResult
 from .sampler import QueueSampler
 from .shell import EmuError, require_root, run, tool
 
@@ -271,7 +271,7 @@ class EmuCluster:
         }
 
     # ------------------------------------------------------------------ measuring
-    def _measure(self, work: Callable[[], tuple[list[float], list[Any], dict]]) -> EmuResult:
+    def _measure(self, work: Callable[[], tuple[list[float], list[Any], dict]]) -> Result:
         lay = self._need_up()
         before = _counters.snapshot(lay)
         sampler = None
@@ -296,11 +296,13 @@ class EmuCluster:
         ctrs = _counters.delta(lay, before, after, max_backlog)
         self._runs += 1
         notes = sorted({n for k in self.knobs.values() for n in k.notes})
-        return EmuResult(
+        return Result(
+            way="emu",
             finish_times=finish,
             results=results,
             counters=ctrs,
             wall_s=wall,
+            backend="emu",
             platform=lay.platform_name,
             extra={
                 **extra,
@@ -319,7 +321,7 @@ class EmuCluster:
 
     def incast_raw(
         self, nbytes: int, senders: int | None = None, *, receiver: int = 0, timeout_s: float = 60.0
-    ) -> EmuResult:
+    ) -> Result:
         """``senders`` hosts each send ``nbytes`` to host ``receiver`` at once, over plain sockets.
 
         No communicator: one TCP connection per sender, opened before the
@@ -423,7 +425,7 @@ class EmuCluster:
         kwargs: Mapping[str, Any] | None = None,
         timeout_s: float = 120.0,
         connect_timeout_s: float = 60.0,
-    ) -> EmuResult:
+    ) -> Result:
         """Run ``program(comm, **kwargs)`` on ``size`` ranks with SocketComm, rank r on host r.
 
         Each rank is ``python -m parcomm run socket ... --nodelay`` in its
@@ -513,7 +515,7 @@ class EmuCluster:
         return res
 
 
-def _fill_payload_bytes(res: EmuResult, n_hosts: int) -> None:
+def _fill_payload_bytes(res: Result, n_hosts: int) -> None:
     """``bytes_sent``/``bytes_retransmitted`` per host from the ranks' own TCP_INFO.
 
     The namespace counters have no payload-byte count, but each SocketComm
@@ -537,7 +539,7 @@ def run_emu(
     *,
     kwargs: Mapping[str, Any] | None = None,
     timeout_s: float = 120.0,
-) -> EmuResult:
+) -> Result:
     """``run_sim``'s twin: build the cluster, run ``program`` once, tear it down."""
     with EmuCluster(platform) as cl:
         return cl.run(program, size, kwargs=kwargs, timeout_s=timeout_s)
