@@ -288,6 +288,7 @@ def test_incast_shows_kernel_timeouts_and_rto_min_shortens_it():
 def test_collectives_give_the_simulators_data_results():
     from parcomm.comm import run_sim
     from parcomm.emu import EmuCluster
+    from parcomm.result import Result
 
     plat = as_platform("star:8,rate=100M,buffer=64KiB")
     cases = [
@@ -304,6 +305,10 @@ def test_collectives_give_the_simulators_data_results():
             assert len(emu.finish_times) == 8 and emu.time > 0
             assert emu.counters["hosts"]["segments_sent"][1] > 0
             assert emu.counters["hosts"]["bytes_sent"][1] > 0  # from the ranks' TCP_INFO
+            # one result type: the same columns summed, the same meaning
+            assert type(emu) is type(sim) is Result and (emu.way, sim.way) == ("emu", "sim")
+            assert list(emu.host_totals()) == list(sim.host_totals())
+            assert emu.host_totals()["bytes_sent"] > 0
 
 
 _CHILD = textwrap.dedent(
