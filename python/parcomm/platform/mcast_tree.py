@@ -72,7 +72,7 @@ import random
 import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Iterable, Mapping, Sequence
+from typing import Any, Callable, Iterable, Mapping, Sequence
 
 __all__ = [
     "TreeError",
@@ -312,11 +312,27 @@ def _loss(v: Any, where: str) -> float:
 
 
 def validate(data: Mapping | Tree) -> Tree:
-    """Check a tree dict and index it; raise :class:`TreeError` naming the fault."""
+    """Check a tree dict and index it; raise :class:`TreeError` naming the fault.
+
+    The checks run in a fixed order (header, nodes, source, networks, shape), so
+    a tree with several faults always reports the same, first one.
+    """
     if isinstance(data, Tree):
         return data
     if not isinstance(data, Mapping):
         raise TreeError(f"a tree must be a mapping (dict/table), got {type(data).__name__}")
+    name, source, pb = _header(data)
+    nodes = _nodes(data.get("nodes"))
+    _check_source(source, nodes)
+    networks, parent_net, child_nets = _networks(data.get("networks"), nodes)
+    order = _preorder(source, child_nets)
+    _check_reachable(source, nodes, order, parent_net)
+    _check_shape(source, nodes, order, child_nets)
+    return Tree(name, source, pb, nodes, networks, parent_net, child_nets, order)
+
+
+def _header(data: Mapping) -> tuple[str, str, int]:
+    """The top-level fields (name, source, packet_bytes), checked before any node or network."""
     _unknown(data, _TOP_KEYS, "tree")
     name = data.get("name", "tree")
     if not isinstance(name, str) or not name or len(name) > MAX_NAME_CHARS or not name.isprintable():
@@ -327,32 +343,45 @@ def validate(data: Mapping | Tree) -> Tree:
     pb = data.get("packet_bytes", DEFAULT_PACKET_BYTES)
     if not isinstance(pb, int) or isinstance(pb, bool) or not 0 < pb <= MAX_PACKET_BYTES:
         raise TreeError(f"packet_bytes = {_s(pb)}: must be an integer from 1 to {MAX_PACKET_BYTES}")
+    return name, source, pb
 
-    raw_nodes = data.get("nodes")
+
+def _nodes(raw_nodes: Any) -> dict[str, Node]:
+    """The ``nodes`` list as a name -> :class:`Node` dict, in file order (names unique)."""
     if not isinstance(raw_nodes, list) or not raw_nodes:
         raise TreeError("nodes: must be a non-empty list of {name, kind[, repair]}")
     if len(raw_nodes) > MAX_NODES:
         raise TreeError(f"nodes: {len(raw_nodes)} of them, more than the limit of {MAX_NODES}")
     nodes: dict[str, Node] = {}
     for i, n in enumerate(raw_nodes):
-        where = f"nodes[{i}]"
-        if not isinstance(n, Mapping):
-            raise TreeError(f"{where}: must be a mapping, got {_s(n)}")
-        _unknown(n, _NODE_KEYS, where)
-        nm = _name(n, "name", where)
-        where = f"nodes[{i}] ({_s(nm)})"
-        if nm in nodes:
-            raise TreeError(f"{where}: duplicate node name {_s(nm)}")
-        kind = n.get("kind")
-        if kind not in KINDS:
-            raise TreeError(f"{where}.kind = {_s(kind)}: must be one of {', '.join(KINDS)}")
-        repair = n.get("repair", False)
-        if not isinstance(repair, bool):
-            raise TreeError(f"{where}.repair = {_s(repair)}: must be true or false")
-        if repair and kind != "router":
-            raise TreeError(f"{where}.repair: only routers take a repair flag (this node is a {kind})")
-        nodes[nm] = Node(nm, kind, repair)
+        node = _node(i, n, nodes)
+        nodes[node.name] = node
+    return nodes
 
+
+def _node(i: int, n: Any, nodes: Mapping[str, Node]) -> Node:
+    """Entry ``i`` of ``nodes``; ``nodes`` holds the entries before it, to refuse a duplicate name."""
+    where = f"nodes[{i}]"
+    if not isinstance(n, Mapping):
+        raise TreeError(f"{where}: must be a mapping, got {_s(n)}")
+    _unknown(n, _NODE_KEYS, where)
+    nm = _name(n, "name", where)
+    where = f"nodes[{i}] ({_s(nm)})"
+    if nm in nodes:
+        raise TreeError(f"{where}: duplicate node name {_s(nm)}")
+    kind = n.get("kind")
+    if kind not in KINDS:
+        raise TreeError(f"{where}.kind = {_s(kind)}: must be one of {', '.join(KINDS)}")
+    repair = n.get("repair", False)
+    if not isinstance(repair, bool):
+        raise TreeError(f"{where}.repair = {_s(repair)}: must be true or false")
+    if repair and kind != "router":
+        raise TreeError(f"{where}.repair: only routers take a repair flag (this node is a {kind})")
+    return Node(nm, kind, repair)
+
+
+def _check_source(source: str, nodes: Mapping[str, Node]) -> None:
+    """The named source exists, is of kind source, and is the tree's only source."""
     if source not in nodes:
         raise TreeError(f"source = {_s(source)}: no node of that name")
     if nodes[source].kind != "source":
@@ -363,68 +392,97 @@ def validate(data: Mapping | Tree) -> Tree:
             f"node {_s(others[0])}: kind 'source' but the tree's source is {_s(source)} (one source per tree)"
         )
 
-    raw_nets = data.get("networks")
+
+def _networks(
+    raw_nets: Any, nodes: Mapping[str, Node]
+) -> tuple[dict[str, Network], dict[str, Network], dict[str, list[Network]]]:
+    """The ``networks`` list as (networks by name, parent network of each node, child networks
+    of each node in file order); refuses a second parent network for a node."""
     if not isinstance(raw_nets, list) or not raw_nets:
         raise TreeError("networks: must be a non-empty list of {name, parent, child, delay_s, loss, rate_bps}")
     networks: dict[str, Network] = {}
     parent_net: dict[str, Network] = {}
     child_nets: dict[str, list[Network]] = {n: [] for n in nodes}
     for i, e in enumerate(raw_nets):
-        where = f"networks[{i}]"
-        if not isinstance(e, Mapping):
-            raise TreeError(f"{where}: must be a mapping, got {_s(e)}")
-        _unknown(e, _NET_KEYS, where)
-        nm = _name(e, "name", where)
-        where = f"networks[{i}] ({_s(nm)})"
-        if nm in networks:
-            raise TreeError(f"{where}: duplicate network name {_s(nm)}")
-        parent = _name(e, "parent", where)
-        child = _name(e, "child", where)
-        for key, node in (("parent", parent), ("child", child)):
-            if node not in nodes:
-                raise TreeError(f"{where}.{key} = {_s(node)}: unknown node")
-        if parent == child:
-            raise TreeError(f"{where}: parent and child are both {_s(parent)}")
-        for key in ("delay_s", "loss", "rate_bps"):
-            if key not in e:
-                raise TreeError(f"{where}: missing field {_s(key)}")
-        net = Network(
-            nm, parent, child, _delay(e["delay_s"], where), _loss(e["loss"], where), _rate(e["rate_bps"], where)
-        )
-        if nodes[child].kind == "source":
-            raise TreeError(f"{where}.child = {_s(child)}: the source cannot have a parent network")
-        if nodes[parent].kind == "receiver":
-            raise TreeError(f"{where}.parent = {_s(parent)}: receivers are leaves and cannot have child networks")
-        if child in parent_net:
+        net = _network(i, e, nodes, networks)
+        if net.child in parent_net:
             raise TreeError(
-                f"node {_s(child)} has two parent networks ({_s(parent_net[child].name)} and {_s(nm)}); "
+                f"node {_s(net.child)} has two parent networks ({_s(parent_net[net.child].name)} and {_s(net.name)}); "
                 "each node but the source has exactly one"
             )
-        networks[nm] = net
-        parent_net[child] = net
-        child_nets[parent].append(net)
+        networks[net.name] = net
+        parent_net[net.child] = net
+        child_nets[net.parent].append(net)
+    return networks, parent_net, child_nets
 
-    # Reachability from the source (iterative preorder, children in file order).
+
+def _network(i: int, e: Any, nodes: Mapping[str, Node], networks: Mapping[str, Network]) -> Network:
+    """Entry ``i`` of ``networks``: its fields, its ends among ``nodes``, and a direction that
+    keeps the source a root and receivers leaves; ``networks`` holds the entries before it."""
+    where = f"networks[{i}]"
+    if not isinstance(e, Mapping):
+        raise TreeError(f"{where}: must be a mapping, got {_s(e)}")
+    _unknown(e, _NET_KEYS, where)
+    nm = _name(e, "name", where)
+    where = f"networks[{i}] ({_s(nm)})"
+    if nm in networks:
+        raise TreeError(f"{where}: duplicate network name {_s(nm)}")
+    parent = _name(e, "parent", where)
+    child = _name(e, "child", where)
+    for key, node in (("parent", parent), ("child", child)):
+        if node not in nodes:
+            raise TreeError(f"{where}.{key} = {_s(node)}: unknown node")
+    if parent == child:
+        raise TreeError(f"{where}: parent and child are both {_s(parent)}")
+    for key in ("delay_s", "loss", "rate_bps"):
+        if key not in e:
+            raise TreeError(f"{where}: missing field {_s(key)}")
+    net = Network(nm, parent, child, _delay(e["delay_s"], where), _loss(e["loss"], where), _rate(e["rate_bps"], where))
+    if nodes[child].kind == "source":
+        raise TreeError(f"{where}.child = {_s(child)}: the source cannot have a parent network")
+    if nodes[parent].kind == "receiver":
+        raise TreeError(f"{where}.parent = {_s(parent)}: receivers are leaves and cannot have child networks")
+    return net
+
+
+def _preorder(source: str, child_nets: Mapping[str, list[Network]]) -> list[str]:
+    """The nodes reachable from the source, in depth-first preorder, children in file order
+    (iterative: a tree may be deeper than Python's recursion limit)."""
     order: list[str] = []
     stack = [source]
-    seen = set()
     while stack:
         v = stack.pop()
-        seen.add(v)
         order.append(v)
         stack.extend(net.child for net in reversed(child_nets[v]))
+    return order
+
+
+def _check_reachable(
+    source: str, nodes: Mapping[str, Node], order: list[str], parent_net: Mapping[str, Network]
+) -> None:
+    """Every node is reached from the source; if not, name a cycle if there is one (a node whose
+    ancestors loop back is on or under it), else the first unreached receiver and where its
+    ancestors end."""
+    seen = set(order)
     unreached = [n for n in nodes if n not in seen]
-    if unreached:
-        for n in unreached:  # a node whose ancestors loop back is on or under a cycle
-            cyc = _cycle_from(n, parent_net)
-            if cyc:
-                raise TreeError(
-                    f"cycle through networks {' -> '.join(repr(c) for c in cyc)}; the networks must form a tree"
-                )
-        first = next((n for n in unreached if nodes[n].kind == "receiver"), unreached[0])
-        kind = nodes[first].kind
-        how = "no parent network" if first not in parent_net else f"its ancestors end at {_s(_top(first, parent_net))}"
-        raise TreeError(f"{kind} {_s(first)} is not reachable from source {_s(source)} ({how})")
+    if not unreached:
+        return
+    for n in unreached:
+        cyc = _cycle_from(n, parent_net)
+        if cyc:
+            raise TreeError(
+                f"cycle through networks {' -> '.join(repr(c) for c in cyc)}; the networks must form a tree"
+            )
+    first = next((n for n in unreached if nodes[n].kind == "receiver"), unreached[0])
+    kind = nodes[first].kind
+    how = "no parent network" if first not in parent_net else f"its ancestors end at {_s(_top(first, parent_net))}"
+    raise TreeError(f"{kind} {_s(first)} is not reachable from source {_s(source)} ({how})")
+
+
+def _check_shape(
+    source: str, nodes: Mapping[str, Node], order: list[str], child_nets: Mapping[str, list[Network]]
+) -> None:
+    """Leaves are receivers, there is a receiver, and the source sends into a network."""
     for n in order:
         if nodes[n].kind == "router" and not child_nets[n]:
             raise TreeError(f"router {_s(n)} has no child network (a leaf must be a receiver)")
@@ -432,7 +490,6 @@ def validate(data: Mapping | Tree) -> Tree:
         raise TreeError("nodes: the tree has no receiver")
     if not child_nets[source]:
         raise TreeError(f"source {_s(source)} has no child network")
-    return Tree(name, source, pb, nodes, networks, parent_net, child_nets, order)
 
 
 def _cycle_from(n: str, parent_net: Mapping[str, Network]) -> list[str] | None:
@@ -673,6 +730,40 @@ def wan_tree(
     not uniform; ``spread=0`` gives identical networks per class. Rates are
     the class's (622 Mbit/s backbone, 1 Gbit/s LAN, §4 1.4).
     """
+    _check_wan_args(backbone_levels, backbone_fanout, lan_levels, lan_fanout, spread)
+    rng = random.Random(seed)
+    lan_seg = (lan[0] / lan_levels, 1 - (1 - lan[1]) ** (1 / lan_levels), lan[2])
+
+    def jitter(seg: Segment) -> Segment:
+        d, l, r = seg
+        fd = 1 + spread * (2 * rng.random() - 1)
+        fl = 1 + spread * (2 * rng.random() - 1)
+        return (d * fd, min(l * fl, 0.999), r)
+
+    # Networks are built, and so ``jitter`` draws, in one fixed order: src-gw, the
+    # backbone level by level, then each site's LAN; that order is what makes the tree
+    # a function of ``seed``.
+    nodes: list[dict] = [{"name": "src", "kind": "source"}, {"name": "gw", "kind": "router", "repair": False}]
+    nets: list[dict] = [_net("src-gw", "src", "gw", jitter(lan))]
+    sites = _wan_backbone(nodes, nets, backbone_levels, backbone_fanout, lambda: jitter(backbone))
+    rcv = 0
+    for site in sites:
+        rcv = _wan_site(nodes, nets, site, rcv, lan_levels, lan_fanout, lambda: jitter(lan_seg))
+    return validate(
+        {
+            "name": name or f"wan-{len(sites)}sites-{rcv}rcv",
+            "source": "src",
+            "packet_bytes": packet_bytes,
+            "nodes": nodes,
+            "networks": nets,
+        }
+    )
+
+
+def _check_wan_args(
+    backbone_levels: int, backbone_fanout: int, lan_levels: int, lan_fanout: int, spread: float
+) -> None:
+    """The shape arguments of :func:`wan_tree` are integers >= 1 and ``spread`` is in [0, 1)."""
     for nm, v, lo in (
         ("backbone_levels", backbone_levels, 1),
         ("backbone_fanout", backbone_fanout, 1),
@@ -683,57 +774,61 @@ def wan_tree(
             raise TreeError(f"{nm} = {v!r}: must be an integer >= {lo}")
     if not 0 <= spread < 1:
         raise TreeError(f"spread = {spread!r}: must be in [0, 1)")
-    rng = random.Random(seed)
-    lan_seg = (lan[0] / lan_levels, 1 - (1 - lan[1]) ** (1 / lan_levels), lan[2])
 
-    def jitter(seg: Segment) -> Segment:
-        d, l, r = seg
-        fd = 1 + spread * (2 * rng.random() - 1)
-        fl = 1 + spread * (2 * rng.random() - 1)
-        return (d * fd, min(l * fl, 0.999), r)
 
-    nodes: list[dict] = [{"name": "src", "kind": "source"}, {"name": "gw", "kind": "router", "repair": False}]
-    nets: list[dict] = [_net("src-gw", "src", "gw", jitter(lan))]
+def _wan_backbone(
+    nodes: list[dict], nets: list[dict], levels: int, fanout: int, segment: Callable[[], Segment]
+) -> list[str]:
+    """Append the backbone below ``gw`` to ``nodes`` and ``nets``: ``levels`` levels of
+    networks ``bb{b}.{i}`` branching ``fanout`` ways, routers ``b{b}.{i}`` and, at the last
+    level, the site border routers ``site{i}``, which it returns. ``segment()`` gives each
+    network's (delay, loss, rate), in creation order."""
     level = ["gw"]
-    for b in range(1, backbone_levels + 1):
-        last = b == backbone_levels
+    for b in range(1, levels + 1):
+        last = b == levels
         nxt = []
         for i, parent in enumerate(level):
-            for j in range(backbone_fanout):
-                idx = i * backbone_fanout + j
+            for j in range(fanout):
+                idx = i * fanout + j
                 nm = f"site{idx}" if last else f"b{b}.{idx}"
                 nodes.append({"name": nm, "kind": "router", "repair": False})
-                nets.append(_net(f"bb{b}.{idx}", parent, nm, jitter(backbone)))
+                nets.append(_net(f"bb{b}.{idx}", parent, nm, segment()))
                 nxt.append(nm)
         level = nxt
-    rcv = 0
-    for site in level:
-        cur = [site]
-        for l in range(1, lan_levels + 1):
-            last = l == lan_levels
-            nxt = []
-            for i, parent in enumerate(cur):
-                for j in range(lan_fanout):
-                    idx = i * lan_fanout + j
-                    if last:
-                        nm = f"rcv{rcv}"
-                        rcv += 1
-                        nodes.append({"name": nm, "kind": "receiver"})
-                    else:
-                        nm = f"{site}.l{l}.{idx}"
-                        nodes.append({"name": nm, "kind": "router", "repair": False})
-                    nets.append(_net(f"{site}.lan{l}.{idx}", parent, nm, jitter(lan_seg)))
-                    nxt.append(nm)
-            cur = nxt
-    return validate(
-        {
-            "name": name or f"wan-{len(level)}sites-{rcv}rcv",
-            "source": "src",
-            "packet_bytes": packet_bytes,
-            "nodes": nodes,
-            "networks": nets,
-        }
-    )
+    return level
+
+
+def _wan_site(
+    nodes: list[dict],
+    nets: list[dict],
+    site: str,
+    rcv: int,
+    levels: int,
+    fanout: int,
+    segment: Callable[[], Segment],
+) -> int:
+    """Append the local tree below ``site`` to ``nodes`` and ``nets``: ``levels`` levels of
+    networks ``{site}.lan{l}.{i}`` branching ``fanout`` ways, local routers
+    ``{site}.l{l}.{i}`` and receivers numbered on from ``rcv``; return the next receiver
+    number (receivers are numbered across sites)."""
+    cur = [site]
+    for l in range(1, levels + 1):
+        last = l == levels
+        nxt = []
+        for i, parent in enumerate(cur):
+            for j in range(fanout):
+                idx = i * fanout + j
+                if last:
+                    nm = f"rcv{rcv}"
+                    rcv += 1
+                    nodes.append({"name": nm, "kind": "receiver"})
+                else:
+                    nm = f"{site}.l{l}.{idx}"
+                    nodes.append({"name": nm, "kind": "router", "repair": False})
+                nets.append(_net(f"{site}.lan{l}.{idx}", parent, nm, segment()))
+                nxt.append(nm)
+        cur = nxt
+    return rcv
 
 
 def with_repair(tree: Tree | Mapping, routers: Iterable[str]) -> Tree:
