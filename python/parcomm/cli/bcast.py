@@ -10,6 +10,7 @@ proxy for trying it out; ``demo`` does all of it in one go.
 from __future__ import annotations
 
 import sys
+from dataclasses import dataclass
 from pathlib import Path
 
 import click
@@ -280,7 +281,7 @@ def get(
     connection; a process without it cannot join, send pieces or learn the
     peer table. With --rendezvous or --rendezvous-dir give every node the
     same key (--key-file or $PARCOMM_JOB_KEY)."""
-    from ..apps.bcast.launch import Job, SharedOutput, run_one
+    from ..apps.bcast.launch import Job, SharedOutput
     from ..apps.bcast.output import OutputError
     from ..apps.bcast.real import BcastError
     from ..apps.bcast.s3 import S3Error, parse_s3_url
@@ -289,55 +290,13 @@ def get(
         parse_s3_url(url)
     except S3Error as exc:
         _fail(exc)
-    modes = [
-        m
-        for m, on in (
-            ("--local", local is not None),
-            ("--mpi", mpi),
-            ("--rendezvous", rendezvous),
-            ("--rendezvous-dir", rendezvous_dir),
-        )
-        if on
-    ]
-    if len(modes) != 1:
-        raise UserError(
-            "choose exactly one of --local N, --mpi, --rendezvous HOST:PORT, --rendezvous-dir DIR"
-            + (f" (got {' and '.join(modes)})" if modes else "")
-        )
-    if local is not None and not 1 <= local <= _MAX_LOCAL:
-        raise UserError(f"--local must be in 1..{_MAX_LOCAL}, got {local}")
-    if rendezvous is not None or rendezvous_dir is not None:
-        if rank is None or nodes is None:
-            raise UserError("give --rank and --nodes with --rendezvous/--rendezvous-dir")
-        if not 1 <= nodes <= _MAX_NODES or not 0 <= rank < nodes:
-            raise UserError(
-                f"--nodes must be in 1..{_MAX_NODES} and --rank in 0..nodes-1, got --nodes {nodes} --rank {rank}"
-            )
-    if out == "-":
-        if local is not None and local != 1:
-            raise UserError(f"--out - streams one node's copy to stdout; with --local {local} give a file path")
-        if mpi:
-            raise UserError("--out - cannot be used with --mpi: mpiexec merges every rank's stdout")
-        if as_json:
-            raise UserError("--out - and --json both write to stdout; choose one")
-    else:
-        _check_out(out, range(local) if local is not None else range(rank or 0, (rank or 0) + 1))
-    if not 0 < timeout <= _MAX_TIMEOUT_S:
-        raise UserError(f"--timeout must be in (0, {_MAX_TIMEOUT_S:g}] seconds, got {timeout:g}")
-    if not 0 < join_timeout <= _MAX_TIMEOUT_S:
-        raise UserError(f"--join-timeout must be in (0, {_MAX_TIMEOUT_S:g}] seconds, got {join_timeout:g}")
-    key = None
-    if rendezvous is not None or rendezvous_dir is not None:
-        from ..auth import JobKeyError, resolve_key
-
-        try:
-            key = resolve_key(key_file)
-        except JobKeyError as exc:
-            raise UserError(str(exc)) from None
-    elif key_file is not None:
-        raise UserError("--key-file is for --rendezvous/--rendezvous-dir; --local and --mpi make their own key")
-    if local is not None and local > 1 and "{rank}" not in out and out != "-":
-        out = out + ".{rank}"
+    meet = _Meeting(local, mpi, rendezvous, rendezvous_dir, rank, nodes, bind, advertise)
+    meet.check()
+    out = _checked_out(out, meet, as_json)
+    for option, value in (("--timeout", timeout), ("--join-timeout", join_timeout)):
+        if not 0 < value <= _MAX_TIMEOUT_S:
+            raise UserError(f"{option} must be in (0, {_MAX_TIMEOUT_S:g}] seconds, got {value:g}")
+    key = meet.key(key_file)
     job = Job(
         url,
         out,
@@ -349,41 +308,127 @@ def get(
         manifest_url=_check_manifest_url(manifest_url),
     )
     try:
-        if local is not None and local > 1:
-            result = _run_local_with_bars(job, local, quiet=as_json)
-            reports, errors = result.reports, result.errors
-        else:
-            bar = _single_bar(as_json)
-            try:
-                report = run_one(  # --local 1 is this process alone: no child to start
-                    job,
-                    rank=0 if local == 1 else rank,
-                    nodes=1 if local == 1 else nodes,
-                    rendezvous=rendezvous,
-                    rendezvous_dir=rendezvous_dir,
-                    mpi=mpi,
-                    bind=bind,
-                    advertise=advertise,
-                    key=key,
-                    on_progress=bar,
-                )
-            finally:
-                bar.close()
-            reports, errors = [report], {}
-            if mpi:
-                from mpi4py import MPI
-
-                gathered = MPI.COMM_WORLD.gather(report, root=0)
-                if MPI.COMM_WORLD.Get_rank() != 0:
-                    return
-                reports = gathered
+        ran = _run_nodes(job, meet, key, as_json)
     except (S3Error, SharedOutput) as exc:  # the object, the bucket, the credentials or the --out the user named
         _fail(exc)
     except (BcastError, OutputError, OSError) as exc:  # the run failed
         raise RunFailed(str(exc)) from None
+    if ran is None:  # an MPI rank other than 0: rank 0 reports for all
+        return
+    reports, errors = ran
     _summarize(reports, errors, as_json, to_stderr=out == "-")
     if errors:
         sys.exit(1)
+
+
+@dataclass(frozen=True)
+class _Meeting:
+    """How this command's nodes meet: exactly one of --local N, --mpi, --rendezvous
+    HOST:PORT and --rendezvous-dir DIR, with what each needs."""
+
+    local: int | None
+    mpi: bool
+    rendezvous: str | None
+    rendezvous_dir: str | None
+    rank: int | None
+    nodes: int | None
+    bind: str
+    advertise: str | None
+
+    @property
+    def by_rendezvous(self) -> bool:
+        return self.rendezvous is not None or self.rendezvous_dir is not None
+
+    def check(self) -> None:
+        modes = [
+            m
+            for m, on in (
+                ("--local", self.local is not None),
+                ("--mpi", self.mpi),
+                ("--rendezvous", self.rendezvous),
+                ("--rendezvous-dir", self.rendezvous_dir),
+            )
+            if on
+        ]
+        if len(modes) != 1:
+            raise UserError(
+                "choose exactly one of --local N, --mpi, --rendezvous HOST:PORT, --rendezvous-dir DIR"
+                + (f" (got {' and '.join(modes)})" if modes else "")
+            )
+        if self.local is not None and not 1 <= self.local <= _MAX_LOCAL:
+            raise UserError(f"--local must be in 1..{_MAX_LOCAL}, got {self.local}")
+        if self.by_rendezvous:
+            if self.rank is None or self.nodes is None:
+                raise UserError("give --rank and --nodes with --rendezvous/--rendezvous-dir")
+            if not 1 <= self.nodes <= _MAX_NODES or not 0 <= self.rank < self.nodes:
+                raise UserError(
+                    f"--nodes must be in 1..{_MAX_NODES} and --rank in 0..nodes-1, "
+                    f"got --nodes {self.nodes} --rank {self.rank}"
+                )
+
+    def key(self, key_file):
+        """The job key a rendezvous needs (--local and --mpi make their own)."""
+        if not self.by_rendezvous:
+            if key_file is not None:
+                raise UserError("--key-file is for --rendezvous/--rendezvous-dir; --local and --mpi make their own key")
+            return None
+        from ..auth import JobKeyError, resolve_key
+
+        try:
+            return resolve_key(key_file)
+        except JobKeyError as exc:
+            raise UserError(str(exc)) from None
+
+
+def _checked_out(out: str, meet: _Meeting, as_json: bool) -> str:
+    """--out checked for every rank this process starts (one line, before any node
+    starts); with --local N and no {rank} in it, .RANK appended."""
+    local = meet.local
+    if out == "-":
+        if local is not None and local != 1:
+            raise UserError(f"--out - streams one node's copy to stdout; with --local {local} give a file path")
+        if meet.mpi:
+            raise UserError("--out - cannot be used with --mpi: mpiexec merges every rank's stdout")
+        if as_json:
+            raise UserError("--out - and --json both write to stdout; choose one")
+        return out
+    first = meet.rank or 0
+    _check_out(out, range(local) if local is not None else range(first, first + 1))
+    if local is not None and local > 1 and "{rank}" not in out:
+        out = out + ".{rank}"
+    return out
+
+
+def _run_nodes(job, meet: _Meeting, key, as_json: bool):
+    """Run this command's nodes; their reports and errors by rank, or None on an MPI
+    rank other than 0 (rank 0 gathers every report)."""
+    from ..apps.bcast.launch import run_one
+
+    if meet.local is not None and meet.local > 1:
+        result = _run_local_with_bars(job, meet.local, quiet=as_json)
+        return result.reports, result.errors
+    bar = _single_bar(as_json)
+    try:
+        report = run_one(  # --local 1 is this process alone: no child to start
+            job,
+            rank=0 if meet.local == 1 else meet.rank,
+            nodes=1 if meet.local == 1 else meet.nodes,
+            rendezvous=meet.rendezvous,
+            rendezvous_dir=meet.rendezvous_dir,
+            mpi=meet.mpi,
+            bind=meet.bind,
+            advertise=meet.advertise,
+            key=key,
+            on_progress=bar,
+        )
+    finally:
+        bar.close()
+    if not meet.mpi:
+        return [report], {}
+    from mpi4py import MPI
+
+    gathered = MPI.COMM_WORLD.gather(report, root=0)
+    return (gathered, {}) if MPI.COMM_WORLD.Get_rank() == 0 else None
 
 
 class _single_bar:
