@@ -251,82 +251,14 @@ def analyze(
     "fanout" (study 5) or "coverage" (exact completion), see the module
     docstring.
     """
-    if convention not in CONVENTIONS:
-        raise ValueError(f"convention = {convention!r}: must be one of {', '.join(CONVENTIONS)}")
-    t = validate(tree)
-    if repair is not None:
-        t = with_repair(t, repair)
-    if rate_bps is None:
-        rate = min(e.rate_bps for e in t.networks.values())
-    else:
-        rate = float(rate_bps)
-        if not (rate > 0 and math.isfinite(rate)):
-            raise ValueError(f"rate_bps = {rate_bps!r}: must be a positive number")
-
-    src = t.source
-    nodes = t.nodes
-    is_point = {v: v == src or (nodes[v].kind == "router" and nodes[v].repair) for v in t.order}
-    # Cumulative one-way delay and log-success from the source; anchor = nearest
-    # repair point strictly above.
-    depth = {src: 0.0}
-    logp = {src: 0.0}
-    anchor: dict[str, str] = {}
-    for v in t.order[1:]:
-        e = t.parent_net[v]
-        hop = e.delay_s + (t.packet_bytes * 8 / e.rate_bps if serialization else 0.0)
-        depth[v] = depth[e.parent] + hop
-        logp[v] = logp[e.parent] + math.log1p(-e.loss)
-        anchor[v] = e.parent if is_point[e.parent] else anchor[e.parent]
-
+    t, rate = _inputs(tree, convention, repair, rate_bps)
+    is_point = {v: v == t.source or (t.nodes[v].kind == "router" and t.nodes[v].repair) for v in t.order}
+    depth, logp, anchor = _from_source(t, is_point, serialization)
     points = [v for v in t.order if is_point[v]]
-    far = {r: 0.0 for r in points}
-    nets = {r: 0 for r in points}
-    logp_dom = {r: 0.0 for r in points}
-    front = {r: 0 for r in points}
-    for v in t.order[1:]:
-        a = anchor[v]
-        nets[a] += 1
-        logp_dom[a] += math.log1p(-t.parent_net[v].loss)
-        if is_point[v] or nodes[v].kind == "receiver":
-            front[a] += 1
-            far[a] = max(far[a], depth[v] - depth[a])
-    below = {v: 0 for v in t.order}
-    for v in reversed(t.order):
-        if nodes[v].kind == "receiver":
-            below[v] = 1
-        if v != src:
-            below[t.parent_net[v].parent] += below[v]
-
-    rounds: dict[str, float] = {}
-    for r in points:
-        if convention == "coverage":
-            rounds[r] = coverage_rounds(t, r, is_point)
-        else:
-            rounds[r] = math.exp(-logp_dom[r])
-
-    # Accumulate along routes: D[s] and A[s] for every repair point and receiver.
-    D = {src: 0.0}
-    A = {src: 0.0}
-    chain = {src: [src]}
-    recs = []
-    for v in t.order[1:]:
-        if not (is_point[v] or nodes[v].kind == "receiver"):
-            continue
-        a = anchor[v]
-        d = depth[v] - depth[a]
-        p = math.exp(logp[v] - logp[a])
-        if convention == "route":
-            cost = 2.0 * d / p
-            timeout = 2.0 * d
-        else:
-            timeout = 2.0 * far[a]
-            cost = timeout * rounds[a]
-        D[v] = D[a] + cost
-        A[v] = A[a] + d + (1.0 / p - 1.0) * timeout
-        chain[v] = chain[a] + [v] if is_point[v] else chain[a]
-        if nodes[v].kind == "receiver":
-            recs.append(ReceiverDelay(v, D[v], A[v], depth[v], list(chain[a])))
-
+    far, nets, logp_dom, front = _domains(t, points, is_point, depth, anchor)
+    below = _receivers_below(t)
+    rounds = _domain_rounds(t, convention, points, is_point, logp_dom)
+    recs = _receiver_delays(t, convention, is_point, depth, logp, anchor, far, rounds)
     rps = [
         RepairPoint(
             node=r,
@@ -341,6 +273,126 @@ def analyze(
         for r in points
     ]
     return MulticastResult(t.name, convention, rate, rps, recs)
+
+
+def _inputs(
+    tree: Tree | Mapping, convention: str, repair: Iterable[str] | None, rate_bps: float | None
+) -> tuple[Tree, float]:
+    """:func:`analyze`'s arguments checked: the validated tree with the chosen repair routers,
+    and the stream rate B (by default the smallest network rate, §4 1.4)."""
+    if convention not in CONVENTIONS:
+        raise ValueError(f"convention = {convention!r}: must be one of {', '.join(CONVENTIONS)}")
+    t = validate(tree)
+    if repair is not None:
+        t = with_repair(t, repair)
+    if rate_bps is None:
+        rate = min(e.rate_bps for e in t.networks.values())
+    else:
+        rate = float(rate_bps)
+        if not (rate > 0 and math.isfinite(rate)):
+            raise ValueError(f"rate_bps = {rate_bps!r}: must be a positive number")
+    return t, rate
+
+
+def _from_source(
+    t: Tree, is_point: Mapping[str, bool], serialization: bool
+) -> tuple[dict[str, float], dict[str, float], dict[str, str]]:
+    """Per node: the cumulative one-way delay from the source, the log of the chance that one
+    transmission from the source reaches it, and its anchor, the nearest repair point strictly
+    above (one preorder pass, a parent before its children)."""
+    src = t.source
+    depth = {src: 0.0}
+    logp = {src: 0.0}
+    anchor: dict[str, str] = {}
+    for v in t.order[1:]:
+        e = t.parent_net[v]
+        hop = e.delay_s + (t.packet_bytes * 8 / e.rate_bps if serialization else 0.0)
+        depth[v] = depth[e.parent] + hop
+        logp[v] = logp[e.parent] + math.log1p(-e.loss)
+        anchor[v] = e.parent if is_point[e.parent] else anchor[e.parent]
+    return depth, logp, anchor
+
+
+def _domains(
+    t: Tree, points: list[str], is_point: Mapping[str, bool], depth: Mapping[str, float], anchor: Mapping[str, str]
+) -> tuple[dict[str, float], dict[str, int], dict[str, float], dict[str, int]]:
+    """Per repair point, over its domain (the networks down to its frontier): the one-way delay
+    to the farthest frontier member, the number of networks, the log of the chance that one
+    transmission crosses all of them, and the size of the frontier."""
+    far = {r: 0.0 for r in points}
+    nets = {r: 0 for r in points}
+    logp_dom = {r: 0.0 for r in points}
+    front = {r: 0 for r in points}
+    for v in t.order[1:]:
+        a = anchor[v]
+        nets[a] += 1
+        logp_dom[a] += math.log1p(-t.parent_net[v].loss)
+        if is_point[v] or t.nodes[v].kind == "receiver":
+            front[a] += 1
+            far[a] = max(far[a], depth[v] - depth[a])
+    return far, nets, logp_dom, front
+
+
+def _domain_rounds(
+    t: Tree, convention: str, points: list[str], is_point: Mapping[str, bool], logp_dom: Mapping[str, float]
+) -> dict[str, float]:
+    """Per repair point, the expected rounds to complete its domain: 1 / P(one transmission
+    crosses every network of it), or the exact E[R] in the "coverage" convention."""
+    rounds: dict[str, float] = {}
+    for r in points:
+        if convention == "coverage":
+            rounds[r] = coverage_rounds(t, r, is_point)
+        else:
+            rounds[r] = math.exp(-logp_dom[r])
+    return rounds
+
+
+def _receivers_below(t: Tree) -> dict[str, int]:
+    """Per node, the receivers in its subtree (itself included), children before parents."""
+    below = {v: 0 for v in t.order}
+    for v in reversed(t.order):
+        if t.nodes[v].kind == "receiver":
+            below[v] = 1
+        if v != t.source:
+            below[t.parent_net[v].parent] += below[v]
+    return below
+
+
+def _receiver_delays(
+    t: Tree,
+    convention: str,
+    is_point: Mapping[str, bool],
+    depth: Mapping[str, float],
+    logp: Mapping[str, float],
+    anchor: Mapping[str, str],
+    far: Mapping[str, float],
+    rounds: Mapping[str, float],
+) -> list[ReceiverDelay]:
+    """Each receiver's delay and first arrival, accumulated stretch by stretch along its route:
+    D and A of every repair point and receiver are its anchor's plus the stretch's cost."""
+    src = t.source
+    D = {src: 0.0}
+    A = {src: 0.0}
+    chain = {src: [src]}
+    recs = []
+    for v in t.order[1:]:
+        if not (is_point[v] or t.nodes[v].kind == "receiver"):
+            continue
+        a = anchor[v]
+        d = depth[v] - depth[a]
+        p = math.exp(logp[v] - logp[a])
+        if convention == "route":
+            cost = 2.0 * d / p
+            timeout = 2.0 * d
+        else:
+            timeout = 2.0 * far[a]
+            cost = timeout * rounds[a]
+        D[v] = D[a] + cost
+        A[v] = A[a] + d + (1.0 / p - 1.0) * timeout
+        chain[v] = chain[a] + [v] if is_point[v] else chain[a]
+        if t.nodes[v].kind == "receiver":
+            recs.append(ReceiverDelay(v, D[v], A[v], depth[v], list(chain[a])))
+    return recs
 
 
 def route_delay(
