@@ -35,7 +35,8 @@ from ..apps.heat.solver import heat_program, summarize
 from ..comm import run_sim
 from ..models.stencil import StencilModel, implied_parameters
 from ..platform.segments import SEGMENT_BPS, segments_router
-from .framework import Comparison, StudyContext, StudyReport
+from . import paper_data
+from .framework import Comparison, StudyContext, StudyReport, way_row
 
 NAME = "hironaka"
 TITLE = "Parallel heat equation on 130 workstations, 16 shared Ethernets and a router (PVM evaluation)"
@@ -44,14 +45,19 @@ SOURCE = "seed 002 (Hironaka) §3 Figs. 3-4, §3.1 model and Table 3, §5 Figs. 
 #: Captions of the report's figures (file name without .png -> text).
 CAPTIONS = {
     "fig3_time": "Hironaka Fig. 3 on the simulator: elapsed time after each step of the heat equation with "
-    "M = 11 (121 tasks) on 16 shared 10BASE-T segments and a router, one curve per problem size N.",
+    "M = 11 (121 tasks) on 16 shared 10BASE-T segments and a router, one curve per problem size N. The paper's "
+    "Fig. 3 values are not in its text (plot only), so none are plotted.",
     "fig4_mflops": "Hironaka Fig. 4: performance (MFlop/s) against N for M = 11; the simulator (mean and median "
-    "step), the paper's analytic model, a what-if host speed, and the paper's printed values "
-    "(star: ~26 MFlop/s at N = 330; dotted line: the ~56 MFlop/s maximum).",
+    "step), the paper's analytic model, a what-if host speed, and the paper's values as its text states them "
+    "(hollow black circle: about 26 MFlop/s at N = 330, §3.2; dotted black line: the maximum of about "
+    "56 MFlop/s, §6, whose N the text does not give). Both are approximate ('約'); the rest of the paper's "
+    "curve is not in its text.",
     "fig5_segment": "Hironaka Fig. 5 on the simulator: ping-pong time (10 round trips) against message size for 1 to "
-    "4 concurrent pairs inside one shared segment; contention shows above the ~1000-byte knee.",
+    "4 concurrent pairs inside one shared segment; contention shows above the knee. The dashed black line is the "
+    "paper's knee, about 1000 bytes (§5.1, a round figure in the text); the paper's times are not in its text.",
     "fig6_router": "Hironaka Fig. 6 on the simulator: the same ping-pong with pairs across segments, through the "
-    "router.",
+    "router; dashed black line: the paper's ~1000-byte knee (§5.2 says Fig. 6 looks like Fig. 5). The paper's "
+    "times are not in its text.",
     "placement": "Hironaka §5.3 on the simulator: time per step for three placements of the 121 tasks on the 16 "
     "segments (round robin, linear, blocks) and several problem sizes N.",
 }
@@ -62,8 +68,9 @@ SPARC_LX_MFLOPS = 4.6
 PAPER_M = 11
 PAPER_NS = (330, 660, 1320, 2640)
 #: §3.2: ~26 MFlop/s at N = 330 on 121 tasks; §6: at most ~56 MFlop/s (the largest N).
-PAPER_MFLOPS_330 = 26.0
-PAPER_MFLOPS_MAX = 56.0
+#: One source: paper_data.hironaka.
+PAPER_MFLOPS_330 = float(paper_data.get(NAME, "mflops_330").value)
+PAPER_MFLOPS_MAX = float(paper_data.get(NAME, "mflops_max").value)
 #: r = alpha dt / h^2 of the runs (any stable value; the time per step does not depend on it).
 R = 0.2
 
@@ -282,6 +289,8 @@ def run(ctx: StudyContext) -> StudyReport:
         ],
     }
     rep.figures = _plot(ctx, sweep, models, seg, cross, place_rows, whatif)
+    rep.paper_values = paper_data.for_report(NAME)
+    rep.ways = _ways(sweep, models)
     _compare(rep, sweep, model_rows, models, seg, cross, place_rows, steps)
     _budget(rep, sweep, models, whatif, whatif_route, F, m_seg)
     w = {r["N"]: r for r in whatif}
@@ -311,7 +320,7 @@ def _plot(ctx, sweep, models, seg, cross, place_rows, whatif) -> list[str]:
     ax.legend(fontsize=8)
     figs.append(ctx.save_figure(fig, "fig3_time"))
 
-    fig, ax = plt.subplots(figsize=(6, 4))
+    fig, ax = plt.subplots(figsize=(9, 4.2))
     Ns = [r["N"] for r in sweep]
     ax.plot(Ns, [r["mflops"] for r in sweep], "o-", label="parcomm simulator")
     fine = [330 * 2 ** (k / 8) for k in range(0, 25)]
@@ -331,11 +340,12 @@ def _plot(ctx, sweep, models, seg, cross, place_rows, whatif) -> list[str]:
         color="tab:purple",
         label=f"simulator, what-if F = {whatif[0]['mflops_per_host']:.2f} MFlop/s",
     )
-    ax.plot([330], [PAPER_MFLOPS_330], "k*", markersize=12, label="paper: N = 330")
-    ax.axhline(PAPER_MFLOPS_MAX, color="k", ls=":", label="paper: maximum (56)")
+    p330, pmax = paper_data.get(NAME, "mflops_330"), paper_data.get(NAME, "mflops_max")
+    ax.plot([p330.x], [p330.value], "o", label=f"{p330.label()}: N = 330", **paper_data.STYLE)
+    ax.axhline(pmax.mid, color="k", ls=":", label=f"{pmax.label()}: maximum {pmax.shown()}")
     ax.set_xscale("log", base=2)
     ax.set_yscale("log")
-    ax.legend(fontsize=7)
+    ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0))
     ax.set_xlabel("N")
     ax.set_ylabel("MFlop/s")
     ax.set_title("Fig. 4: performance, M = 11")
@@ -349,6 +359,8 @@ def _plot(ctx, sweep, models, seg, cross, place_rows, whatif) -> list[str]:
         for k in sorted({r["pairs"] for r in rows}):
             pts = [r for r in rows if r["pairs"] == k]
             ax.plot([r["size_bytes"] for r in pts], [r["time_10rt_s"] * 1e3 for r in pts], "o-", label=f"{k} pair(s)")
+        knee = paper_data.get(NAME, "knee_bytes")
+        ax.axvline(knee.mid, color="k", ls="--", lw=1, label=f"{knee.label()}: knee {knee.shown()}")
         ax.set_xscale("log")
         ax.set_yscale("log")
         ax.set_xlabel("message size (bytes)")
@@ -371,6 +383,30 @@ def _plot(ctx, sweep, models, seg, cross, place_rows, whatif) -> list[str]:
     ax.set_title("§5.3: placement of 121 tasks on 16 segments")
     figs.append(ctx.save_figure(fig, "placement"))
     return figs
+
+
+def _ways(sweep: list[dict], models: dict) -> list[dict]:
+    """§3.1's model and the simulator side by side; this study has no emulation or real run."""
+    rows = []
+    for r in sweep:
+        N = r["N"]
+        m_paper, m_seg = models["paper"], models["shared_segment"]
+        note = ""
+        if N == 330:
+            note = f"paper {paper_data.get(NAME, 'mflops_330').shown()} (Fig. 4, §3.2)"
+        elif N == max(x["N"] for x in sweep):
+            note = f"paper's maximum {paper_data.get(NAME, 'mflops_max').shown()} (§6)"
+        rows.append(
+            way_row(
+                f"heat equation, M = 11 (121 tasks), N = {N}: MFlop/s",
+                model=f"{m_paper.performance(N, PAPER_M) / 1e6:.1f} (§3.1 as printed), "
+                f"{m_seg.performance(N, PAPER_M) / 1e6:.1f} (shared segment)",
+                simulate=f"{r['mflops']:.1f} (mean step), "
+                f"{FLOPS_PER_POINT * N * N / r['median_step_s'] / 1e6:.1f} (median step)",
+                note=note,
+            )
+        )
+    return rows
 
 
 def _implied() -> dict[str, float]:

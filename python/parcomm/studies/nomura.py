@@ -22,8 +22,8 @@ from ..comm import run_sim
 from ..measure import measure, sim_runner
 from ..models import make_model
 from ..platform import opteron_cluster
-from . import nomura_emu
-from .framework import Comparison, StudyContext, StudyReport
+from . import nomura_emu, paper_data
+from .framework import Comparison, StudyContext, StudyReport, emulation_skip, skip, way_row
 
 NAME = "nomura"
 TITLE = "PlogP vs PlogP-BR vs PlogP-BR+: predicting Alltoall A and B (seed 001 Fig. 8)"
@@ -34,9 +34,10 @@ CAPTIONS = {
     "fig8_p8": "Nomura & Ishikawa Fig. 8 at P = 8: Alltoall A and B simulated (solid: a warm call after an untimed "
     "one; crosses: the first, cold call) beside the PlogP (dotted), PlogP-BR (dashed) and PlogP-BR+ "
     "(dash-dot) predictions from parameters measured on the same simulated platform (Linux 2.6.11 TCP), "
-    "against the message size.",
+    "against the message size. The paper's Fig. 8 values are not in its text (plot only; §4.3 says only that "
+    "PlogP-BR predicts closer than PlogP), so none are plotted.",
     "fig8_p64": "Nomura & Ishikawa Fig. 8 at P = 64: the same as for P = 8 on 64 hosts, where A's incast makes "
-    "RTOs appear and the ranking of A and B inverts.",
+    "RTOs appear and the ranking of A and B inverts. The paper's values are not in its text (plot only).",
     "fig8_linux_p8": "The same at P = 8 with today's Linux TCP in the simulator (stacks/linux.toml).",
     "fig8_linux_p64": "The same at P = 64 with today's Linux TCP in the simulator (stacks/linux.toml).",
     "fig8_emu-mpich_p8": "Alltoall A and B under MPICH across 8 emulated hosts (real Linux TCP, 100 Mbit/s, port "
@@ -489,6 +490,8 @@ def run(ctx: StudyContext) -> StudyReport:
             _compare(rep, pr, s["procs"], s)
         _score(rep, pr, s["procs"], s["profile"], s)
     rep.comparisons += emu_rep.comparisons
+    rep.paper_values = paper_data.for_report(NAME)
+    rep.ways = _ways(ctx, rows)
     rep.notes += [
         f"Measurement: each 'actual' time is one Alltoall that follows an untimed one, as MPI benchmarks do (IMB "
         f"runs warm-up calls before its timed repetitions and reports their mean, t_max over ranks): {REPS} calls, "
@@ -565,6 +568,58 @@ def run(ctx: StudyContext) -> StudyReport:
             "are measured; the others take the nearest measured pattern's g(m, C) (symmetric switch)."
         )
     return rep
+
+
+#: Sizes of the four-ways table: in the quick and the full sweep, and in the emulated one.
+WAY_SIZES = (1024, 65536, 262144)
+
+
+def _ways(ctx: StudyContext, rows: list[dict]) -> list[dict]:
+    """Alltoall A and B by the models, the simulator and (full runs, root) MPICH on the emulated cluster."""
+    emu = [r for r in rows if r["profile"] == nomura_emu.PROFILE]
+    marker = emulation_skip(ctx.quick, None if ctx.quick else nomura_emu.why_not(), bool(emu))
+    emu_procs = sorted({r["procs"] for r in emu})
+
+    def ms(x: float) -> str:
+        return f"{x * 1e3:.3g} ms"
+
+    out = []
+    for procs in (8, 64):
+        for algo in ("A", "B"):
+            for m in WAY_SIZES:
+                sim = next(
+                    (
+                        r
+                        for r in rows
+                        if r["profile"] == PAPER_PROFILE
+                        and r["procs"] == procs
+                        and r["algo"] == algo
+                        and r["size_bytes"] == m
+                    ),
+                    None,
+                )
+                if sim is None:
+                    continue
+                e = next((r for r in emu if r["procs"] == procs and r["algo"] == algo and r["size_bytes"] == m), None)
+                if e is not None:
+                    emulate = f"{ms(e['actual_s'])} MPICH at 100 Mbit/s (PlogP-BR+ there {ms(e['plogp-br+_s'])})"
+                elif marker is not None:
+                    emulate = marker
+                else:
+                    emulate = skip(f"emulated at P = {', '.join(map(str, emu_procs))} only")
+                out.append(
+                    way_row(
+                        f"Alltoall {algo}, P = {procs}, m = {m} B: time",
+                        model=", ".join(f"{LABELS[k]} {ms(sim[f'{k}_s'])}" for k in reversed(MODELS)),
+                        simulate=f"{ms(sim['actual_s'])} ({sim['timeouts']:g} RTOs per call)",
+                        emulate=emulate,
+                        note="models from parameters measured on the simulated platform (Linux 2.6.11 TCP, 1 GbE); "
+                        "the emulated cluster runs at 100 Mbit/s, so its times are its own platform's"
+                        if e is not None
+                        else "",
+                    )
+                )
+    return out
 
 
 def _costly_picks(rows: list[dict], model: str, over: float = 0.5) -> list[tuple[int, str, float, float]]:

@@ -31,7 +31,8 @@ CAPTIONS = {
     "collapse; they print no incast curve to plot beside it.",
     "alltoall_a_vs_b": "Alltoall time of algorithms A (all receives posted, send to everyone) and B (one partner per "
     "phase) on 64 simulated hosts, 1 GbE, no flow control, against the message size. A wins while "
-    "its bursts fit the switch queue and loses once RTOs strike (Nomura & Ishikawa, ineq. 10-12).",
+    "its bursts fit the switch queue and loses once RTOs strike (Nomura & Ishikawa, ineq. 10-12). Their Fig. 8 "
+    "values are not in the paper's text (plot only), so none are plotted; the nomura study compares the models.",
     "stacks": "The same sweeps under TCP stack profiles. Left: incast completion time at RTO min 200 ms with the "
     "settings of the pinned numbers (RFC profile), seed 001's Linux 2.6.11 and today's Linux. Right: "
     "Alltoall A and B, before (opteron_cluster with SACK, Linux RTO rules, timestamps, quick-ACK and idle "

@@ -84,7 +84,8 @@ class PaperValue:
     def shown(self) -> str:
         """The value as the report shows it: ``~26 MFlop/s``, ``3-4 MB/s``, ``21.5 s``."""
         num = f"{self.low:g}-{self.high:g}" if isinstance(self.value, tuple) else f"{self.value:g}"
-        return f"{'~' if self.how in ('text', 'digitized') else ''}{num} {self.unit}".strip()
+        sep = "" if self.unit in ("x", "%") else " "
+        return f"{'~' if self.how in ('text', 'digitized') else ''}{num}{sep}{self.unit}".strip()
 
 
 def module(study: str):
