@@ -470,8 +470,6 @@ def optimal_dp(
 ) -> list[Placement]:
     """Exact optimum of the "route" mean delay for every k = 0..min(routers, R)
     (or only the sizes in ``ks``), by dynamic programming on the tree."""
-    import numpy as np
-
     t = validate(tree)
     prep, ev = _evaluator(t, "route", rate_bps, serialization)
     cands = _candidates(prep, candidates)
@@ -479,101 +477,141 @@ def optimal_dp(
     for c in cands:
         is_cand[c] = True
     kmax = len(cands) if routers is None else min(routers, len(cands))
-    depth = np.asarray(prep.depth)
-    logp = np.asarray(prep.logp)
-    n = prep.n
-    INF = math.inf
-
-    # anc[v]: node indices that can be v's nearest repair point above
-    # (the source and candidate ancestors), top first.
-    anc: list[list[int]] = [[] for _ in range(n)]
-    for i in range(1, n):
-        p = prep.parent[i]
-        anc[i] = anc[p] + [p] if (p == 0 or is_cand[p]) else anc[p]
-
-    def cost(a_idx: list[int], v: int) -> Any:
-        a = np.asarray(a_idx)
-        return 2.0 * (depth[v] - depth[a]) / np.exp(logp[v] - logp[a])
-
-    def merge(tables: list[Any]) -> tuple[Any, list[Any]]:
-        """Min-plus merge along the budget axis; returns the result and, per
-        step, the budget given to the newly merged table (argmin)."""
-        acc = tables[0]
-        args = []
-        for b in tables[1:]:
-            width = min(acc.shape[1] + b.shape[1] - 1, kmax + 1)
-            out = np.full((acc.shape[0], width), INF)
-            arg = np.zeros((acc.shape[0], width), dtype=np.int32)
-            for x in range(min(b.shape[1], width)):
-                m = min(acc.shape[1], width - x)
-                cand = acc[:, :m] + b[:, x : x + 1]
-                cur = out[:, x : x + m]
-                better = cand < cur
-                cur[better] = cand[better]
-                arg[:, x : x + m][better] = x
-            acc = out
-            args.append(arg)
-        return acc, args
-
-    F: list[Any] = [None] * n
-    memo: list[Any] = [None] * n  # per router: (NR merge args, RP merge args, choice)
-    for v in range(n - 1, 0, -1):
-        rows = len(anc[v])
-        if prep.is_rcv[v]:
-            F[v] = cost(anc[v], v)[:, None]
+    dp = _RouteDP(prep, is_cand, kmax)
+    sizes = range(kmax + 1) if ks is None else sorted({k for k in ks if 0 <= k <= kmax})
+    out = []
+    for k in sizes:
+        if k >= len(dp.total) or not math.isfinite(dp.total[k]):
             continue
-        kids = prep.children[v]
-        nr, nr_args = merge([F[c][:rows] for c in kids])
-        if is_cand[v]:
-            rp, rp_args = merge([F[c][rows : rows + 1] for c in kids])
-            width = min(max(nr.shape[1], rp.shape[1] + 1), kmax + 1)
-            out = np.full((rows, width), INF)
-            out[:, : nr.shape[1]] = nr[:, :width]
-            rep = np.full((rows, width), INF)
-            wv = prep.below[v]
-            m = min(rp.shape[1], width - 1)
-            rep[:, 1 : 1 + m] = wv * cost(anc[v], v)[:, None] + rp[:, :m]
-            choice = rep < out
-            out[choice] = rep[choice]
-            memo[v] = (nr_args, rp_args, choice)
-        else:
-            out = nr
-            memo[v] = (nr_args, None, None)
-        F[v] = out
-        for c in kids:
-            F[c] = None  # backtracking needs only the merge records
-    root_tables = [F[c][0:1] for c in prep.children[0]]
-    total, root_args = merge(root_tables)
-    total = total[0]
+        s = dp.backtrack(k)
+        vals = ev(s)
+        out.append(_placement(prep, s, vals, "dp", "route"))
+    return out
 
-    def backtrack(k: int) -> list[int]:
+
+class _RouteDP:
+    """The dynamic program behind :func:`optimal_dp`, solved once for every k = 0..kmax.
+
+    ``F[v][row, j]`` is the least total delay of the routes below v (weighted by receivers)
+    when v's nearest repair point above is its ``row``-th possible anchor and j repair
+    routers are placed below v. The tables are built bottom-up; only the merge records
+    (``memo``, ``root_args``) are kept, enough to backtrack a placement for any k, and
+    ``total[k]`` is the optimum with k routers.
+    """
+
+    def __init__(self, prep: _Prepared, is_cand: list[bool], kmax: int):
+        import numpy as np
+
+        self.prep = prep
+        self.is_cand = is_cand
+        self.kmax = kmax
+        self.depth = np.asarray(prep.depth)
+        self.logp = np.asarray(prep.logp)
+        self.anc = _possible_anchors(prep, is_cand)
+        self.memo: list[Any] = [None] * prep.n  # per router: (NR merge args, RP merge args, choice)
+        self.total, self.root_args = self._solve()
+
+    def _cost(self, a_idx: list[int], v: int) -> Any:
+        """The stretch cost 2T/P from each anchor in ``a_idx`` down to v (one row per anchor)."""
+        import numpy as np
+
+        a = np.asarray(a_idx)
+        return 2.0 * (self.depth[v] - self.depth[a]) / np.exp(self.logp[v] - self.logp[a])
+
+    def _solve(self) -> tuple[Any, list[Any]]:
+        """Fill the tables from the leaves up and merge the source's children: the optimum for
+        each k, and the root merge's records."""
+        prep = self.prep
+        F: list[Any] = [None] * prep.n
+        for v in range(prep.n - 1, 0, -1):
+            if prep.is_rcv[v]:
+                F[v] = self._cost(self.anc[v], v)[:, None]
+                continue
+            F[v] = self._router_table(v, F)
+            for c in prep.children[v]:
+                F[c] = None  # backtracking needs only the merge records
+        root_tables = [F[c][0:1] for c in prep.children[0]]
+        total, root_args = _minplus_merge(root_tables, self.kmax)
+        return total[0], root_args
+
+    def _router_table(self, v: int, F: list[Any]) -> Any:
+        """Router v's table from its children's: the better, per anchor row and budget, of not
+        repairing at v (children keep v's anchors) and, for a candidate, repairing at v
+        (children anchored at v, one router spent, v's own stretch cost added)."""
+        import numpy as np
+
+        prep = self.prep
+        rows = len(self.anc[v])
+        kids = prep.children[v]
+        nr, nr_args = _minplus_merge([F[c][:rows] for c in kids], self.kmax)
+        if not self.is_cand[v]:
+            self.memo[v] = (nr_args, None, None)
+            return nr
+        rp, rp_args = _minplus_merge([F[c][rows : rows + 1] for c in kids], self.kmax)
+        width = min(max(nr.shape[1], rp.shape[1] + 1), self.kmax + 1)
+        out = np.full((rows, width), math.inf)
+        out[:, : nr.shape[1]] = nr[:, :width]
+        rep = np.full((rows, width), math.inf)
+        wv = prep.below[v]
+        m = min(rp.shape[1], width - 1)
+        rep[:, 1 : 1 + m] = wv * self._cost(self.anc[v], v)[:, None] + rp[:, :m]
+        choice = rep < out
+        out[choice] = rep[choice]
+        self.memo[v] = (nr_args, rp_args, choice)
+        return out
+
+    def backtrack(self, k: int) -> list[int]:
+        """The repair routers of an optimal placement of k routers, read off the merge records."""
+        prep = self.prep
         chosen: list[int] = []
         # (node, anchor row, budget) for the source's children.
-        stack = _split(prep.children[0], root_args, 0, k)
-        stack = [(c, 0, j) for c, j in stack]
+        stack = [(c, 0, j) for c, j in _split(prep.children[0], self.root_args, 0, k)]
         while stack:
             v, row, j = stack.pop()
             if prep.is_rcv[v]:
                 continue
-            nr_args, rp_args, choice = memo[v]
+            nr_args, rp_args, choice = self.memo[v]
             kids = prep.children[v]
             if choice is not None and j < choice.shape[1] and choice[row, j]:
                 chosen.append(v)
-                r = len(anc[v])
+                r = len(self.anc[v])
                 stack += [(c, r, jj) for c, jj in _split(kids, rp_args, 0, j - 1)]
             else:
                 stack += [(c, row, jj) for c, jj in _split(kids, nr_args, row, j)]
         return chosen
 
-    sizes = range(kmax + 1) if ks is None else sorted({k for k in ks if 0 <= k <= kmax})
-    out = []
-    for k in sizes:
-        if k >= len(total) or not math.isfinite(total[k]):
-            continue
-        s = backtrack(k)
-        vals = ev(s)
-        out.append(_placement(prep, s, vals, "dp", "route"))
-    return out
+
+def _possible_anchors(prep: _Prepared, is_cand: list[bool]) -> list[list[int]]:
+    """``anc[v]``: the node indices that can be v's nearest repair point above (the source and
+    the candidate ancestors), top first; a table's row is an index into this list."""
+    anc: list[list[int]] = [[] for _ in range(prep.n)]
+    for i in range(1, prep.n):
+        p = prep.parent[i]
+        anc[i] = anc[p] + [p] if (p == 0 or is_cand[p]) else anc[p]
+    return anc
+
+
+def _minplus_merge(tables: list[Any], kmax: int) -> tuple[Any, list[Any]]:
+    """Min-plus merge along the budget axis (capped at ``kmax``); returns the result and,
+    per step, the budget given to the newly merged table (argmin)."""
+    import numpy as np
+
+    acc = tables[0]
+    args = []
+    for b in tables[1:]:
+        width = min(acc.shape[1] + b.shape[1] - 1, kmax + 1)
+        out = np.full((acc.shape[0], width), math.inf)
+        arg = np.zeros((acc.shape[0], width), dtype=np.int32)
+        for x in range(min(b.shape[1], width)):
+            m = min(acc.shape[1], width - x)
+            cand = acc[:, :m] + b[:, x : x + 1]
+            cur = out[:, x : x + m]
+            better = cand < cur
+            cur[better] = cand[better]
+            arg[:, x : x + m][better] = x
+        acc = out
+        args.append(arg)
+    return acc, args
 
 
 def _split(kids: Sequence[int], args: list[Any], row: int, j: int) -> list[tuple[int, int]]:
