@@ -34,6 +34,17 @@ def _cli(*args, env):
     )
 
 
+def _prepare(url: str, where, env) -> dict:
+    """`bcast prepare` with the hash list at ``where``; its --json."""
+    run = _cli("prepare", url, "--piece-size", "64KiB", "--manifest-url", str(where), "--json", env=env)
+    assert run.returncode == 0, run.stderr
+    return json.loads(run.stdout)
+
+
+def _get(url: str, out, nodes: int, *extra: str, env):
+    return _cli(url, "--out", str(out), "--local", str(nodes), *extra, env=env)
+
+
 def _no_keys(gw, tmp_path) -> dict:
     """The endpoint and region, but no credentials and no AWS config files of this machine."""
     env = {k: v for k, v in os.environ.items() if k not in AWS_VARS}
@@ -76,13 +87,11 @@ def _outputs_match(tmp_path, nodes: int, digest: str) -> None:
 def test_hash_list_in_a_local_file(versitygw, buckets, tmp_path):
     env = {**os.environ, **versitygw.environ()}
     url, lst = "s3://access-private/obj.bin", tmp_path / "obj.hashes.json"
-    prep = _cli("prepare", url, "--piece-size", "64KiB", "--manifest-url", str(lst), "--json", env=env)
-    assert prep.returncode == 0, prep.stderr
-    assert json.loads(prep.stdout)["hash_list"] == str(lst)
+    assert _prepare(url, lst, env)["hash_list"] == str(lst)
     assert json.loads(lst.read_text())["sha256"] == buckets
     with pytest.raises(ObjectNotFound):  # nothing written beside the object
         S3Client(versitygw.s3_config()).head(mf.sidecar_url(url))
-    run = _cli(url, "--out", str(tmp_path / "out"), "--local", "3", "--manifest-url", str(lst), "--json", env=env)
+    run = _get(url, tmp_path / "out", 3, "--manifest-url", str(lst), env=env)
     assert run.returncode == 0, run.stderr
     _outputs_match(tmp_path, 3, buckets)
 
@@ -90,8 +99,8 @@ def test_hash_list_in_a_local_file(versitygw, buckets, tmp_path):
 def test_hash_list_in_another_bucket(versitygw, buckets, tmp_path):
     env = {**os.environ, **versitygw.environ()}
     url, lst = "s3://access-private/obj.bin", "s3://access-lists/hashes/obj.json"
-    assert _cli("prepare", url, "--piece-size", "64KiB", "--manifest-url", lst, env=env).returncode == 0
-    run = _cli(url, "--out", str(tmp_path / "out"), "--local", "2", "--manifest-url", lst, env=env)
+    _prepare(url, lst, env)
+    run = _get(url, tmp_path / "out", 2, "--manifest-url", lst, env=env)
     assert run.returncode == 0, run.stderr
     _outputs_match(tmp_path, 2, buckets)
 
@@ -99,16 +108,7 @@ def test_hash_list_in_another_bucket(versitygw, buckets, tmp_path):
 def test_missing_hash_list_elsewhere_says_how_to_make_it(versitygw, buckets, tmp_path):
     env = {**os.environ, **versitygw.environ()}
     where = tmp_path / "none.json"
-    run = _cli(
-        "s3://access-private/obj.bin",
-        "--out",
-        str(tmp_path / "x"),
-        "--local",
-        "1",
-        "--manifest-url",
-        str(where),
-        env=env,
-    )
+    run = _get("s3://access-private/obj.bin", tmp_path / "x", 1, "--manifest-url", str(where), env=env)
     assert run.returncode == 2 and "Traceback" not in run.stderr  # what the user named is missing
     assert f"--manifest-url {where}" in run.stderr and "parcomm bcast prepare" in run.stderr
     assert list(tmp_path.iterdir()) == []
@@ -118,26 +118,13 @@ def test_public_bucket_without_credentials(versitygw, buckets, tmp_path):
     """--no-sign-request: no key anywhere in the environment or config files."""
     env = {**os.environ, **versitygw.environ()}
     url, lst = "s3://access-public/obj.bin", tmp_path / "public.json"
-    assert _cli("prepare", url, "--piece-size", "64KiB", "--manifest-url", str(lst), env=env).returncode == 0
+    _prepare(url, lst, env)
     bare = _no_keys(versitygw, tmp_path)
-    run = _cli(
-        url,
-        "--out",
-        str(tmp_path / "out"),
-        "--local",
-        "2",
-        "--manifest-url",
-        str(lst),
-        "--no-sign-request",
-        "--json",
-        env=bare,
-    )
+    run = _get(url, tmp_path / "out", 2, "--manifest-url", str(lst), "--no-sign-request", env=bare)
     assert run.returncode == 0, run.stderr
     _outputs_match(tmp_path, 2, buckets)
     # The same unsigned request to a private bucket is refused, saying how it was made.
-    denied = _cli(
-        "s3://access-private/obj.bin", "--out", str(tmp_path / "p"), "--local", "1", "--no-sign-request", env=bare
-    )
+    denied = _get("s3://access-private/obj.bin", tmp_path / "p", 1, "--no-sign-request", env=bare)
     assert denied.returncode != 0 and "Traceback" not in denied.stderr
     assert "access denied" in denied.stderr and "--no-sign-request" in denied.stderr, denied.stderr
 
@@ -145,32 +132,21 @@ def test_public_bucket_without_credentials(versitygw, buckets, tmp_path):
 def test_aws_profile_from_the_config_files(versitygw, buckets, tmp_path):
     env = {**os.environ, **versitygw.environ()}
     url, lst = "s3://access-private/obj.bin", tmp_path / "obj.json"
-    assert _cli("prepare", url, "--piece-size", "64KiB", "--manifest-url", str(lst), env=env).returncode == 0
+    _prepare(url, lst, env)
     bare = _no_keys(versitygw, tmp_path)
     creds = tmp_path / "credentials"
     creds.write_text(
         f"[parcomm-test]\naws_access_key_id = {versitygw.access_key}\naws_secret_access_key = {versitygw.secret_key}\n"
     )
     bare["AWS_SHARED_CREDENTIALS_FILE"] = str(creds)
-    run = _cli(
-        url,
-        "--out",
-        str(tmp_path / "out"),
-        "--local",
-        "2",
-        "--manifest-url",
-        str(lst),
-        "--profile",
-        "parcomm-test",
-        env=bare,
-    )
+    run = _get(url, tmp_path / "out", 2, "--manifest-url", str(lst), "--profile", "parcomm-test", env=bare)
     assert run.returncode == 0, run.stderr
     _outputs_match(tmp_path, 2, buckets)
     assert versitygw.secret_key not in run.stdout + run.stderr
     # Without the profile there are no credentials, and the error says where they could come from.
-    none = _cli(url, "--out", str(tmp_path / "n"), "--local", "1", "--manifest-url", str(lst), env=bare)
+    none = _get(url, tmp_path / "n", 1, "--manifest-url", str(lst), env=bare)
     assert none.returncode != 0 and "--profile" in none.stderr and "Traceback" not in none.stderr
-    unknown = _cli(url, "--out", str(tmp_path / "u"), "--local", "1", "--profile", "nope", env=bare)
+    unknown = _get(url, tmp_path / "u", 1, "--profile", "nope", env=bare)
     assert unknown.returncode != 0 and "Traceback" not in unknown.stderr
     assert "--profile nope: no such profile" in unknown.stderr, unknown.stderr
 
@@ -188,20 +164,8 @@ def test_healthy_run_loses_no_peer(versitygw, buckets, tmp_path):
     """Peers that finish and close first departed; they were not lost."""
     env = {**os.environ, **versitygw.environ()}
     url, lst = "s3://access-private/obj.bin", tmp_path / "obj.json"
-    assert _cli("prepare", url, "--piece-size", "64KiB", "--manifest-url", str(lst), env=env).returncode == 0
-    run = _cli(
-        url,
-        "--out",
-        str(tmp_path / "out"),
-        "--local",
-        "4",
-        "--manifest-url",
-        str(lst),
-        "--work-pieces",
-        "2",
-        "--json",
-        env=env,
-    )
+    _prepare(url, lst, env)
+    run = _get(url, tmp_path / "out", 4, "--manifest-url", str(lst), "--work-pieces", "2", "--json", env=env)
     assert run.returncode == 0, run.stderr
     nodes = json.loads(run.stdout)["nodes"]
     assert len(nodes) == 4 and all(n["peers_lost"] == [] and n["peers_dropped"] == [] for n in nodes), nodes
@@ -218,7 +182,7 @@ def test_mpi_ranks_sharing_one_output_are_refused(versitygw, buckets, tmp_path):
         pytest.skip(str(exc))
     env = {**os.environ, **versitygw.environ()}
     url, lst = "s3://access-private/obj.bin", tmp_path / "obj.json"
-    assert _cli("prepare", url, "--piece-size", "64KiB", "--manifest-url", str(lst), env=env).returncode == 0
+    _prepare(url, lst, env)
     out = tmp_path / "shared.bin"
     cmd = [mpiexec, "-n", "3", sys.executable, "-m", "parcomm", "bcast", url, "--mpi", "--manifest-url", str(lst)]
     run = subprocess.run([*cmd, "--out", str(out)], env=env, capture_output=True, text=True, timeout=180)
