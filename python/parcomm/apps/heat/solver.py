@@ -132,11 +132,7 @@ async def heat_program(
     every rank adds ``"step_end_s"``: its time at the end of each step.
     """
     check_r(r)
-    d = Decomposition(N, M)
-    if comm.size != d.tasks:
-        raise ValueError(f"M = {M} needs {d.tasks} ranks, got {comm.size}")
-    if mflops is not None and mflops <= 0:
-        raise ValueError(f"mflops must be positive, got {mflops}")
+    d = _decomposition(comm, N, M, mflops)
     me, n = comm.rank, d.n
     rows, cols = d.block(me)
     u = np.zeros((n + 2, n + 2))
@@ -147,34 +143,13 @@ async def heat_program(
     msg_bytes = 8 * n
     rate = None if mflops is None else mflops * 1e6 / flops_per_point  # points per second
 
-    async def work(points_fn) -> float:
-        t = comm.wtime()
-        pts = points_fn(u, v)
-        if rate is not None:
-            await comm.compute(pts / rate)
-        return comm.wtime() - t
-
     await comm.barrier()
     t0 = comm.wtime()
     compute_s = 0.0
     ends: list[float] = []
     for _ in range(steps):
-        # A message going in direction dd carries tag dd; the receiver expects
-        # from its neighbour in direction dd the message that travelled _OPPOSITE[dd].
-        recvs = [(dd, comm.irecv(source=q, tag=_OPPOSITE[dd])) for dd, q in nbrs.items()]
-        sends = [comm.isend(_edge(u, dd), dest=q, tag=dd, nbytes=msg_bytes) for dd, q in nbrs.items()]
-        if overlap:
-            compute_s += await work(k.interior)
-            vals = await comm.waitall([rq for _, rq in recvs])
-            for (dd, _), val in zip(recvs, vals):
-                _put_halo(u, dd, val)
-            compute_s += await work(k.boundary)
-        else:
-            vals = await comm.waitall([rq for _, rq in recvs])
-            for (dd, _), val in zip(recvs, vals):
-                _put_halo(u, dd, val)
-            compute_s += await work(k.update)
-        await comm.waitall(sends)
+        for dt in await _step(comm, k, u, v, nbrs, msg_bytes, rate, overlap):
+            compute_s += dt
         u, v = v, u
         if trace:
             ends.append(comm.wtime() - t0)
@@ -191,27 +166,99 @@ async def heat_program(
         out["step_end_s"] = ends
     local = u[1:-1, 1:-1]
     if me != 0:
-        await comm.send(
-            (float(local.max()), local.copy() if gather else None),
-            dest=0,
-            tag=_RESULT_TAG,
-            nbytes=8 + (local.nbytes if gather else 0),
-        )
+        await _send_result(comm, local, gather)
         return out
+    gmax, field = await _collect_results(comm, d, local, gather)
+    out["max"] = gmax
+    if gather:
+        out["field"] = field
+    return out
+
+
+def _decomposition(comm, N: int, M: int, mflops: float | None) -> Decomposition:
+    """The M x M decomposition of the N x N grid, refused before any communication when
+    the run has the wrong number of ranks or a CPU speed that is not positive."""
+    d = Decomposition(N, M)
+    if comm.size != d.tasks:
+        raise ValueError(f"M = {M} needs {d.tasks} ranks, got {comm.size}")
+    if mflops is not None and mflops <= 0:
+        raise ValueError(f"mflops must be positive, got {mflops}")
+    return d
+
+
+async def _work(comm, points_fn, u: np.ndarray, v: np.ndarray, rate: float | None) -> float:
+    """Run one update (``points_fn(u, v)`` returns the points it updated); on the simulator
+    (``rate`` in points per second) also advance simulated time by what the platform's CPU
+    would take. Returns the time it took on the communicator's clock."""
+    t = comm.wtime()
+    pts = points_fn(u, v)
+    if rate is not None:
+        await comm.compute(pts / rate)
+    return comm.wtime() - t
+
+
+async def _step(
+    comm,
+    k: HeatKernel,
+    u: np.ndarray,
+    v: np.ndarray,
+    nbrs: dict[int, int],
+    msg_bytes: int,
+    rate: float | None,
+    overlap: bool,
+) -> list[float]:
+    """One time step from ``u`` into ``v``: post the halo receives, send the four edges, update
+    (the interior while the messages fly, then the outer ring, or, without ``overlap``,
+    everything once the halos are in), and wait for the sends. Returns the compute time of
+    each update, in order (the caller adds them one by one to its running total)."""
+    # A message going in direction dd carries tag dd; the receiver expects
+    # from its neighbour in direction dd the message that travelled _OPPOSITE[dd].
+    recvs = [(dd, comm.irecv(source=q, tag=_OPPOSITE[dd])) for dd, q in nbrs.items()]
+    sends = [comm.isend(_edge(u, dd), dest=q, tag=dd, nbytes=msg_bytes) for dd, q in nbrs.items()]
+    times = []
+    if overlap:
+        times.append(await _work(comm, k.interior, u, v, rate))
+        await _receive_halos(comm, u, recvs)
+        times.append(await _work(comm, k.boundary, u, v, rate))
+    else:
+        await _receive_halos(comm, u, recvs)
+        times.append(await _work(comm, k.update, u, v, rate))
+    await comm.waitall(sends)
+    return times
+
+
+async def _receive_halos(comm, u: np.ndarray, recvs: list[tuple[int, Any]]) -> None:
+    """Wait for the posted halo receives and write each into ``u``'s ghost ring."""
+    vals = await comm.waitall([rq for _, rq in recvs])
+    for (dd, _), val in zip(recvs, vals):
+        _put_halo(u, dd, val)
+
+
+async def _send_result(comm, local: np.ndarray, gather: bool) -> None:
+    """A rank other than 0 sends rank 0 its local maximum (and, with ``gather``, its block)."""
+    await comm.send(
+        (float(local.max()), local.copy() if gather else None),
+        dest=0,
+        tag=_RESULT_TAG,
+        nbytes=8 + (local.nbytes if gather else 0),
+    )
+
+
+async def _collect_results(comm, d: Decomposition, local: np.ndarray, gather: bool) -> tuple[float, np.ndarray | None]:
+    """On rank 0: the global maximum and, with ``gather``, the whole N x N field, from its own
+    block and every other rank's (received in rank order)."""
+    rows, cols = d.block(0)
     gmax = float(local.max())
     field = None
     if gather:
-        field = np.empty((N, N))
+        field = np.empty((d.N, d.N))
         field[rows, cols] = local
     for q in range(1, comm.size):
         m, blk = await comm.recv(source=q, tag=_RESULT_TAG)
         gmax = max(gmax, m)
         if gather:
             field[d.block(q)] = blk
-    out["max"] = gmax
-    if gather:
-        out["field"] = field
-    return out
+    return gmax, field
 
 
 def summarize(results: list[dict], N: int, steps: int, flops_per_point: int = FLOPS_PER_POINT) -> dict[str, Any]:
