@@ -345,6 +345,8 @@ def _plot(ctx, sweep, models, seg, cross, place_rows, whatif) -> list[str]:
     ax.axhline(pmax.mid, color="k", ls=":", label=f"{pmax.label()}: maximum {pmax.shown()}")
     ax.set_xscale("log", base=2)
     ax.set_yscale("log")
+    ax.set_xticks(Ns, [str(n) for n in Ns])
+    ax.set_xticks([], minor=True)
     ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0))
     ax.set_xlabel("N")
     ax.set_ylabel("MFlop/s")

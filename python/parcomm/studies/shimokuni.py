@@ -59,8 +59,9 @@ CAPTIONS = {
     "A and D differing by 0.2 % at 40 ms, is a ratio and is compared in the verdicts table.",
     "study4_tradeoff": "Shimokuni et al. study 4: expected delay against system-wide retransmission buffer for an "
     "8-network path to a binary tree of 128 receivers (622 Mbit/s); grey dots are the best "
-    "placement for each router count, filled circles the paper's placements A-E by parcomm's model, hollow black "
-    "squares the paper's printed study-4 table (§4 1.4, exact).",
+    "placement for each router count, filled circles the paper's placements A-E by parcomm's model, red crosses "
+    "the same placements in the packet simulator (one route: arrival + one-way delay), hollow black squares the "
+    "paper's printed study-4 table (§4 1.4, exact).",
     "fig10_study5": "Shimokuni et al. Fig. 10 (study 5): expected delay against the number of links n at router "
     "beta for placements A-D (solid: all-or-nothing rounds; dotted: exact coverage). The paper's values are not "
     "in its text (plot only).",
@@ -497,6 +498,16 @@ def run(ctx: StudyContext) -> StudyReport:
         label="paper (study-4 table, §4 1.4)",
         **paper_data.STYLE,
     )
+    if all("sim_route_delay_ms" in r for r in s4):
+        ax.plot(
+            [r["buffer_system_MB"] for r in s4],
+            [r["sim_route_delay_ms"] for r in s4],
+            "x",
+            color="C3",
+            ms=8,
+            mew=1.5,
+            label="paper's placements A-E (simulator, route)",
+        )
     ax.set_xlabel("system-wide retransmission buffer (MB)")
     ax.set_ylabel("expected delay (ms)")
     ax.set_title("Study 4: 8 networks, binary tree of 128 receivers, 622 Mbit/s", fontsize=10)

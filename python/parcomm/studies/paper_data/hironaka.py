@@ -25,7 +25,7 @@ VALUES: list[PaperValue] = [
         "largest performance reached, M = 11 (121 tasks)",
         56.0,
         "MFlop/s",
-        "§6 (Fig. 4)",
+        "§6, Fig. 4",
         "text",
         approx="'最大約 56MFlops' (at most about)",
         note="the text does not say at which N; N = 2640 is the largest of Fig. 4's sizes",
