@@ -346,6 +346,7 @@ def index_html(reports: list[dict[str, Any]], info: dict[str, Any], base: Path |
             f"<a href='#{name}-why'>why it differs</a>" if d else "",
             f"<a href='#{name}-ways'>four ways</a>" if rep.get("ways") else "",
             f"<a href='#{name}-figures'>figures</a>" if rep.get("figures") else "",
+            f"<a href='#{name}-paper'>the paper's values</a>" if rep.get("paper_values") else "",
             f"<a href='#{name}-notes'>notes</a>" if rep.get("notes") else "",
         ]
         toc.append(
