@@ -699,7 +699,7 @@ def _notes(rep, plan, prof) -> None:
 def _plots(ctx, f1_rows, flat_rates, fig2, fig11, summary, big, plan) -> list[str]:
     plt = ctx.pyplot()
     out = []
-    fig, axes = plt.subplots(1, 2, figsize=(10, 3.6))
+    fig, axes = plt.subplots(1, 2, figsize=(10, 4.3))
     ax = axes[0]
     ax.bar(
         [r["mb_s_low"] + 0.5 for r in f1_rows],
@@ -723,10 +723,13 @@ def _plots(ctx, f1_rows, flat_rates, fig2, fig11, summary, big, plan) -> list[st
         label="profile: share below x",
     )
     le6, ge8 = paper_data.get(NAME, "fig1_le6"), paper_data.get(NAME, "fig1_ge8")
-    cx.plot([le6.x, ge8.x], [le6.value, 1 - ge8.mid], "o", label=f"{le6.label()}: share below x", **paper_data.STYLE)
+    cx.plot([le6.x, ge8.x], [le6.value, 1 - ge8.mid], "o", label=le6.label(), **paper_data.STYLE)
     cx.set_ylim(0, 1.05)
     cx.set_ylabel("cumulative share")
-    cx.legend(loc="upper left", fontsize=7)
+    h1, l1 = ax.get_legend_handles_labels()
+    h2, l2 = cx.get_legend_handles_labels()
+    cx.legend(h1 + h2, l1 + l2, loc="upper center", bbox_to_anchor=(0.5, -0.16), ncol=2, fontsize=7)
+    ax.legend().set_visible(False)  # one legend for both axes
     ax = axes[1]
     for n, vals in flat_rates.items():
         if vals:
