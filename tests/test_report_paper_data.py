@@ -169,3 +169,62 @@ def test_quick_study_report_has_paper_series_and_four_ways(tmp_path):
     assert any("paper&#x27;s printed study-4 table" in c for c in caps), caps
     assert any("not in its text" in c for c in caps)
     assert rep.captions["study4_tradeoff.png"].count("hollow") == 1
+
+
+def test_four_ways_fill_the_emulated_column_when_the_emulation_ran(tmp_path):
+    """The full, root path (not run in CI): emulated rows go into the emulate column."""
+    from parcomm.studies import chiba, nomura, oguchi
+    from parcomm.studies.framework import StudyContext, StudyReport
+
+    full = StudyContext(out_dir=tmp_path, quick=False)
+    quick = StudyContext(out_dir=tmp_path, quick=True)
+
+    # nomura: MPICH on the emulated cluster at P = 8 (and 16); P = 64 is simulated only.
+    def nrow(profile, procs, algo, m, t):
+        return {
+            "profile": profile,
+            "procs": procs,
+            "algo": algo,
+            "size_bytes": m,
+            "actual_s": t,
+            "timeouts": 0,
+            **{f"{k}_s": t * 1.1 for k in nomura.MODELS},
+        }
+
+    sim = [nrow(nomura.PAPER_PROFILE, p, a, m, 0.01) for p in (8, 64) for a in "AB" for m in nomura.WAY_SIZES]
+    emu = [nrow(nomura.nomura_emu.PROFILE, p, a, m, 0.05) for p in (8, 16) for a in "AB" for m in nomura.WAY_SIZES]
+    rows = nomura._ways(full, sim + emu)
+    p8 = [r for r in rows if "P = 8," in r["quantity"]]
+    p64 = [r for r in rows if "P = 64," in r["quantity"]]
+    assert len(rows) == 12 and all("MPICH at 100 Mbit/s" in r["emulate"] for r in p8)
+    assert all(r["emulate"] == "emulated at P = 8, 16 only" and "emulate" in r["skipped"] for r in p64)
+    assert all(r["emulate"] == NOT_IN_QUICK for r in nomura._ways(quick, sim))
+
+    # chiba: real parcomm bcast processes in namespaces.
+    f2 = [
+        {"algo": a, "slowest_s": 20.0, "fastest_s": 10.0, "fraction_of_bound": 0.5, "bound_s": 10.0}
+        for a in chiba.ALGOS
+    ]
+    f11 = [{"algo": a, "nodes": n, "total_mb_s": 10.0 * (1 + (a != "flat"))} for a in chiba.ALGOS for n in (4, 32)]
+    rep = StudyReport("chiba", "t", "s")
+    rep.tables["emu_fig2_9_10"] = [dict(r, slowest_s=2.0, fastest_s=1.0) for r in f2]
+    rep.tables["emu_fig11"] = [dict(r, nodes=16) for r in f11 if r["nodes"] == 4]
+    rows = chiba._ways(full, rep, chiba.Plan(False), f2, f11)
+    assert all(not r["emulate"].startswith("not") for r in rows), rows
+    assert rows[-1]["emulate"] == "2.00x at 16 nodes" and rows[-1]["simulate"] == "2.00x at 32 nodes"
+    assert all(
+        r["emulate"] == NOT_IN_QUICK
+        for r in chiba._ways(quick, StudyReport("chiba", "t", "s"), chiba.Plan(True), f2, f11)
+    )
+
+    # oguchi: the pass-end exchange, emulated beside its two simulated twins.
+    lab = oguchi._label(oguchi.EMU_HOSTS, oguchi.EMU_CONFS[0])
+    e = [
+        {"rto": lab, "backend": b, "runs": n, "time_s": 1.0, "retx_bytes_per_host": 2e3, "timeouts": 3}
+        for b, n in (("emulated (Linux TCP)", 3), ("simulated (sack-tlp twin)", 1), ("simulated-linux (linux twin)", 1))
+    ]
+    rows = oguchi._ways(full, {"pass3plus_s": 3.0}, e, "", 100)
+    assert rows[0]["simulate"] == "3.00 s" and "paper 21.5 s" in rows[0]["note"]
+    assert rows[1]["emulate"].endswith("(mean of 3)") and "SACK+TLP" in rows[1]["simulate"]
+    assert rows[2]["emulate"] == "not run (see the notes)"
+    assert oguchi._ways(quick, {"pass3plus_s": 3.0}, [], "", 100)[1]["emulate"] == NOT_IN_QUICK
