@@ -34,7 +34,7 @@ Every mean is repeated until its 95 % confidence interval is within
 from __future__ import annotations
 
 import statistics
-from typing import Any, Callable, Sequence
+from typing import Any, Callable, NamedTuple, Sequence
 
 from ..comm.base import RESERVED_TAG_BASE
 from ..models.params import PlogPParams
@@ -191,76 +191,28 @@ def measure(
     """Measure PlogP(-BR) parameters of the platform behind ``runner``; with
     ``rto_probe``, also PlogP-BR+'s expected RTO waits (:mod:`.rto_probe`)
     at ``rto_sizes`` (default: ``sizes``), ``rto_calls`` timed calls each."""
-    sizes = sorted(set(int(s) for s in sizes) | {0})
-    if any(s < 0 for s in sizes):
-        raise ValueError("sizes must be >= 0")
-    if procs < 2:
-        raise ValueError("measuring needs at least 2 processes")
-    if rto_probe and procs & (procs - 1):
-        raise ValueError(f"the RTO probe runs Alltoall A and B, which need a power-of-two number of ranks, got {procs}")
-
-    def mean_of(program, kw: dict, rank: int = 0) -> tuple[float, int]:
-        def draw(k: int) -> list[float]:
-            return runner(program, {**kw, "reps": k})[rank]
-
-        mean, _half, n = sample_until(draw, rel_ci=rel_ci, max_n=max_reps)
-        return mean, n
-
-    progress("RTT(0, 0) and g(0)")
-    rtt0, _ = mean_of(rtt_program, {"m": 0, "back": 0})
-    burst = 16
-    t_burst, _ = mean_of(rtt_program, {"m": 0, "back": 0, "burst": burst})
-    g0 = max(0.0, (t_burst - rtt0) / (burst - 1))
-    L = max(0.0, rtt0 / 2 - g0)
-
-    g, o_s, o_r = [], [], []
-    for m in sizes:
-        progress(f"g, o_s, o_r at m = {m} B")
-        rtt_m, _ = mean_of(rtt_program, {"m": m, "back": 0})
-        g.append(max(0.0, rtt_m - rtt0 + g0) if m else g0)
-        o_s.append(mean_of(overhead_program, {"m": m, "wait_s": 4 * rtt_m + 1e-3})[0])
-        o_r.append(mean_of(overhead_program, {"m": m, "wait_s": 4 * rtt_m + 1e-3}, rank=1)[0])
-
+    sizes = _checked_sizes(sizes, procs, rto_probe)
+    p2p = _point_to_point(runner, sizes, rel_ci, max_reps, progress)
     g_pattern: dict[str, list[float]] = {}
     if patterns == "alltoall" and procs & (procs - 1) == 0:
-        ks = list(pattern_ks) if pattern_ks else list(range(1, procs))
-        for k in ks:
-            if not 1 <= k < procs:
-                raise ValueError(f"pattern xor{k} needs 1 <= k < {procs}")
-        per_k: dict[int, list[float]] = {k: [] for k in ks}
-        for m in sizes:
-            progress(f"g(m, C) for {len(ks)} patterns at m = {m} B")
-            t_ce = _max_over_ranks(runner, m, [1], rel_ci, max_reps, pair_only=True)[1]
-            t_c = _max_over_ranks(runner, m, ks, rel_ci, max_reps)
-            g_ce = _interp_at(sizes, g, m)
-            for k in ks:
-                per_k[k].append(max(0.0, t_c[k] / t_ce * (g_ce + L) - L))
-        for k in range(1, procs):
-            # Patterns not measured take the nearest measured one's values: on
-            # one switch every XOR pattern is a permutation, equivalent by
-            # symmetry (the reduction seed 001 §5 calls for).
-            nearest = min(ks, key=lambda j: (abs(j - k), j))
-            g_pattern[xor_pattern(k)] = per_k[nearest]
+        g_pattern = _pattern_gaps(runner, procs, sizes, pattern_ks, p2p, rel_ci, max_reps, progress)
 
     queue_bytes = None
     link_rate = None
     extra_meta: dict[str, Any] = {}
     if probe_queue and procs >= 4 and not flow_control:
         # Two or more flooders are needed: one sender alone cannot outrun the port.
-        progress("streaming rate and switch queue length q")
-        link_rate = stream_rate(runner, rel_ci, max_reps)
-        queue_bytes, overflowed = _probe_queue(runner, rtt0, link_rate, rto_s, procs)
-        extra_meta["queue_overflow_seen"] = overflowed
-        if not overflowed:
-            progress("the flood never overflowed the port: q is a lower bound (more ranks would fill it)")
+        queue_bytes, link_rate, extra_meta["queue_overflow_seen"] = _queue_length(
+            runner, p2p.rtt0, rto_s, procs, rel_ci, max_reps, progress
+        )
 
     params = PlogPParams(
         procs=procs,
-        L=L,
+        L=p2p.L,
         sizes=list(sizes),
-        g=g,
-        o_s=o_s,
-        o_r=o_r,
+        g=p2p.g,
+        o_s=p2p.o_s,
+        o_r=p2p.o_r,
         g_pattern=g_pattern,
         queue_bytes=queue_bytes,
         flow_control=flow_control,
@@ -270,6 +222,106 @@ def measure(
     if rto_probe:
         _add_rto_probe(runner, params, rto_sizes or sizes, rto_calls, progress)
     return params
+
+
+def _checked_sizes(sizes: Sequence[int], procs: int, rto_probe: bool) -> list[int]:
+    """The message sizes to measure (sorted, distinct, 0 included, none negative), after
+    refusing what cannot be measured, before any run."""
+    sizes = sorted(set(int(s) for s in sizes) | {0})
+    if any(s < 0 for s in sizes):
+        raise ValueError("sizes must be >= 0")
+    if procs < 2:
+        raise ValueError("measuring needs at least 2 processes")
+    if rto_probe and procs & (procs - 1):
+        raise ValueError(f"the RTO probe runs Alltoall A and B, which need a power-of-two number of ranks, got {procs}")
+    return sizes
+
+
+class _PointToPoint(NamedTuple):
+    """What ranks 0 and 1 alone measure: RTT(0, 0), L, and g, o_s, o_r per size."""
+
+    rtt0: float
+    L: float
+    g: list[float]
+    o_s: list[float]
+    o_r: list[float]
+
+
+def _point_to_point(
+    runner: Runner, sizes: list[int], rel_ci: float, max_reps: int, progress: Callable[[str], None]
+) -> _PointToPoint:
+    """PlogP's point-to-point parameters: RTT(0, 0) and g(0) from one and from a burst of
+    zero-byte sends (T(n) = RTT(0, 0) + (n-1)·g(0)), L = RTT(0, 0)/2 - g(0), then per size
+    g(m) = RTT(m, 0) - RTT(0, 0) + g(0) and the send and receive overheads."""
+    progress("RTT(0, 0) and g(0)")
+    rtt0 = _mean(runner, rtt_program, {"m": 0, "back": 0}, rel_ci, max_reps)
+    burst = 16
+    t_burst = _mean(runner, rtt_program, {"m": 0, "back": 0, "burst": burst}, rel_ci, max_reps)
+    g0 = max(0.0, (t_burst - rtt0) / (burst - 1))
+    L = max(0.0, rtt0 / 2 - g0)
+
+    g, o_s, o_r = [], [], []
+    for m in sizes:
+        progress(f"g, o_s, o_r at m = {m} B")
+        rtt_m = _mean(runner, rtt_program, {"m": m, "back": 0}, rel_ci, max_reps)
+        g.append(max(0.0, rtt_m - rtt0 + g0) if m else g0)
+        o_s.append(_mean(runner, overhead_program, {"m": m, "wait_s": 4 * rtt_m + 1e-3}, rel_ci, max_reps))
+        o_r.append(_mean(runner, overhead_program, {"m": m, "wait_s": 4 * rtt_m + 1e-3}, rel_ci, max_reps, rank=1))
+    return _PointToPoint(rtt0, L, g, o_s, o_r)
+
+
+def _pattern_gaps(
+    runner: Runner,
+    procs: int,
+    sizes: list[int],
+    pattern_ks: Sequence[int] | None,
+    p2p: _PointToPoint,
+    rel_ci: float,
+    max_reps: int,
+    progress: Callable[[str], None],
+) -> dict[str, list[float]]:
+    """g(m, C) of eq. 3 for every XOR pattern: T_C of the patterns ``pattern_ks`` (default:
+    all) against T_Ce of the pair, scaled by g(m, C_e) = PlogP's g(m)."""
+    L = p2p.L
+    ks = list(pattern_ks) if pattern_ks else list(range(1, procs))
+    for k in ks:
+        if not 1 <= k < procs:
+            raise ValueError(f"pattern xor{k} needs 1 <= k < {procs}")
+    per_k: dict[int, list[float]] = {k: [] for k in ks}
+    for m in sizes:
+        progress(f"g(m, C) for {len(ks)} patterns at m = {m} B")
+        t_ce = _max_over_ranks(runner, m, [1], rel_ci, max_reps, pair_only=True)[1]
+        t_c = _max_over_ranks(runner, m, ks, rel_ci, max_reps)
+        g_ce = _interp_at(sizes, p2p.g, m)
+        for k in ks:
+            per_k[k].append(max(0.0, t_c[k] / t_ce * (g_ce + L) - L))
+    g_pattern: dict[str, list[float]] = {}
+    for k in range(1, procs):
+        # Patterns not measured take the nearest measured one's values: on
+        # one switch every XOR pattern is a permutation, equivalent by
+        # symmetry (the reduction seed 001 §5 calls for).
+        nearest = min(ks, key=lambda j: (abs(j - k), j))
+        g_pattern[xor_pattern(k)] = per_k[nearest]
+    return g_pattern
+
+
+def _queue_length(
+    runner: Runner,
+    rtt0: float,
+    rto_s: float,
+    procs: int,
+    rel_ci: float,
+    max_reps: int,
+    progress: Callable[[str], None],
+) -> tuple[float | None, float, bool]:
+    """q (§3.1) with the streaming rate it is measured in: (q, link rate, whether the flood
+    overflowed the port; if not, q is only a lower bound)."""
+    progress("streaming rate and switch queue length q")
+    link_rate = stream_rate(runner, rel_ci, max_reps)
+    queue_bytes, overflowed = _probe_queue(runner, rtt0, link_rate, rto_s, procs)
+    if not overflowed:
+        progress("the flood never overflowed the port: q is a lower bound (more ranks would fill it)")
+    return queue_bytes, link_rate, overflowed
 
 
 def _add_rto_probe(
