@@ -261,7 +261,8 @@ def section_html(rep: dict[str, Any], base: Path | None = None) -> str:
         parts += [f"<li>{e(x)}</li>" for x in notes]
         parts.append("</ul>")
     tables = rep.get("tables", {})
-    links = ", ".join(f"<a href='{name}/{html.escape(t)}.csv'>{html.escape(t)}</a>" for t in tables)
+    files = [*tables, *(["four_ways"] if ways else []), *(["paper_values"] if pv else [])]
+    links = ", ".join(f"<a href='{name}/{html.escape(t)}.csv'>{html.escape(t)}</a>" for t in files)
     parts.append(
         f"<p><small class='foot'>{rep.get('wall_s', 0):.1f} s wall time. Tables (CSV, JSON beside them): "
         f"{links or 'none'}.</small></p></section>"
