@@ -313,6 +313,48 @@ def run_local(
     A failing rank raises :class:`CommError` (:class:`CommTimeout` for a
     time-out) naming the root cause first.
     """
+    opts = _check_local_args(program, size, rendezvous, sock_options)
+    kwargs = dict(kwargs or {})
+    ctx = _context(program)
+    # A fresh secret per run, handed to each rank through its private start-up pipe:
+    # a process on this machine that races to connect to a rank's port cannot join.
+    key = JobKey.generate()
+    before = kernel_tcp_counters()
+    wall0 = time.perf_counter()
+    procs: list[Any] = []
+    conns: list[multiprocessing.connection.Connection] = []
+    outcomes: dict[int, RankResult] = {}
+    errors: dict[int, tuple[str, str]] = {}
+    try:
+        rank_args = (tuple(args), kwargs, opts, timeout, connect_timeout, eager_limit, host, key, trace, rendezvous)
+        _start_ranks(ctx, program, size, rank_args, procs, conns)
+        # 1. the registry: every rank reports its port
+        ports = _gather_ports(procs, conns, errors, connect_timeout)
+        addresses = [(host, ports[r]) for r in range(size)]
+        for c in conns:
+            c.send(("addresses", addresses))
+        # 2. results (or failures)
+        _gather_results(procs, conns, outcomes, errors, connect_timeout, timeout)
+    finally:
+        _end_ranks(procs, conns, errors)
+    after = kernel_tcp_counters()
+    ranks = [outcomes[r] for r in range(size)]
+    return RunResult.from_ranks(
+        ranks,
+        backend="socket",
+        wall_s=time.perf_counter() - wall0,
+        counters=_run_counters(ranks, before, after),
+        platform=f"local:{size}@{host}",
+        extra={"sock_options": opts},
+    )
+
+
+def _check_local_args(
+    program: str | Callable[..., Awaitable[Any]], size: int, rendezvous: str, sock_options: dict[str, Any] | None
+) -> dict[str, Any]:
+    """Refuse in the launcher what would fail in every rank process (a bad size, rendezvous,
+    program name or socket option, a program that cannot be pickled); return the socket
+    options the ranks use."""
     if not isinstance(size, int) or size < 1:
         raise CommError(f"size must be at least 1, got {size!r}")
     if rendezvous not in ("sender", "receiver"):
@@ -327,131 +369,142 @@ def run_local(
                 f"program {getattr(program, '__qualname__', program)!r} cannot be sent to another process; "
                 "define it at module level or pass 'module:function'"
             ) from None
-    opts = {"nodelay": True} if sock_options is None else _check_sock_options(sock_options)
-    kwargs = dict(kwargs or {})
-    ctx = _context(program)
-    # A fresh secret per run, handed to each rank through its private start-up pipe:
-    # a process on this machine that races to connect to a rank's port cannot join.
-    key = JobKey.generate()
-    before = kernel_tcp_counters()
-    wall0 = time.perf_counter()
-    procs: list[Any] = []
-    conns: list[multiprocessing.connection.Connection] = []
-    outcomes: dict[int, RankResult] = {}
-    errors: dict[int, tuple[str, str]] = {}
-    try:
-        for r in range(size):
-            parent_end, child_end = ctx.Pipe()
-            p = ctx.Process(
-                target=_local_rank_main,
-                name=f"parcomm-rank-{r}",
-                daemon=True,
-                args=(
-                    child_end,
-                    program,
-                    r,
-                    size,
-                    tuple(args),
-                    kwargs,
-                    opts,
-                    timeout,
-                    connect_timeout,
-                    eager_limit,
-                    host,
-                    key,
-                    trace,
-                    rendezvous,
-                ),
-            )
-            p.start()
-            child_end.close()
-            procs.append(p)
-            conns.append(parent_end)
-        # 1. the registry: every rank reports its port
-        ports: dict[int, int] = {}
-        deadline = time.monotonic() + connect_timeout + 30.0
-        while len(ports) + len(errors) < size and time.monotonic() < deadline:
-            waiting = [c for r, c in enumerate(conns) if r not in ports and r not in errors]
-            for r in _ready(conns, waiting, max(0.0, deadline - time.monotonic())):
-                try:
-                    msg = conns[r].recv()
-                except (EOFError, OSError):
-                    procs[r].join(2.0)
-                    errors[r] = (
-                        "died",
-                        f"rank {r} exited with code {procs[r].exitcode} while starting (see its "
-                        "stderr; a script that calls run_local must do so under "
-                        "`if __name__ == '__main__':`)",
-                    )
-                    continue
-                if msg[0] == "port":
-                    ports[r] = msg[1]
-                else:
-                    errors[r] = (msg[1], msg[2])
-            if errors:
-                break
-        if errors or len(ports) < size:
-            for r in range(size):
-                if r not in ports and r not in errors:
-                    errors[r] = ("hung", f"rank {r} did not start within {connect_timeout + 30.0:g} s")
-            raise _combine_errors(errors)
-        addresses = [(host, ports[r]) for r in range(size)]
-        for c in conns:
-            c.send(("addresses", addresses))
-        # 2. results (or failures)
-        limit = connect_timeout + (timeout if timeout is not None else 1e9) + _LINGER_GRACE_S + 10.0
-        deadline = time.monotonic() + limit
-        while len(outcomes) + len(errors) < size and time.monotonic() < deadline:
-            waiting = [c for r, c in enumerate(conns) if r not in outcomes and r not in errors]
-            for r in _ready(conns, waiting, max(0.0, deadline - time.monotonic())):
-                try:
-                    msg = conns[r].recv()
-                except (EOFError, OSError):
-                    procs[r].join(1.0)
-                    errors[r] = ("died", f"rank {r} exited with code {procs[r].exitcode} before reporting")
-                    continue
-                if msg[0] == "done":
-                    outcomes[r] = msg[1]
-                else:
-                    errors[r] = (msg[1], msg[2])
-            if errors:  # the others follow within a few seconds (they see the dropped connections)
-                deadline = min(deadline, time.monotonic() + 10.0)
-        for r in range(size):
-            if r not in outcomes and r not in errors:
-                errors[r] = ("hung", f"rank {r} did not finish within {limit:g} s and was ended")
+    return {"nodelay": True} if sock_options is None else _check_sock_options(sock_options)
+
+
+def _start_ranks(
+    ctx: Any,
+    program: Any,
+    size: int,
+    rank_args: tuple[Any, ...],
+    procs: list[Any],
+    conns: list[multiprocessing.connection.Connection],
+) -> None:
+    """Start one process per rank running :func:`_local_rank_main` (``rank_args``: its
+    arguments after the rank and size). Each process and the launcher's end of its pipe are
+    appended to ``procs`` and ``conns`` as soon as it starts, so that the caller ends them
+    even if a later start fails."""
+    for r in range(size):
+        parent_end, child_end = ctx.Pipe()
+        p = ctx.Process(
+            target=_local_rank_main,
+            name=f"parcomm-rank-{r}",
+            daemon=True,
+            args=(child_end, program, r, size, *rank_args),
+        )
+        p.start()
+        child_end.close()
+        procs.append(p)
+        conns.append(parent_end)
+
+
+def _gather_ports(
+    procs: list[Any],
+    conns: list[multiprocessing.connection.Connection],
+    errors: dict[int, tuple[str, str]],
+    connect_timeout: float,
+) -> dict[int, int]:
+    """The registry: every rank's listening port, rank -> port. A rank that fails, dies or
+    does not report within ``connect_timeout`` + 30 s goes into ``errors`` and the start is
+    abandoned (raises the combined error) at the first such failure."""
+    size = len(conns)
+    ports: dict[int, int] = {}
+    deadline = time.monotonic() + connect_timeout + 30.0
+    while len(ports) + len(errors) < size and time.monotonic() < deadline:
+        waiting = [c for r, c in enumerate(conns) if r not in ports and r not in errors]
+        for r in _ready(conns, waiting, max(0.0, deadline - time.monotonic())):
+            try:
+                msg = conns[r].recv()
+            except (EOFError, OSError):
+                procs[r].join(2.0)
+                errors[r] = (
+                    "died",
+                    f"rank {r} exited with code {procs[r].exitcode} while starting (see its "
+                    "stderr; a script that calls run_local must do so under "
+                    "`if __name__ == '__main__':`)",
+                )
+                continue
+            if msg[0] == "port":
+                ports[r] = msg[1]
+            else:
+                errors[r] = (msg[1], msg[2])
         if errors:
-            raise _combine_errors(errors)
-    finally:
-        for p in procs:
-            p.join(timeout=5.0 if not errors else 0.5)
-        for p in procs:
-            if p.is_alive():
-                p.terminate()
-                p.join(2.0)
-            if p.is_alive():
-                p.kill()
-                p.join(2.0)
-        for c in conns:
-            c.close()
-    after = kernel_tcp_counters()
-    ranks = [outcomes[r] for r in range(size)]
-    hosts: dict[str, list[Any]] = {"name": [f"rank{r}" for r in range(size)]}
+            break
+    if errors or len(ports) < size:
+        for r in range(size):
+            if r not in ports and r not in errors:
+                errors[r] = ("hung", f"rank {r} did not start within {connect_timeout + 30.0:g} s")
+        raise _combine_errors(errors)
+    return ports
+
+
+def _gather_results(
+    procs: list[Any],
+    conns: list[multiprocessing.connection.Connection],
+    outcomes: dict[int, RankResult],
+    errors: dict[int, tuple[str, str]],
+    connect_timeout: float,
+    timeout: float | None,
+) -> None:
+    """Every rank's :class:`RankResult` into ``outcomes``, or its failure into ``errors``;
+    once one rank fails the others get 10 s more (they see the dropped connections), and a
+    rank silent past the whole run's limit counts as hung. Raises the combined error if any
+    rank failed."""
+    size = len(conns)
+    limit = connect_timeout + (timeout if timeout is not None else 1e9) + _LINGER_GRACE_S + 10.0
+    deadline = time.monotonic() + limit
+    while len(outcomes) + len(errors) < size and time.monotonic() < deadline:
+        waiting = [c for r, c in enumerate(conns) if r not in outcomes and r not in errors]
+        for r in _ready(conns, waiting, max(0.0, deadline - time.monotonic())):
+            try:
+                msg = conns[r].recv()
+            except (EOFError, OSError):
+                procs[r].join(1.0)
+                errors[r] = ("died", f"rank {r} exited with code {procs[r].exitcode} before reporting")
+                continue
+            if msg[0] == "done":
+                outcomes[r] = msg[1]
+            else:
+                errors[r] = (msg[1], msg[2])
+        if errors:  # the others follow within a few seconds (they see the dropped connections)
+            deadline = min(deadline, time.monotonic() + 10.0)
+    for r in range(size):
+        if r not in outcomes and r not in errors:
+            errors[r] = ("hung", f"rank {r} did not finish within {limit:g} s and was ended")
+    if errors:
+        raise _combine_errors(errors)
+
+
+def _end_ranks(
+    procs: list[Any], conns: list[multiprocessing.connection.Connection], errors: dict[int, tuple[str, str]]
+) -> None:
+    """Let the rank processes exit (briefly when a rank failed), then terminate and, failing
+    that, kill any still alive, and close the pipes."""
+    for p in procs:
+        p.join(timeout=5.0 if not errors else 0.5)
+    for p in procs:
+        if p.is_alive():
+            p.terminate()
+            p.join(2.0)
+        if p.is_alive():
+            p.kill()
+            p.join(2.0)
+    for c in conns:
+        c.close()
+
+
+def _run_counters(ranks: list[RankResult], before: dict[str, int], after: dict[str, int]) -> dict[str, Any]:
+    """The run's counters: each rank's own TCP_INFO counters as host columns, and the
+    machine-wide /proc/net TCP counters' deltas over the run."""
+    hosts: dict[str, list[Any]] = {"name": [f"rank{r}" for r in range(len(ranks))]}
     keys = sorted({k for rr in ranks for k in rr.counters})
     for k in keys:
         hosts[k] = [rr.counters.get(k, 0) for rr in ranks]
-    counters = {
+    return {
         "hosts": hosts,
         "kernel": {k: after[k] - before.get(k, 0) for k in after},
         "kernel_scope": "machine-wide: every TCP socket in this network namespace during the run, not only parcomm's",
     }
-    return RunResult.from_ranks(
-        ranks,
-        backend="socket",
-        wall_s=time.perf_counter() - wall0,
-        counters=counters,
-        platform=f"local:{size}@{host}",
-        extra={"sock_options": opts},
-    )
 
 
 def local_runner(procs: int, **run_kw: Any) -> Callable[[Any, dict], list]:
