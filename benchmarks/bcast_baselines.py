@@ -26,8 +26,9 @@ Needs root (network namespaces), versitygw, mpich/mpi4py, and libtorrent
 The baselines are benchmark harness, not product: their node programs are
 ``bcast_baselines_node.py`` (next to this file), started in the node
 namespaces by the library's :meth:`parcomm.apps.bcast.emu.EmuBcast.run_nodes`
-(mpiexec by :func:`parcomm.emu.launcher.spawn`); the run_* functions below
-are their harness side.
+(mpiexec by :func:`parcomm.emu.launcher.spawn`, its outputs checked and timed
+by :meth:`~parcomm.apps.bcast.emu.EmuBcast.collect`); the run_* functions
+below are their harness side.
 """
 
 from __future__ import annotations
@@ -50,9 +51,7 @@ from parcomm.apps.bcast.emu import (
     cpu_busy,
     cpu_times,
     netns_available,
-    new_rates,
     object_bytes,
-    sha256_file,
     stop_pid,
 )
 from parcomm.emu.launcher import spawn
@@ -262,21 +261,10 @@ def run_mpi(
         pass
     finally:
         stop_pid(proc)
-    res = _collect_single_log(
-        eb, run_dir, "MPICH MPI_Bcast after 1 download", {"k": k, "part": part}, before, t_launch, proc.returncode
-    )
-    res.extra["cpu_busy"] = round(cpu_busy(cpu0, cpu_times()), 3)
-    return res
-
-
-def _collect_single_log(
-    eb: EmuBcast, run_dir: Path, method: str, options: dict, before: dict, t_launch: float, code
-) -> EmuRunResult:
-    n = eb.platform.nodes
-    time.sleep(0.3)
-    after = eb.proxy_stats()
+    wall = time.time() - t_launch
+    cpu = cpu_busy(cpu0, cpu_times())
     log = (run_dir / "log" / "mpiexec.log").read_text(errors="replace")
-    reports = {}
+    reports: dict[int, dict] = {}
     for line in log.splitlines():
         if line.startswith("{"):
             try:
@@ -284,37 +272,21 @@ def _collect_single_log(
                 reports[int(doc["rank"])] = doc
             except (ValueError, KeyError):
                 pass
-    rdv = [run_dir / "rdv" / f"rank-{r}.json" for r in range(n)]
-    starts = [f.stat().st_mtime for f in rdv if f.exists()]
-    t0 = max(starts) if len(starts) == n else t_launch
-    times, matches = [], []
-    for r in range(n):
-        out = run_dir / "out" / f"object.{r}"
-        matches.append(out.exists() and sha256_file(out) == eb.ready["sha256"])
-        times.append(out.stat().st_mtime - t0 if out.exists() else float("nan"))
-        out.unlink(missing_ok=True)
-    ok_times = [t for t in times if t == t]
+    code = proc.returncode
     errors = {} if code == 0 else {"mpiexec": f"exit {code}: " + " | ".join(log.strip().splitlines()[-4:])}
-    return EmuRunResult(
-        method=method,
-        options=options,
-        nodes=n,
-        size=eb.size,
-        completion_s=max(ok_times) if len(ok_times) == n else float("inf"),
-        node_times_s=times,
-        reported_s=[reports.get(r, {}).get("seconds") for r in range(n)],
-        bytes_from_storage=[int(reports.get(r, {}).get("bytes_from_storage", 0)) for r in range(n)],
-        bytes_from_peers=[int(reports.get(r, {}).get("bytes_from_peers", 0)) for r in range(n)],
-        origin_egress_bytes=after["bytes_served"] - before["bytes_served"],
-        storage_requests=after["get_requests"] - before["get_requests"],
-        all_match=all(matches) and not errors,
+    return eb.collect(
+        "MPICH MPI_Bcast after 1 download",
+        {"k": k, "part": part},
+        run_dir,
+        before=before,
+        t_launch=t_launch,
+        wall=wall,
         errors=errors,
-        bound_s=eb.platform.bound(eb.size, eb.piece_size).seconds,
-        wall_s=time.time() - t_launch,
+        reports=[reports.get(r) for r in range(nodes)],
         extra={
             "download_s": reports.get(0, {}).get("download_s"),
             "mpi_library": reports.get(0, {}).get("mpi_library"),
-            "rates_drawn_mb_s": new_rates(before, after),
+            "cpu_busy": round(cpu, 3),
         },
     )
 

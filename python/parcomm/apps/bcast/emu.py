@@ -18,7 +18,8 @@ A broadcast run (:meth:`EmuBcast.run_parcomm`) starts one real
 ADDR ...`` per node in its namespace (:func:`parcomm.emu.launcher.spawn`);
 the benchmark's baselines (``benchmarks/bcast_baselines.py``, outside the
 library) start their own node programs on the same platform with
-:meth:`EmuBcast.run_nodes`.
+:meth:`EmuBcast.run_nodes` (or start mpiexec themselves and hand the outputs to
+:meth:`EmuBcast.collect`).
 Every output's sha256 is checked against the object's. Timing is the same
 for every method: the clock starts when the last node registered in the
 rendezvous directory (all nodes up, none has fetched anything) and node i
@@ -513,22 +514,59 @@ class EmuBcast:
                 stop_pid(p)
         wall = time.time() - t_launch
         cpu = cpu_busy(cpu0, cpu_times())
+        errors: dict = {}
+        reports = []
+        for r in range(n):
+            log = (run_dir / "log" / f"{r}.log").read_text(errors="replace")
+            if codes[r] != 0:
+                errors[r] = f"exit {codes[r]}: " + " | ".join(log.strip().splitlines()[-3:])
+            reports.append(parse_report(log) if parse_report else _last_json(log))
+        return self.collect(
+            method,
+            options,
+            run_dir,
+            before=before,
+            t_launch=t_launch,
+            wall=wall,
+            errors=errors,
+            reports=reports,
+            extra={"cpu_busy": round(cpu, 3)},
+        )
+
+    def collect(
+        self,
+        method: str,
+        options: dict,
+        run_dir: Path,
+        *,
+        before: dict,
+        t_launch: float,
+        wall: float,
+        errors: dict,
+        reports: Sequence[dict | None],
+        extra: dict | None = None,
+    ) -> EmuRunResult:
+        """The result of a run whose node programs have ended, however they were started.
+
+        Every output ``run_dir/out/object.R`` is checked against the object's
+        sha256 and timed from the last registration in ``run_dir/rdv`` (the
+        launch if some node never registered) to its last write; the proxy's
+        counters are taken since ``before``; ``reports[r]`` is node r's own
+        report (bytes from storage and peers, seconds) or None; ``errors``
+        makes the run fail. The outputs are deleted.
+        """
+        n = self.platform.nodes
         time.sleep(0.3)  # let the proxy finish counting the last bodies
         after = self.proxy_stats()
         rdv = [run_dir / "rdv" / f"rank-{r}.json" for r in range(n)]
         starts = [f.stat().st_mtime for f in rdv if f.exists()]
         t0 = max(starts) if len(starts) == n else t_launch
-        errors: dict[int, str] = {}
-        times, matches, reports = [], [], []
+        times, matches = [], []
         for r in range(n):
             out = run_dir / "out" / f"object.{r}"
-            log = (run_dir / "log" / f"{r}.log").read_text(errors="replace")
-            if codes[r] != 0:
-                errors[r] = f"exit {codes[r]}: " + " | ".join(log.strip().splitlines()[-3:])
-            ok = out.exists() and out.stat().st_size == self.size and sha256_file(out) == self.ready["sha256"]
+            ok = out.exists() and out.stat().st_size == self.size and _sha256_file(out) == self.ready["sha256"]
             matches.append(ok)
             times.append(out.stat().st_mtime - t0 if out.exists() else float("nan"))
-            reports.append(parse_report(log) if parse_report else _last_json(log))
         from_storage = [int((rep or {}).get("bytes_from_storage", 0)) for rep in reports]
         from_peers = [int((rep or {}).get("bytes_from_peers", 0)) for rep in reports]
         reported = [(rep or {}).get("seconds") for rep in reports]
@@ -551,9 +589,9 @@ class EmuBcast:
             wall_s=wall,
             extra={
                 "start_skew_s": (max(starts) - min(starts)) if starts else None,
-                "cpu_busy": round(cpu, 3),
+                **(extra or {}),
                 "injected_errors": after["injected_errors"] - before["injected_errors"],
-                "rates_drawn_mb_s": new_rates(before, after),
+                "rates_drawn_mb_s": _new_rates(before, after),
             },
         )
         for r in range(n):  # outputs can be large: keep only what is needed
@@ -661,13 +699,13 @@ def cpu_busy(before: tuple[float, float], after: tuple[float, float]) -> float:
     return (after[0] - before[0]) / total if total > 0 else 0.0
 
 
-def new_rates(before: dict, after: dict) -> list[float]:
+def _new_rates(before: dict, after: dict) -> list[float]:
     """Per-GET rates (MB/s) the proxy drew during one run."""
     k = min(after.get("rates_drawn", 0) - before.get("rates_drawn", 0), len(after.get("rates", [])))
     return [round(x / MB, 3) for x in after["rates"][len(after["rates"]) - k :]] if k > 0 else []
 
 
-def sha256_file(path: Path) -> str:
+def _sha256_file(path: Path) -> str:
     h = hashlib.sha256()
     with open(path, "rb") as f:
         for block in iter(lambda: f.read(1 << 22), b""):
