@@ -3,8 +3,9 @@ serial Apriori and HPA on any backend."""
 
 from __future__ import annotations
 
+import contextlib
 import os
-from typing import Any
+from typing import Any, Iterator
 
 import click
 
@@ -159,92 +160,30 @@ def run(
 ) -> None:
     """Mine FILE (a `mine gen` binary file or a text file of integer item ids,
     one transaction per line) and print Table 2's columns per pass."""
-    from ..apps.hpa.apriori import apriori, rules
-    from ..apps.hpa.hpa import levels_to_dict, merge_result
-    from ..apps.hpa.quest import TransactionFileError, count_transactions, load
+    from ..apps.hpa.apriori import rules
 
-    minsup = _fraction(min_support, "--min-support")
-    minconf = _fraction(min_conf, "--min-conf")
-    block_bytes = parse_with(lambda v: parse_size(v, "--block"), block, "--block")
-    if block_bytes < 64:
-        raise click.UsageError(f"--block must be at least 64 bytes, got {block}")
-    if not os.path.exists(file):
-        raise UserError(f"{file}: no such file")
+    minsup, minconf, block_bytes = _run_options(file, min_support, min_conf, block)
     extra: dict[str, Any] = {}
-    try:
+    with _failures_in_one_line():
         if algo == "serial":
-            res = apriori(load(file), minsup, max_len)
-            summary = {
-                "n_transactions": res.n_transactions,
-                "min_count": res.min_count,
-                "passes": res.passes,
-                "time_s": sum(p["time_s"] for p in res.passes),
-            }
-            itemsets = res.itemsets()
+            summary, itemsets = _mine_serial(file, minsup, max_len)
             procs = 1
             backend = "serial"
         else:
-            count_transactions(file)  # a bad file is the user's error, said once, not once per rank
-            kwargs = {
-                "path": os.path.abspath(file),
-                "min_support": minsup,
-                "block_bytes": block_bytes,
-                "max_len": max_len,
-            }
-            prog = "parcomm.apps.hpa.hpa:hpa"
-            if backend == "sim":
-                from ..apps.hpa.hpa import hpa
-                from ..comm import run_sim
-                from .common import load_platform
-
-                plat = load_platform(platform_spec, rto_min, rto_max, None)
-                procs = procs or len(plat["hosts"])
-                r = run_sim(hpa, plat, procs, seed=seed, kwargs=kwargs)
-                results = r.results
-                extra = {
-                    "platform": platform_spec,
-                    "sim_time_s": r.time,
-                    **r.host_totals(),
-                    "port_drops": r.port_drops(),
-                }
-            elif backend == "local":
-                from ..comm import run_local
-
-                procs = procs or 4
-                results = run_local(prog, procs, kwargs=kwargs, timeout=timeout).results
-            else:
-                from ..comm import run_mpi
-
-                procs = procs or 4
-                results = run_mpi(prog, procs, kwargs=kwargs, timeout=timeout).results
-            summary = merge_result(results)
-            itemsets = levels_to_dict(summary.pop("levels"))
+            summary, itemsets, procs, extra = _mine_hpa(
+                file,
+                {"min_support": minsup, "block_bytes": block_bytes, "max_len": max_len},
+                backend,
+                procs,
+                platform_spec,
+                rto_min,
+                rto_max,
+                seed,
+                timeout,
+            )
         rl = rules(itemsets, summary["n_transactions"], minconf)
-    except TransactionFileError as e:
-        raise UserError(str(e)) from None
-    except (ValueError, OSError) as e:
-        raise UserError(f"{type(e).__name__}: {e}") from None
-    except Exception as e:  # CommError and friends: one line
-        from ..comm import CommError
-
-        if isinstance(e, CommError):
-            raise UserError(str(e)) from None
-        raise
     n = summary["n_transactions"]
-    try:
-        if itemsets_out:
-            with open(itemsets_out, "w") as f:
-                for iset, c in sorted(itemsets.items(), key=lambda kv: (len(kv[0]), kv[0])):
-                    f.write(f"{' '.join(map(str, iset))}\t{c}\t{c / n:.6g}\n")
-        if rules_out:
-            with open(rules_out, "w") as f:
-                for r_ in rl:
-                    f.write(
-                        f"{' '.join(map(str, r_.lhs))} -> {' '.join(map(str, r_.rhs))}\t{r_.count}\t"
-                        f"{r_.support:.6g}\t{r_.confidence:.6g}\n"
-                    )
-    except OSError as e:
-        raise UserError(str(e)) from None
+    _write_mined(itemsets_out, rules_out, itemsets, rl, n)
     out = {
         "file": file,
         "algo": algo,
@@ -260,6 +199,141 @@ def run(
     if as_json:
         emit_json(out)
         return
+    _print_mined(file, algo, backend, procs, n, minsup, minconf, summary, len(itemsets), len(rl), extra)
+
+
+@contextlib.contextmanager
+def _failures_in_one_line() -> Iterator[None]:
+    """A bad transaction file, a bad value, an I/O error or a failed run becomes a
+    one-line :class:`UserError`; anything else (a bug) keeps its traceback."""
+    from ..apps.hpa.quest import TransactionFileError
+
+    try:
+        yield
+    except TransactionFileError as e:
+        raise UserError(str(e)) from None
+    except (ValueError, OSError) as e:
+        raise UserError(f"{type(e).__name__}: {e}") from None
+    except Exception as e:  # CommError and friends: one line
+        from ..comm import CommError
+
+        if isinstance(e, CommError):
+            raise UserError(str(e)) from None
+        raise
+
+
+def _run_options(file: str, min_support: str, min_conf: str, block: str) -> tuple[float, float, int]:
+    """``mine run``'s options checked before any work: (min support, min confidence, block
+    bytes); a missing FILE is the user's error."""
+    minsup = _fraction(min_support, "--min-support")
+    minconf = _fraction(min_conf, "--min-conf")
+    block_bytes = parse_with(lambda v: parse_size(v, "--block"), block, "--block")
+    if block_bytes < 64:
+        raise click.UsageError(f"--block must be at least 64 bytes, got {block}")
+    if not os.path.exists(file):
+        raise UserError(f"{file}: no such file")
+    return minsup, minconf, block_bytes
+
+
+def _mine_serial(file: str, minsup: float, max_len: int | None) -> tuple[dict[str, Any], dict]:
+    """Apriori in this process: (summary with the passes and total time, frequent itemsets)."""
+    from ..apps.hpa.apriori import apriori
+    from ..apps.hpa.quest import load
+
+    res = apriori(load(file), minsup, max_len)
+    summary = {
+        "n_transactions": res.n_transactions,
+        "min_count": res.min_count,
+        "passes": res.passes,
+        "time_s": sum(p["time_s"] for p in res.passes),
+    }
+    return summary, res.itemsets()
+
+
+def _mine_hpa(
+    file: str,
+    options: dict[str, Any],
+    backend: str,
+    procs: int | None,
+    platform_spec: str,
+    rto_min: str | None,
+    rto_max: str | None,
+    seed: int,
+    timeout: float,
+) -> tuple[dict[str, Any], dict, int, dict[str, Any]]:
+    """HPA on ``procs`` ranks of ``backend`` (``options``: HPA's min_support, block_bytes,
+    max_len): (merged summary, frequent itemsets, the number of ranks used, the simulator's
+    extra figures, empty on real backends)."""
+    from ..apps.hpa.hpa import levels_to_dict, merge_result
+    from ..apps.hpa.quest import count_transactions
+
+    count_transactions(file)  # a bad file is the user's error, said once, not once per rank
+    kwargs = {"path": os.path.abspath(file), **options}
+    prog = "parcomm.apps.hpa.hpa:hpa"
+    extra: dict[str, Any] = {}
+    if backend == "sim":
+        from ..apps.hpa.hpa import hpa
+        from ..comm import run_sim
+        from .common import load_platform
+
+        plat = load_platform(platform_spec, rto_min, rto_max, None)
+        procs = procs or len(plat["hosts"])
+        r = run_sim(hpa, plat, procs, seed=seed, kwargs=kwargs)
+        results = r.results
+        extra = {
+            "platform": platform_spec,
+            "sim_time_s": r.time,
+            **r.host_totals(),
+            "port_drops": r.port_drops(),
+        }
+    elif backend == "local":
+        from ..comm import run_local
+
+        procs = procs or 4
+        results = run_local(prog, procs, kwargs=kwargs, timeout=timeout).results
+    else:
+        from ..comm import run_mpi
+
+        procs = procs or 4
+        results = run_mpi(prog, procs, kwargs=kwargs, timeout=timeout).results
+    summary = merge_result(results)
+    itemsets = levels_to_dict(summary.pop("levels"))
+    return summary, itemsets, procs, extra
+
+
+def _write_mined(itemsets_out: str | None, rules_out: str | None, itemsets: dict, rl: list, n: int) -> None:
+    """Write the frequent itemsets (by length, then items) and the rules, where asked, one per
+    line with their counts, supports and confidences."""
+    try:
+        if itemsets_out:
+            with open(itemsets_out, "w") as f:
+                for iset, c in sorted(itemsets.items(), key=lambda kv: (len(kv[0]), kv[0])):
+                    f.write(f"{' '.join(map(str, iset))}\t{c}\t{c / n:.6g}\n")
+        if rules_out:
+            with open(rules_out, "w") as f:
+                for r_ in rl:
+                    f.write(
+                        f"{' '.join(map(str, r_.lhs))} -> {' '.join(map(str, r_.rhs))}\t{r_.count}\t"
+                        f"{r_.support:.6g}\t{r_.confidence:.6g}\n"
+                    )
+    except OSError as e:
+        raise UserError(str(e)) from None
+
+
+def _print_mined(
+    file: str,
+    algo: str,
+    backend: str,
+    procs: int,
+    n: int,
+    minsup: float,
+    minconf: float,
+    summary: dict[str, Any],
+    n_itemsets: int,
+    n_rules: int,
+    extra: dict[str, Any],
+) -> None:
+    """Table 2's columns per pass, then the totals (and, on the simulator, losses)."""
     from rich.console import Console
     from rich.table import Table
 
@@ -274,7 +348,7 @@ def run(
     con = Console()
     con.print(t)
     con.print(
-        f"{len(itemsets)} frequent itemsets, {len(rl)} rules with confidence >= {minconf:g}; "
+        f"{n_itemsets} frequent itemsets, {n_rules} rules with confidence >= {minconf:g}; "
         f"total {summary['time_s']:.4f} s" + (" (simulated)" if backend == "sim" else "")
     )
     if extra.get("bytes_retransmitted"):
