@@ -734,7 +734,13 @@ def _plots(ctx, f2, f3, f4, f6) -> list[str]:
         )
         if name == "fig2_min_maxdefault":
             pv = paper_data.get(NAME, "T345")
-            ax.plot([pv.x], [pv.value], "o", label=f"{pv.label()}: default RTO", **paper_data.STYLE)
+            ax.plot(
+                [pv.x],
+                [pv.value],
+                "o",
+                label=f"{pv.label()}: {pv.shown()}, default RTO (left axis)",
+                **paper_data.STYLE,
+            )
         ax2.set_ylabel("retransmitted KB per host")
         # One legend for both axes, under the plot (the curves fill the axes).
         h1, l1 = ax.get_legend_handles_labels()
