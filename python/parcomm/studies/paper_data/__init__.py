@@ -83,7 +83,11 @@ class PaperValue:
 
     def shown(self) -> str:
         """The value as the report shows it: ``~26 MFlop/s``, ``3-4 MB/s``, ``21.5 s``."""
-        num = f"{self.low:g}-{self.high:g}" if isinstance(self.value, tuple) else f"{self.value:g}"
+
+        def fmt(x: float) -> str:
+            return f"{int(x):,}" if float(x).is_integer() and abs(x) >= 10_000 else f"{x:g}"
+
+        num = f"{fmt(self.low)}-{fmt(self.high)}" if isinstance(self.value, tuple) else fmt(self.value)
         sep = "" if self.unit in ("x", "%") else " "
         return f"{'~' if self.how in ('text', 'digitized') else ''}{num}{sep}{self.unit}".strip()
 
