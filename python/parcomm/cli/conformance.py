@@ -243,15 +243,10 @@ def conformance(
       parcomm conformance --only incast-8x64KiB-rto200ms-buf32KiB --trace incast8.png
       parcomm conformance --backends sim --json
     """
-    from ..conformance import MatrixError, load_matrix, run_scenarios
     from ..conformance.matrix import DEFAULT_MATRIX
-    from .emu import make_progress
 
     matrix = matrix or DEFAULT_MATRIX
-    try:
-        scenarios, quick_names = load_matrix(matrix)
-    except MatrixError as e:
-        raise UserError(str(e)) from None
+    scenarios, quick_names = _load(matrix)
     chosen = _select(scenarios, quick_names, only, quick)
     profiles = _profiles(profile_list)
     if list_only:
@@ -260,25 +255,78 @@ def conformance(
         return
     bks = tuple(backends.split(","))
     if "emu" in bks or trace_path:
-        from ..emu import EmuError, require_root
-
-        try:
-            require_root()
-        except EmuError as e:
-            raise UserError(f"{e} (the emulation is the referee; --backends sim runs the simulator alone)") from None
+        _require_emulation()
     if trace_path:
         _trace(chosen, profiles[0], trace_path, as_json)
         return
+    out = _out_path(out)
+    recorded = _recorded(reuse_path) if reuse_path else None
+    rows = _run_with_progress(chosen, profiles, matrix, bks, repeat, recorded, out)
+    doc = _document(rows, profiles, matrix, complete=True)
+    _write(doc, out)
+    if plot_path:
+        from ..conformance.plot import plot_fidelity
+
+        plot_fidelity(doc, plot_path)
+    if report_dir:
+        from ..conformance.report import write_fidelity
+
+        index = write_fidelity(doc, report_dir)
+        click.echo(f"report: {index}", err=True)
+    if as_json:
+        emit_json(doc)
+        return
+    _print_tables(doc)
+    click.echo(f"results: {out}" + (f"; figure: {plot_path}" if plot_path else ""), err=True)
+
+
+def _load(matrix: str) -> tuple[list, list[str]]:
+    """The matrix's scenarios and its quick subset's names; a bad matrix is the user's error."""
+    from ..conformance import MatrixError, load_matrix
+
+    try:
+        return load_matrix(matrix)
+    except MatrixError as e:
+        raise UserError(str(e)) from None
+
+
+def _require_emulation() -> None:
+    """Refuse, before anything runs, to need the emulation where it cannot run (no root)."""
+    from ..emu import EmuError, require_root
+
+    try:
+        require_root()
+    except EmuError as e:
+        raise UserError(f"{e} (the emulation is the referee; --backends sim runs the simulator alone)") from None
+
+
+def _out_path(out: str | None) -> str:
+    """Where the results go (``--out``, else :data:`DEFAULT_OUT` in a checkout, else
+    ./conformance.json), refused before any run if its directory does not exist."""
     if out is None:
         out = DEFAULT_OUT if os.path.isdir(os.path.dirname(DEFAULT_OUT)) else "conformance.json"
     out_dir = os.path.dirname(os.path.abspath(out))
     if not os.path.isdir(out_dir):
         raise UserError(f"--out: directory {out_dir} does not exist")
+    return out
+
+
+def _run_with_progress(
+    chosen: list,
+    profiles: list[str],
+    matrix: str,
+    bks: tuple[str, ...],
+    repeat: int | None,
+    recorded: dict[str, dict] | None,
+    out: str,
+) -> list[dict]:
+    """Run the chosen scenarios under a progress bar, rewriting ``out`` (marked incomplete)
+    after every scenario so an interruption keeps what finished; the rows come back in the
+    matrix's order. Ctrl-C exits with status 130 after saying what was kept."""
+    from ..conformance import NOISE_LIMIT, run_scenarios
+    from .emu import make_progress
+
     rows: list[dict] = []
-    from ..conformance import NOISE_LIMIT
-
-    recorded = _recorded(reuse_path) if reuse_path else None
-
     bar = make_progress()
     with bar:
         task = bar.add_task("conformance", total=len(chosen))
@@ -303,22 +351,7 @@ def conformance(
             raise SystemExit(130) from None
     order = {s.name: i for i, s in enumerate(chosen)}
     rows.sort(key=lambda r: order[r["name"]])
-    doc = _document(rows, profiles, matrix, complete=True)
-    _write(doc, out)
-    if plot_path:
-        from ..conformance.plot import plot_fidelity
-
-        plot_fidelity(doc, plot_path)
-    if report_dir:
-        from ..conformance.report import write_fidelity
-
-        index = write_fidelity(doc, report_dir)
-        click.echo(f"report: {index}", err=True)
-    if as_json:
-        emit_json(doc)
-        return
-    _print_tables(doc)
-    click.echo(f"results: {out}" + (f"; figure: {plot_path}" if plot_path else ""), err=True)
+    return rows
 
 
 def _recorded(path: str) -> dict[str, dict]:
