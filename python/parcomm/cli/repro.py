@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import errno
+import threading
 from pathlib import Path
+from typing import Any
 
 import click
 
@@ -160,71 +162,13 @@ def repro(
     in parallel (--workers, --executor); the numbers are the same whatever runs them.
     Progress goes to stderr, results to stdout.
     """
-    import threading
-    from concurrent.futures import BrokenExecutor
-    from typing import Any
-
-    from rich.console import Console
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
-
-    from ..studies import STUDIES, run_studies
-    from ..studies.executor import make_executor
-    from ..studies.report import tally
-
     if list_only:
         _print_list(as_json)
         return
-    names = list(studies) or list(STUDIES)
-    unknown = [n for n in names if n not in STUDIES]
-    if unknown:
-        raise UserError(f"unknown study {', '.join(unknown)}; known: {', '.join(STUDIES)} (see parcomm repro --list)")
+    names = _study_names(studies)
     check_out_dir(out)  # a bad --out is the user's mistake: say so before minutes of work
-    try:
-        pool = make_executor(executor, workers)
-    except ValueError as e:
-        raise UserError(str(e)) from None
-    err = Console(stderr=True)
-    columns = (
-        TextColumn("{task.description}"),
-        BarColumn(),
-        MofNCompleteColumn(),
-        TimeElapsedColumn(),
-        TextColumn("{task.fields[what]}", style="dim"),
-    )
-    try:
-        with pool, Progress(*columns, console=err, transient=not err.is_terminal) as bar:
-            overall = bar.add_task("studies", total=len(names), what="")
-            tasks: dict[str, Any] = {}
-            lock = threading.Lock()
-
-            def step(study: str, done: int, total: int) -> None:
-                with lock:
-                    if study not in tasks:
-                        tasks[study] = bar.add_task(f"  {study}", total=None, what="")
-                    bar.update(tasks[study], completed=done, total=total or None)
-
-            def progress(msg: str) -> None:
-                bar.update(overall, what=msg[:70])
-
-            def finished(rep) -> None:
-                with lock:
-                    if rep.name in tasks:
-                        bar.remove_task(tasks.pop(rep.name))
-                    bar.advance(overall)
-                a, d, n = tally([{"agrees": c.agrees} for c in rep.comparisons])
-                bar.console.print(
-                    f"{rep.name}: done in {rep.wall_s:.1f} s ({a} agree, {d} differ, {n} not comparable)",
-                    highlight=False,
-                    soft_wrap=True,
-                )
-
-            reports = run_studies(names, out, quick, seed, progress=progress, executor=pool, step=step, done=finished)
-    except ValueError as e:
-        raise UserError(str(e)) from None
-    except BrokenExecutor as e:  # a worker died (killed, out of memory): the run failed
-        raise RunFailed(f"a worker process of --executor {executor} died: {e}") from None
-    except OSError as e:  # e.g. the disk filled up or --out vanished mid-run: the run failed, not the call
-        raise RunFailed(f"writing the results in {out}: {_os_message(e)}") from None
+    pool = _executor(executor, workers)
+    reports = _run_with_progress(names, out, quick, seed, pool, executor)
     if as_json:
         emit_json(
             {
@@ -237,3 +181,91 @@ def repro(
         )
     else:
         _print_results(reports, out)
+
+
+def _study_names(studies: tuple[str, ...]) -> list[str]:
+    """The studies to run (default: all), refusing unknown names before any work."""
+    from ..studies import STUDIES
+
+    names = list(studies) or list(STUDIES)
+    unknown = [n for n in names if n not in STUDIES]
+    if unknown:
+        raise UserError(f"unknown study {', '.join(unknown)}; known: {', '.join(STUDIES)} (see parcomm repro --list)")
+    return names
+
+
+def _executor(executor: str, workers: int | None) -> Any:
+    """The pool that runs the simulations; a bad --executor/--workers is the user's error."""
+    from ..studies.executor import make_executor
+
+    try:
+        return make_executor(executor, workers)
+    except ValueError as e:
+        raise UserError(str(e)) from None
+
+
+class _StudyProgress:
+    """Progress on stderr of studies running at once: one overall bar (with the latest
+    message), one bar per running study, and a line per finished study with its verdicts.
+    The callbacks come from worker threads, hence the lock."""
+
+    def __init__(self, bar: Any, total: int):
+        self.bar = bar
+        self.overall = bar.add_task("studies", total=total, what="")
+        self.tasks: dict[str, Any] = {}
+        self.lock = threading.Lock()
+
+    def step(self, study: str, done: int, total: int) -> None:
+        with self.lock:
+            if study not in self.tasks:
+                self.tasks[study] = self.bar.add_task(f"  {study}", total=None, what="")
+            self.bar.update(self.tasks[study], completed=done, total=total or None)
+
+    def progress(self, msg: str) -> None:
+        self.bar.update(self.overall, what=msg[:70])
+
+    def finished(self, rep) -> None:
+        from ..studies.report import tally
+
+        with self.lock:
+            if rep.name in self.tasks:
+                self.bar.remove_task(self.tasks.pop(rep.name))
+            self.bar.advance(self.overall)
+        a, d, n = tally([{"agrees": c.agrees} for c in rep.comparisons])
+        self.bar.console.print(
+            f"{rep.name}: done in {rep.wall_s:.1f} s ({a} agree, {d} differ, {n} not comparable)",
+            highlight=False,
+            soft_wrap=True,
+        )
+
+
+def _run_with_progress(names: list[str], out: Path, quick: bool, seed: int, pool: Any, executor: str) -> list:
+    """Run the studies on ``pool`` with progress on stderr; a bad value is the user's error,
+    a dead worker or a failed write is a failed run."""
+    from concurrent.futures import BrokenExecutor
+
+    from rich.console import Console
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+    from ..studies import run_studies
+
+    err = Console(stderr=True)
+    columns = (
+        TextColumn("{task.description}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeElapsedColumn(),
+        TextColumn("{task.fields[what]}", style="dim"),
+    )
+    try:
+        with pool, Progress(*columns, console=err, transient=not err.is_terminal) as bar:
+            p = _StudyProgress(bar, len(names))
+            return run_studies(
+                names, out, quick, seed, progress=p.progress, executor=pool, step=p.step, done=p.finished
+            )
+    except ValueError as e:
+        raise UserError(str(e)) from None
+    except BrokenExecutor as e:  # a worker died (killed, out of memory): the run failed
+        raise RunFailed(f"a worker process of --executor {executor} died: {e}") from None
+    except OSError as e:  # e.g. the disk filled up or --out vanished mid-run: the run failed, not the call
+        raise RunFailed(f"writing the results in {out}: {_os_message(e)}") from None
