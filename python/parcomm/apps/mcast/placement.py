@@ -492,11 +492,11 @@ def optimal_dp(
 class _RouteDP:
     """The dynamic program behind :func:`optimal_dp`, solved once for every k = 0..kmax.
 
-    ``F[v][row, j]`` is the least total delay of the routes below v (weighted by receivers)
-    when v's nearest repair point above is its ``row``-th possible anchor and j repair
-    routers are placed below v. The tables are built bottom-up; only the merge records
-    (``memo``, ``root_args``) are kept, enough to backtrack a placement for any k, and
-    ``total[k]`` is the optimum with k routers.
+    ``F[v][row, j]`` is the least sum of the stretch costs from v's anchor down to the
+    receivers below v (each stretch weighted by the receivers behind it) when v's nearest
+    repair point above is ``anc[v][row]`` and j repair routers are placed at v or below. The tables are
+    built bottom-up; only the merge records (``memo``, ``root_args``) are kept, enough to
+    backtrack a placement for any k, and ``total[k]`` is the optimum with k routers.
     """
 
     def __init__(self, prep: _Prepared, is_cand: list[bool], kmax: int):
