@@ -117,8 +117,10 @@ def emu_key(sc: Scenario) -> tuple:
 
 #: Version of the emulated side's measurement: rows recorded by another
 #: version are never reused (``--reuse-emu``). 2: links shaped with the
-#: Ethernet wire overhead (``emu/shaping.py``).
-EMU_HARNESS = 2
+#: Ethernet wire overhead (``emu/shaping.py``). 3: hosts send one segment per
+#: packet (``gso_max_segs 1``), so frames reach the switch paced as on a wire
+#: instead of in GSO bunches (``emu/topology.py``, ``benchmarks/emu_jitter.py``).
+EMU_HARNESS = 3
 
 
 def _identity(d: dict) -> dict:

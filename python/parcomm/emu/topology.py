@@ -74,6 +74,11 @@ def create(layout: Layout) -> None:
                 "link set lo up",
                 f"addr add {h.addr}/{layout.prefix_len} dev {HOST_DEV}",
                 f"link set {HOST_DEV} up",
+                # TCP always builds GSO packets (segmented after the qdisc), so the host's htb
+                # would release up to ~1 ms of segments at once and the switch would get them
+                # at veth speed. One segment per packet makes the emulated link a wire: frames
+                # reach the switch one serialization time apart (benchmarks/emu_jitter.py).
+                f"link set {HOST_DEV} gso_max_segs 1",
             ],
             netns=h.netns,
             what=f"configuring host {h.name}",
