@@ -180,8 +180,8 @@ def bench_bcast(old: Path, pairs: int, size: int) -> dict:
                     (out / f"o.{r}").unlink()
                 return {
                     "command_s": wall,
-                    "slowest_node_s": max(n["seconds"] for n in nodes),
-                    "node_MBps_median": statistics.median(size / n["seconds"] / 1e6 for n in nodes),
+                    "slowest_node_s": max(n["run_s"] for n in nodes),
+                    "node_MBps_median": statistics.median(size / n["run_s"] / 1e6 for n in nodes),
                 }
 
             one(NEW), one(old)  # warm-up pair

@@ -80,7 +80,7 @@ def node_ranged(args) -> dict:
         os.close(fd)
     return {
         "rank": args.rank,
-        "seconds": time.monotonic() - t,
+        "run_s": time.monotonic() - t,
         "bytes_from_storage": got,
         "bytes_from_peers": 0,
         "storage_requests": client.stats.requests,
@@ -120,7 +120,7 @@ def node_mpi(args) -> dict:
             f.write(buf.tobytes())
     return {
         "rank": rank,
-        "seconds": time.monotonic() - t,
+        "run_s": time.monotonic() - t,
         "bytes_from_storage": got,
         "bytes_from_peers": 0 if rank == 0 else size,
         "download_s": t_download,
@@ -266,7 +266,7 @@ def node_torrent(args) -> dict:
         raise SystemExit(f"rank {args.rank}: torrent incomplete after {args.timeout:.0f} s")
     return {
         "rank": args.rank,
-        "seconds": done_at,
+        "run_s": done_at,
         "bytes_from_storage": got[0],
         "bytes_from_peers": payload,
         "libtorrent": lt.__version__,

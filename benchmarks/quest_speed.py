@@ -209,7 +209,12 @@ def main() -> None:
         "speedup_cpu": ratio,
         "speedup_wall": base_wall / new_wall if new_wall > 0 else None,
         "identical_output": identical,
-        "write_quest_current": {"cpu_s": wq_cpu, "wall_s": wq_wall, "bytes": info["bytes"], "sha256": file_sha},
+        "write_quest_current": {
+            "cpu_s": wq_cpu,
+            "wall_s": wq_wall,
+            "size_bytes": info["size_bytes"],
+            "sha256": file_sha,
+        },
         "machine": _platform.platform(),
         "python": _platform.python_version(),
         "numpy": np.__version__,

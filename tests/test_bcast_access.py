@@ -15,6 +15,7 @@ import numpy as np
 import pytest
 from parcomm.apps.bcast import manifest as mf
 from parcomm.apps.bcast.s3 import ObjectNotFound, S3Client
+from parcomm.strictjson import vocabulary_problems
 
 PIECE = 64 * 1024
 SIZE = 9 * PIECE + 321
@@ -87,7 +88,9 @@ def _outputs_match(tmp_path, nodes: int, digest: str) -> None:
 def test_hash_list_in_a_local_file(versitygw, buckets, tmp_path):
     env = {**os.environ, **versitygw.environ()}
     url, lst = "s3://access-private/obj.bin", tmp_path / "obj.hashes.json"
-    assert _prepare(url, lst, env)["hash_list"] == str(lst)
+    prepared = _prepare(url, lst, env)
+    assert prepared["hash_list"] == str(lst) and prepared["size_bytes"] == SIZE
+    assert vocabulary_problems(prepared) == []
     assert json.loads(lst.read_text())["sha256"] == buckets
     with pytest.raises(ObjectNotFound):  # nothing written beside the object
         S3Client(versitygw.s3_config()).head(mf.sidecar_url(url))
@@ -167,7 +170,9 @@ def test_healthy_run_loses_no_peer(versitygw, buckets, tmp_path):
     _prepare(url, lst, env)
     run = _get(url, tmp_path / "out", 4, "--manifest-url", str(lst), "--work-pieces", "2", "--json", env=env)
     assert run.returncode == 0, run.stderr
-    nodes = json.loads(run.stdout)["nodes"]
+    doc = json.loads(run.stdout)
+    assert vocabulary_problems(doc) == []  # procs, _bytes and _s, as every command's --json
+    nodes = doc["nodes"]
     assert len(nodes) == 4 and all(n["peers_lost"] == [] and n["peers_dropped"] == [] for n in nodes), nodes
     assert sum(n["bytes_from_peers"] for n in nodes) > 0  # they did exchange
 

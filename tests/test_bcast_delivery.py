@@ -167,5 +167,5 @@ def test_percentiles_are_nearest_rank_and_summary_counts_failures():
         percentile(values, 0)
     reports = [NodeReport(r, 3, "steal", 100, bytes_from_storage=50, complete_s=float(r + 1)) for r in range(2)]
     s = summarize(reports, {2: "killed"})
-    assert s["nodes"] == 3 and s["nodes_failed"] == 1 and s["origin_egress_x"] == 1.0
+    assert s["procs"] == 3 and s["procs_failed"] == 1 and s["origin_egress_x"] == 1.0
     assert s["completion_s"] == {"p50": 1.0, "p95": 2.0, "p99": 2.0, "max": 2.0}

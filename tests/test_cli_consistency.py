@@ -105,12 +105,30 @@ def test_zero_needs_no_unit(capsys):
         ["mcast", "sim", "examples/mcast_placement/three_sites.toml", "--set", "packets=200", "--json"],
         ["bcast", "sim", "-n", "4", "--size", "16MB", "--json"],
         ["repro", "--list", "--json"],
+        ["heat", "run", "-N", "64", "-M", "2", "--steps", "3", "--json"],
+        ["compare", "alltoall", "--platform", "star:4", "--backends", "sim", "--size", "4KiB", "--json"],
+        ["mine", "gen", "{tmp}/t.qtx", "--transactions", "500", "--json"],
     ],
 )
-def test_json_output_is_strict(capsys, argv):
-    rc, out, err = _run(capsys, argv)
+def test_json_output_is_strict_and_speaks_one_vocabulary(capsys, tmp_path, argv):
+    from parcomm.strictjson import vocabulary_problems
+
+    rc, out, err = _run(capsys, [a.replace("{tmp}", str(tmp_path)) for a in argv])
     assert rc == 0, err
-    _strict(out)
+    assert vocabulary_problems(_strict(out)) == []
+
+
+def test_the_vocabulary_check_names_each_problem():
+    from parcomm.strictjson import vocabulary_problems
+
+    doc = {"nodes": 4, "size": 1, "reports": [{"seconds": 1.5, "stall_timeout": 30.0, "timeouts": 3}], "ok_s": 1}
+    assert vocabulary_problems(doc) == [
+        "nodes: say procs",
+        "size: say size_bytes",
+        "reports[0].seconds: say a name ending in _s",
+        "reports[0].stall_timeout: a duration, give it its unit (_s)",
+    ]
+    assert vocabulary_problems({"nodes": [{"procs": 2, "size_bytes": 3, "run_s": 0.5}]}) == []
 
 
 def test_strictjson_turns_nan_into_null():

@@ -47,3 +47,43 @@ def dumps(obj: Any, indent: int | None = 1) -> str:
 def dump(obj: Any, f: TextIO, indent: int | None = 1) -> None:
     f.write(dumps(obj, indent))
     f.write("\n")
+
+
+# -- one vocabulary for every --json -------------------------------------------------
+#: Numeric keys that name a concept with a word the commands agreed not to use, and the
+#: word they use instead: ranks are ``procs``, sizes carry ``_bytes``, times ``_s``.
+RENAMED = {
+    "nodes": "procs",
+    "ranks": "procs",
+    "world": "procs",
+    "nprocs": "procs",
+    "size": "size_bytes",
+    "bytes": "size_bytes",
+    "piece_size": "piece_size_bytes",
+    "seconds": "a name ending in _s",
+    "time": "time_s",
+    "duration": "a name ending in _s",
+}
+#: Words of durations: a numeric key with one of them as a word ends in ``_s`` (or
+#: ``_ms``/``_us``); ``timeouts`` (a count) is another word.
+DURATION_WORDS = ("timeout", "interval", "delay", "latency", "duration", "seconds")
+
+
+def vocabulary_problems(doc: Any, where: str = "") -> list[str]:
+    """Keys of ``doc`` (a parsed --json document) that break the vocabulary, each with
+    its path and the name to use. Only keys holding numbers are judged: ``"nodes": [...]``
+    (a list of nodes) is fine, ``"nodes": 4`` (a count) is not."""
+    problems: list[str] = []
+    if isinstance(doc, list):
+        for i, v in enumerate(doc):
+            problems += vocabulary_problems(v, f"{where}[{i}]")
+    elif isinstance(doc, dict):
+        for k, v in doc.items():
+            path = f"{where}.{k}" if where else str(k)
+            numeric = isinstance(v, (int, float)) and not isinstance(v, bool)
+            if numeric and k in RENAMED:
+                problems.append(f"{path}: say {RENAMED[k]}")
+            elif numeric and set(k.split("_")) & set(DURATION_WORDS) and not k.endswith(("_s", "_ms", "_us")):
+                problems.append(f"{path}: a duration, give it its unit (_s)")
+            problems += vocabulary_problems(v, path)
+    return problems

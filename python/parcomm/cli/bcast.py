@@ -547,7 +547,7 @@ def _summarize(reports, errors, as_json: bool, to_stderr: bool = False) -> None:
             + f"  ({len(reports)} node{'s' * (len(reports) != 1)})",
             err=to_stderr,
         )
-    if summary["size"]:
+    if summary["size_bytes"]:
         click.echo(
             f"origin egress {summary['origin_egress_bytes'] / 1e6:.1f} MB = {summary['origin_egress_x']:.2f} x the "
             f"object; from peers {summary['bytes_from_peers'] / 1e6:.1f} MB; "
@@ -582,9 +582,9 @@ def prepare(url, piece_size, endpoint_url, region, aws_profile, anonymous, manif
         _fail(exc)
     info = {
         "url": url,
-        "size": m.size,
+        "size_bytes": m.size,
         "pieces": m.num_pieces,
-        "piece_size": m.piece_size,
+        "piece_size_bytes": m.piece_size,
         "sha256": m.sha256.hex(),
         "hash_list": manifest.hash_list_location(url, manifest_url),
     }
@@ -744,7 +744,7 @@ def demo(nodes, size, algo, as_json) -> None:
         emit_json(summary)
     else:
         click.echo(
-            f"demo: {summary['nodes']} nodes got {summary['size']} bytes in {summary['seconds']:.2f} s "
+            f"demo: {summary['procs']} nodes got {summary['size_bytes']} bytes in {summary['time_s']:.2f} s "
             f"({summary['algo']}); every sha256 matched: {summary['all_match']}; "
             f"origin egress {summary['egress_ratio']:.2f} x"
         )

@@ -153,7 +153,7 @@ def alltoall(platform_spec, algo, size, rto_min, backends, rto_max, rto_scheme, 
     if "emu" in bks:
         check_emulable(plat)
     points = [(a, m) for a in algos for m in sizes]
-    rows = [{"algo": a, "size": m} for a, m in points]
+    rows = [{"algo": a, "size_bytes": m} for a, m in points]
     runs: list[list[Result]] = [[] for _ in points]
     bar = make_progress()
     try:
@@ -182,7 +182,7 @@ def alltoall(platform_spec, algo, size, rto_min, backends, rto_max, rto_scheme, 
     if as_json:
         emit_json({"workload": "alltoall", "platform": platform_spec, "backends": bks, "points": rows})
         return
-    _print(rows, comparisons, ["algo", "size"], f"alltoall on {platform_spec} ({n} hosts)", bks)
+    _print(rows, comparisons, ["algo", "size_bytes"], f"alltoall on {platform_spec} ({n} hosts)", bks)
 
 
 @compare.command()

@@ -91,7 +91,7 @@ def gen(
                 "transactions": len(tx),
                 "items_total": int(len(tx.items)),
                 "avg_len": len(tx.items) / max(1, len(tx)),
-                "bytes": os.path.getsize(out),
+                "size_bytes": os.path.getsize(out),
             }
     except (ValueError, OSError) as e:
         raise UserError(str(e)) from None
@@ -99,7 +99,7 @@ def gen(
         emit_json({"file": out, **info})
     else:
         click.echo(
-            f"{out}: {info['transactions']} transactions, average length {info['avg_len']:.2f}, {info['bytes']} bytes"
+            f"{out}: {info['transactions']} transactions, average length {info['avg_len']:.2f}, {info['size_bytes']} bytes"
         )
 
 

@@ -48,10 +48,10 @@ def run_demo(
         matches = [p.exists() and hashlib.sha256(p.read_bytes()).hexdigest() == digest for p in outputs]
         egress = sum(r.bytes_from_storage for r in result.reports)
         return {
-            "nodes": nodes,
-            "size": size,
+            "procs": nodes,
+            "size_bytes": size,
             "algo": algo,
-            "seconds": result.seconds,
+            "time_s": result.seconds,
             "all_match": all(matches),
             "errors": {str(k): v for k, v in result.errors.items()},
             "egress_ratio": egress / size if size else 0.0,

@@ -569,7 +569,7 @@ class EmuBcast:
             times.append(out.stat().st_mtime - t0 if out.exists() else float("nan"))
         from_storage = [int((rep or {}).get("bytes_from_storage", 0)) for rep in reports]
         from_peers = [int((rep or {}).get("bytes_from_peers", 0)) for rep in reports]
-        reported = [(rep or {}).get("seconds") for rep in reports]
+        reported = [(rep or {}).get("run_s") for rep in reports]
         ok_times = [t for t in times if t == t]
         res = EmuRunResult(
             method=method,

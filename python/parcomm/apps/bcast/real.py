@@ -120,7 +120,17 @@ class NodeReport:
         return self.size / took if took > 0 else 0.0
 
     def to_dict(self) -> dict:
-        return {**asdict(self), "throughput_Bps": self.throughput}
+        """The --json form: the commands' vocabulary (procs, _bytes, _s)."""
+        d = asdict(self)
+        d["procs"], d["size_bytes"], d["run_s"] = d.pop("nodes"), d.pop("size"), d.pop("seconds")
+        return {**d, "throughput_Bps": self.throughput}
+
+    @classmethod
+    def from_dict(cls, d: dict) -> "NodeReport":
+        """Back from :meth:`to_dict` (a --local child's report)."""
+        d = {k: v for k, v in d.items() if k != "throughput_Bps"}
+        d["nodes"], d["size"], d["seconds"] = d.pop("procs"), d.pop("size_bytes"), d.pop("run_s")
+        return cls(**d)
 
 
 @dataclass(frozen=True)

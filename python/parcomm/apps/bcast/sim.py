@@ -56,7 +56,7 @@ from .messages import (
     Start,
     Tick,
 )
-from .node import BcastConfig, BcastNode
+from .node import BcastConfig, BcastNode, config_json
 from .storage_model import MB, Profile, load_profile
 
 STORAGE = -1  # source id of storage flows
@@ -137,6 +137,8 @@ class SimResult:
 
     def to_dict(self) -> dict[str, Any]:
         d = {k: getattr(self, k) for k in self.__dataclass_fields__}
+        d["procs"], d["size_bytes"] = d.pop("nodes"), d.pop("size")  # the commands' vocabulary
+        d["config"] = config_json(self.config)
         d.update(
             mean_node_mb_s=self.mean_node_mb_s,
             total_mb_s=self.total_mb_s,

@@ -25,9 +25,9 @@ def summarize(reports: Sequence, errors: dict | None = None) -> dict:
     size = reports[0].size if reports else 0
     egress = sum(r.bytes_from_storage for r in reports)
     return {
-        "nodes": len(reports) + len(errors or {}),
-        "nodes_failed": len(errors or {}),
-        "size": size,
+        "procs": len(reports) + len(errors or {}),
+        "procs_failed": len(errors or {}),
+        "size_bytes": size,
         "completion_s": {name: percentile(done, q) for name, q in (("p50", 50), ("p95", 95), ("p99", 99))}
         | {"max": max(done) if done else None},
         "origin_egress_bytes": egress,

@@ -568,7 +568,7 @@ def write_quest(path: str | os.PathLike, p: QuestParams, parts: int = 1) -> dict
         "parts": parts,
         "avg_len": total_items / max(1, p.transactions),
         "max_len": maxlen,
-        "bytes": os.path.getsize(path),
+        "size_bytes": os.path.getsize(path),
     }
 
 
