@@ -226,6 +226,10 @@ pub struct LinkSpec {
     pub propagation_s: f64,
     #[serde(default)]
     pub loss: f64,
+    /// Timing noise: each frame arrives up to this much later than propagation
+    /// alone would have it (uniform in [0, jitter_s)), in order. 0: an ideal wire.
+    #[serde(default)]
+    pub jitter_s: f64,
     #[serde(default = "default_framing")]
     pub framing: Framing,
     /// Fault injection: lose the n-th packets (1-based) sent from `a` to `b`.
@@ -438,6 +442,12 @@ impl PlatformSpec {
             }
             positive(l.rate_bps, &f("rate_bps"))?;
             non_negative(l.propagation_s, &f("propagation_s"))?;
+            non_negative(l.jitter_s, &f("jitter_s"))?;
+            if l.jitter_s > 0.0 && l.framing == Framing::Atm {
+                // A cell-interleaving switch takes a frame's cells as they arrive; timing noise
+                // on frames would not move its cells.
+                return Err(format!("{}: timing noise is for frame links, not ATM", f("jitter_s")));
+            }
             if l.drop_nth.contains(&0) {
                 return Err(format!("{} counts packets from 1, got 0", f("drop_nth")));
             }

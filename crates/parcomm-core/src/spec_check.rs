@@ -233,6 +233,7 @@ pub fn check_limits(p: &PlatformSpec) -> Result<(), SpecError> {
         name(&f("b"), &l.b)?;
         at_most_f64(l.rate_bps, MAX_RATE, &f("rate_bps"))?;
         at_most_f64(l.propagation_s, MAX_DURATION_S, &f("propagation_s"))?;
+        at_most_f64(l.jitter_s, MAX_DURATION_S, &f("jitter_s"))?;
         if l.drop_nth.len() > MAX_DROP_NTH {
             return Err(format!("{} lists {} packets, more than {MAX_DROP_NTH}", f("drop_nth"), l.drop_nth.len()));
         }

@@ -270,7 +270,9 @@ def _switch(item: dict) -> dict:
 
 
 def _link(item: dict) -> dict:
-    (a, b, rate), rest = _take(item, ("a", "b", "rate_bps"), ("propagation_s", "loss", "framing", "drop_nth"))
+    (a, b, rate), rest = _take(
+        item, ("a", "b", "rate_bps"), ("propagation_s", "loss", "jitter_s", "framing", "drop_nth")
+    )
     return link(a, b, rate, **rest)
 
 

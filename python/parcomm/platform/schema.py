@@ -243,13 +243,15 @@ def link(
     *,
     propagation_s: Any = 0.0,
     loss: float = 0.0,
+    jitter_s: Any = 0.0,
     framing: str = DEFAULT_FRAMING,
     drop_nth: Iterable[int] = (),
 ) -> dict:
     """A ``LinkSpec`` dict (full duplex point-to-point link between two nodes).
 
     ``drop_nth`` is fault injection: the 1-based indices of packets sent from
-    ``a`` to ``b`` that the link loses.
+    ``a`` to ``b`` that the link loses. ``jitter_s`` is timing noise: each frame
+    arrives up to that much later (uniform), never out of order.
     """
     what = f"links[{check_name(a, 'links: a')}-{check_name(b, 'links: b')}]"
     if framing not in FRAMINGS:
@@ -260,6 +262,7 @@ def link(
         "rate_bps": parse_rate(rate_bps, f"{what}.rate_bps"),
         "propagation_s": parse_duration(propagation_s, f"{what}.propagation_s"),
         "loss": _number(loss, f"{what}.loss"),
+        "jitter_s": parse_duration(jitter_s, f"{what}.jitter_s"),
         "framing": framing,
         "drop_nth": _drop_list(drop_nth, f"{what}.drop_nth"),
     }

@@ -110,7 +110,12 @@ _SWITCHED: dict[str, _Option] = {
 }
 
 _OPTIONS: dict[str, dict[str, _Option]] = {
-    "star": {**_SWITCHED, "loss": ("loss", _number), "framing": ("framing", _framing)},
+    "star": {
+        **_SWITCHED,
+        "loss": ("loss", _number),
+        "jitter": ("jitter_s", parse_duration),
+        "framing": ("framing", _framing),
+    },
     "atm": {
         "rate": ("rate_bps", parse_rate),
         "buffer": ("buffer_cells", _buffer_cells),

@@ -26,6 +26,7 @@ def star(
     *,
     switch_latency_s: Any = 0.0,
     loss: float = 0.0,
+    jitter_s: Any = 0.0,
     name: str | None = None,
     **host_options: Any,
 ) -> dict:
@@ -44,6 +45,8 @@ def star(
     * ``framing``: ``"ethernet"``, ``"atm"`` or ``"raw"`` (wire accounting of spec.rs).
     * ``switch_latency_s``: fixed per-packet switching latency. Default 0.
     * ``loss``: random loss probability per packet per link. Default 0.
+    * ``jitter_s``: timing noise per frame per link, uniform in [0, jitter_s),
+      order kept. Default 0 (an ideal wire).
     * ``host_options``: passed to ``schema.host`` for every host:
       ``nic_queue_packets``, ``send_overhead``, ``recv_overhead``, ``tcp``
       (a partial TcpSpec dict over the spec's Linux-like defaults).
@@ -62,7 +65,10 @@ def star(
         flow_control=flow_control,
         latency_s=switch_latency_s,
     )
-    links = [link(h["name"], "sw0", rate_bps, propagation_s=propagation_s, loss=loss, framing=framing) for h in hosts]
+    links = [
+        link(h["name"], "sw0", rate_bps, propagation_s=propagation_s, loss=loss, jitter_s=jitter_s, framing=framing)
+        for h in hosts
+    ]
     return make_platform(name or f"star-{n}", hosts, [sw], links)
 
 

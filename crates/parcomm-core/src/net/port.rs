@@ -16,6 +16,10 @@ pub struct Port {
     pub peer: u32,
     pub rate_bps: f64,
     pub propagation: Time,
+    /// Timing noise added to each frame's arrival, uniform in [0, jitter) (0: none).
+    pub jitter: Time,
+    /// When the last frame sent here arrives at the peer: jitter never reorders.
+    pub last_arrival: Time,
     pub loss: f64,
     pub framing: Framing,
     pub queue: PacketQueue,
@@ -104,5 +108,74 @@ impl Port {
             return (None, resumed);
         }
         (Some(p), resumed)
+    }
+
+    /// When a frame that left the wire at `now` reaches the peer, `delay` after it
+    /// with an ideal wire: plus this link's timing noise, never before the frame
+    /// ahead of it. Draws nothing without jitter.
+    pub fn arrival(&mut self, now: Time, delay: Time) -> Time {
+        if self.jitter == 0 {
+            return now + delay;
+        }
+        let noise = (self.rng.uniform() * self.jitter as f64) as Time;
+        let at = (now + delay + noise).max(self.last_arrival);
+        self.last_arrival = at;
+        at
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::spec::BufferUnit;
+
+    fn port(jitter: Time) -> Port {
+        Port {
+            owner: 0,
+            peer: 1,
+            rate_bps: 1e8,
+            propagation: 0,
+            jitter,
+            last_arrival: 0,
+            loss: 0.0,
+            framing: Framing::Ethernet,
+            queue: PacketQueue::new(1 << 20, BufferUnit::Bytes, None),
+            flow_control: false,
+            held: VecDeque::new(),
+            busy: false,
+            paused_by: 0,
+            rng: Rng::new(7, "port:test"),
+            tx_packets: 0,
+            tx_wire_bytes: 0,
+            wire_losses: 0,
+            drop_nth: Vec::new(),
+            cell_buffer: None,
+        }
+    }
+
+    #[test]
+    fn an_ideal_wire_adds_nothing_and_draws_nothing() {
+        let mut p = port(0);
+        let before = p.rng.clone().next_u64();
+        assert_eq!(p.arrival(1_000, 500), 1_500);
+        assert_eq!(p.rng.next_u64(), before);
+    }
+
+    #[test]
+    fn jitter_delays_within_its_bound_and_never_reorders() {
+        let jitter = 190_000; // ns
+        let mut p = port(jitter);
+        let (mut last, mut extra_sum) = (0, 0u64);
+        for i in 0..10_000u64 {
+            let sent = i * 123_000; // back to back at 100 Mbit/s
+            let at = p.arrival(sent, 0);
+            assert!(at >= last, "frame {i} arrived before the one ahead of it");
+            assert!(at >= sent && at < sent.max(last) + jitter);
+            extra_sum += at - sent;
+            last = at;
+        }
+        // uniform in [0, 190 us) plus a little held back by order: mean near 95 us
+        let mean = extra_sum as f64 / 10_000.0;
+        assert!((90_000.0..110_000.0).contains(&mean), "mean extra delay {mean} ns");
     }
 }

@@ -110,6 +110,8 @@ pub(super) fn build(spec: &PlatformSpec, seed: u64) -> Result<Simulation, SpecEr
                 peer: index[to.as_str()],
                 rate_bps: l.rate_bps,
                 propagation: from_secs(l.propagation_s),
+                jitter: from_secs(l.jitter_s),
+                last_arrival: 0,
                 loss: l.loss,
                 framing: l.framing,
                 queue,

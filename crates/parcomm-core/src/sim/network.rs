@@ -125,14 +125,15 @@ impl Simulation {
         }
         if let Some(pkt) = pkt {
             let delay = self.arrival_delay(peer, prop);
-            if delay == 0 {
+            let at = self.ports[p as usize].arrival(now, delay);
+            if at == now {
                 // Same instant, and nothing else can happen in between: arrive
                 // now rather than through the queue (half the events on a
                 // machine-room star, where propagation is zero).
                 self.q.note_handled_in_place();
                 self.arrive(peer, pkt, p);
             } else {
-                self.q.schedule(now + delay, Event::Arrive { node: peer, pkt, from_port: p });
+                self.q.schedule(at, Event::Arrive { node: peer, pkt, from_port: p });
             }
         } else if let Some(out) = cell_port {
             // Lost on the wire: its cells stop arriving at the switch all the same.
