@@ -122,6 +122,7 @@ def test_sack_and_tlp_are_optional_bools_default_off():
         "prr",
         "cubic",
         "quickack",
+        "frto",
     )
     assert all(
         pp.LINUX_TCP[f] is False
@@ -135,7 +136,8 @@ def test_sack_and_tlp_are_optional_bools_default_off():
             "prr",
             "cubic",
             "quickack",
-        )
+            "frto",
+            )
     )
     assert pp.LINUX_TCP["sndbuf_initial_bytes"] == 0  # 0 = no send-buffer autotuning
     assert pp.LINUX_TCP["timer_tick_s"] == 0.0  # 0 = timers fire exactly

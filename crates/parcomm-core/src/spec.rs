@@ -132,6 +132,12 @@ pub struct TcpSpec {
     /// an idle gap longer than rto_min.
     #[serde(default)]
     pub quickack: bool,
+    /// F-RTO (RFC 5682) and the undo of spurious retransmission timeouts,
+    /// as Linux with net.ipv4.tcp_frto = 2 (tcp_process_loss(),
+    /// tcp_try_undo_loss(); with `timestamps`, tcp_packet_delayed()). The
+    /// F-RTO step that sends new data needs SACK; the undo works without.
+    #[serde(default)]
+    pub frto: bool,
 }
 
 impl Default for TcpSpec {
@@ -160,6 +166,7 @@ impl Default for TcpSpec {
             prr: false,
             cubic: false,
             quickack: false,
+            frto: false,
         }
     }
 }

@@ -42,6 +42,7 @@ MECHANISMS = (
     "timestamps",
     "rack",
     "prr",
+    "frto",
     "quickack",
     "rto_initial_s",
     "clock_granularity_s",

@@ -8,7 +8,7 @@
 //! CUBIC's reduction (ssthresh = beta * cwnd, `bictcp_recalc_ssthresh()`).
 //! HyStart (leaving slow start early on delay increase) is not modelled.
 
-use super::newreno::{deflate_on_partial_ack, restart_after_idle, CongestionControl};
+use super::newreno::{deflate_on_partial_ack, restart_after_idle, undo, CongestionControl};
 use crate::time::Time;
 
 /// C of RFC 9438 §4.2 (tcp_cubic.c: bic_scale 41 / 1024 * 10 = 0.4).
@@ -160,6 +160,11 @@ impl CongestionControl for Cubic {
     fn on_idle_restart(&mut self, idle_rtos: u64, restart_window: u64) {
         (self.cwnd, self.ssthresh) = restart_after_idle(self.cwnd, self.ssthresh, idle_rtos, restart_window);
         self.epoch = None; // tcp_cubic's CA_EVENT_TX_START shifts the epoch; restarting it is the simple equivalent
+    }
+
+    fn undo_reduction(&mut self, prior_cwnd: u64, prior_ssthresh: u64) {
+        (self.cwnd, self.ssthresh) = undo(self.cwnd, self.ssthresh, prior_cwnd, prior_ssthresh);
+        self.epoch = None; // the avoidance epoch restarts from the restored window
     }
 }
 
