@@ -123,6 +123,7 @@ def test_sack_and_tlp_are_optional_bools_default_off():
         "cubic",
         "quickack",
         "frto",
+        "hystart",
     )
     assert all(
         pp.LINUX_TCP[f] is False
@@ -137,7 +138,8 @@ def test_sack_and_tlp_are_optional_bools_default_off():
             "cubic",
             "quickack",
             "frto",
-            )
+            "hystart",
+        )
     )
     assert pp.LINUX_TCP["sndbuf_initial_bytes"] == 0  # 0 = no send-buffer autotuning
     assert pp.LINUX_TCP["timer_tick_s"] == 0.0  # 0 = timers fire exactly

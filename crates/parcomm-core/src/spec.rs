@@ -123,8 +123,8 @@ pub struct TcpSpec {
     /// Linux's tcp_cwnd_reduction()): sending follows what ACKs deliver.
     #[serde(default)]
     pub prr: bool,
-    /// CUBIC congestion control (RFC 9438, Linux's tcp_cubic.c without
-    /// HyStart) instead of NewReno's window growth and halving.
+    /// CUBIC congestion control (RFC 9438, Linux's tcp_cubic.c; HyStart is
+    /// `hystart`) instead of NewReno's window growth and halving.
     #[serde(default)]
     pub cubic: bool,
     /// Linux's quick-ACK mode (tcp_enter_quickack_mode, TCP_MAX_QUICKACKS = 16):
@@ -138,6 +138,11 @@ pub struct TcpSpec {
     /// F-RTO step that sends new data needs SACK; the undo works without.
     #[serde(default)]
     pub frto: bool,
+    /// CUBIC's HyStart (tcp_cubic.c hystart_update(), `hystart = 1`): slow
+    /// start ends early on an ACK train or a rise in delay, from 16
+    /// segments on. Only with `cubic`.
+    #[serde(default)]
+    pub hystart: bool,
 }
 
 impl Default for TcpSpec {
@@ -167,6 +172,7 @@ impl Default for TcpSpec {
             cubic: false,
             quickack: false,
             frto: false,
+            hystart: false,
         }
     }
 }

@@ -39,6 +39,7 @@ fn tcp_config(h: &crate::spec::HostSpec) -> TcpConfig {
         cubic: t.cubic,
         quickack: t.quickack,
         frto: t.frto,
+        hystart: t.hystart,
     }
 }
 

@@ -194,3 +194,29 @@ fn a_real_loss_after_a_timeout_is_not_undone() {
         assert!(next[2].1, "then retransmissions: {next:?}");
     }
 }
+
+#[test]
+fn hystart_leaves_slow_start_near_the_path_bdp_without_a_loss() {
+    // 100 Mbit/s, 10 ms each way: BDP = 250 segments of 1000 bytes; the FIFO
+    // never drops, so without HyStart slow start only ends with the transfer.
+    let c = |hystart: bool| TcpConfig { cubic: true, hystart, tail_loss_probe: false, ..cfg(true, true) };
+    let run = |c: &TcpConfig| {
+        let mut n = Net::new(c, 100_000_000, 10 * MS);
+        n.write(2000 * MSS);
+        assert!(n.run(60 * SEC));
+        n
+    };
+    let off = run(&c(false));
+    let on = run(&c(true));
+    for n in [&off, &on] {
+        let st = n.tx.stats();
+        assert_eq!((st.timeouts, st.fast_retransmits, st.segments_retransmitted), (0, 0, 0));
+    }
+    assert_eq!(off.tx.ssthresh(), u64::MAX);
+    // The window doubles per round from 10: 10, 20, 40, 80, 160. In the 160-segment
+    // round the ACKs come 80 us apart (the bottleneck's pace), a train; it passes
+    // (min RTT ~20.1 ms + the 1 ms ACK-delay allowance) / 2 = 10.5 ms at about its
+    // 132nd ACK, with the window at 160 + 132 segments: ssthresh = cwnd there.
+    let exit = on.tx.ssthresh() / MSS;
+    assert!((285..=300).contains(&exit), "left slow start at {exit} segments");
+}

@@ -15,6 +15,7 @@
 
 pub mod cubic;
 pub mod frto;
+pub mod hystart;
 pub mod linux_rto;
 #[cfg(test)]
 mod linux_tests;
@@ -113,6 +114,10 @@ pub struct TcpConfig {
     /// retransmission: `tcp_packet_delayed()`) restores cwnd and ssthresh.
     /// The F-RTO sending rule needs SACK; the timestamp undo works without.
     pub frto: bool,
+    /// CUBIC's HyStart (`hystart.rs`, tcp_cubic.c): slow start ends early on
+    /// an ACK train as long as half the minimum RTT, or on a rise of the
+    /// round's minimum RTT, from 16 segments on. Only with `cubic`.
+    pub hystart: bool,
 }
 
 impl Default for TcpConfig {
@@ -142,6 +147,7 @@ impl Default for TcpConfig {
             cubic: false,
             quickack: false,
             frto: false,
+            hystart: false,
         }
     }
 }

@@ -41,6 +41,11 @@ pub trait CongestionControl: Debug + Send + Sync {
     /// cwnd back to at least `prior_cwnd` (tcp_reno_undo_cwnd(), which
     /// CUBIC uses too) and ssthresh to at least `prior_ssthresh`.
     fn undo_reduction(&mut self, prior_cwnd: u64, prior_ssthresh: u64);
+    /// Linux's `pkts_acked` hook, on an ACK that advanced snd_una: `rtt` is
+    /// the RTT of the newest segment it acked that was never retransmitted
+    /// (the ACK sample's `rtt_us`), `snd_una` and `snd_nxt` after it. For
+    /// HyStart; the default ignores it.
+    fn on_acked_sample(&mut self, _now: Time, _rtt: Option<Time>, _snd_una: u64, _snd_nxt: u64, _srtt: Option<Time>) {}
 }
 
 /// tcp_undo_cwnd_reduction() on a (cwnd, ssthresh) pair (shared with CUBIC).

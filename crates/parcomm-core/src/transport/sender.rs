@@ -51,12 +51,16 @@ pub struct Sender {
     last_data_sent: Option<Time>,
     /// F-RTO and the undo of spurious timeouts (`frto.rs`); `None` when off.
     undo: Option<LossUndo>,
+    /// Tell the congestion control each ACK's RTT sample (HyStart).
+    rtt_samples_to_cc: bool,
     stats: SenderStats,
 }
 
 impl Sender {
     pub fn new(cfg: &TcpConfig) -> Sender {
-        let cc: Box<dyn CongestionControl> = if cfg.cubic {
+        let cc: Box<dyn CongestionControl> = if cfg.cubic && cfg.hystart {
+            Box::new(Cubic::new(cfg.mss, cfg.initial_cwnd_segments).with_hystart())
+        } else if cfg.cubic {
             Box::new(Cubic::new(cfg.mss, cfg.initial_cwnd_segments))
         } else {
             Box::new(NewReno::new(cfg.mss, cfg.initial_cwnd_segments))
@@ -97,7 +101,7 @@ impl Sender {
             rto,
             rto_deadline: None,
             rtt_probe: None,
-            txlog: (cfg.linux_rto || (cfg.rack && cfg.sack) || cfg.frto).then(TxLog::new),
+            txlog: (cfg.linux_rto || (cfg.rack && cfg.sack) || cfg.frto || (cfg.cubic && cfg.hystart)).then(TxLog::new),
             timestamps: cfg.timestamps,
             linux_sampling: cfg.linux_rto,
             timed_out_unrepaired: false,
@@ -112,6 +116,7 @@ impl Sender {
             restart_window: cfg.cwnd_restart_after_idle.then(|| mss.saturating_mul(cfg.initial_cwnd_segments.max(1))),
             last_data_sent: None,
             undo: cfg.frto.then(|| LossUndo::new(cfg.sack, cfg.timestamps)),
+            rtt_samples_to_cc: cfg.cubic && cfg.hystart,
             stats: SenderStats::default(),
         }
     }
@@ -229,19 +234,32 @@ impl Sender {
         // tcp_skb_spurious_retrans(): with timestamps (and `frto`), a resent
         // segment whose original the echo shows acked does not time RACK.
         let echo_check = self.undo.as_ref().is_some_and(|u| u.timestamps);
+        // The newest segment acked never retransmitted, and whether any
+        // retransmitted one was (tcp_clean_rtx_queue()'s last_ackt, FLAG_RETRANS_DATA_ACKED).
+        let (mut newest_fresh, mut any_resent) = (None, false);
         if let Some(log) = self.txlog.as_mut() {
             let rec = &mut self.recovery;
             let sample = log.on_ack_with(ack.ack, now, self.timestamps, |seg| {
                 if !seg.retransmitted {
                     orig_end = Some(orig_end.map_or(seg.end, |e| e.min(seg.end)));
-                } else if echo_check && echo_before(ack.tsecr, seg.sent) {
-                    return;
+                    newest_fresh = Some(seg.sent);
+                } else {
+                    any_resent = true;
+                    if echo_check && echo_before(ack.tsecr, seg.sent) {
+                        return;
+                    }
                 }
                 rec.on_delivered(now, &seg)
             });
             if let (true, Some(rtt)) = (self.linux_sampling, sample) {
                 self.rto.on_rtt_sample_seq(rtt, self.seq.snd_una, self.seq.snd_max);
             }
+        }
+        if self.rtt_samples_to_cc {
+            // The ACK sample's rtt_us (ca_rtt_us): from the newest fresh segment, if no resent one was acked.
+            let rtt = newest_fresh.filter(|_| !any_resent).map(|t| now.saturating_sub(t));
+            let srtt = self.rto.srtt();
+            self.cc.on_acked_sample(now, rtt, self.seq.snd_una, self.seq.snd_nxt, srtt);
         }
         if self.linux_sampling {
             // Timed above.
@@ -1062,6 +1080,7 @@ mod tests {
                 prr: round % 3 == 0,
                 cubic: round % 4 == 2,
                 frto: round % 7 < 4,
+                hystart: round % 2 == 0,
                 ..Default::default()
             };
             let mut s = Sender::new(&c);
