@@ -122,6 +122,8 @@ def test_sack_and_tlp_are_optional_bools_default_off():
         "prr",
         "cubic",
         "quickack",
+        "frto",
+        "hystart",
     )
     assert all(
         pp.LINUX_TCP[f] is False
@@ -135,6 +137,8 @@ def test_sack_and_tlp_are_optional_bools_default_off():
             "prr",
             "cubic",
             "quickack",
+            "frto",
+            "hystart",
         )
     )
     assert pp.LINUX_TCP["sndbuf_initial_bytes"] == 0  # 0 = no send-buffer autotuning

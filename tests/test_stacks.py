@@ -20,10 +20,10 @@ def test_every_stack_is_a_valid_partial_tcp_table_with_its_sources():
         tcp_spec(stack=name)  # every value coerces and is in range
     assert tcp_spec(stack="rfc") == LINUX_TCP  # the simulator's default transport
     linux = stack_fields("linux")
-    assert all(linux[k] for k in ("sack", "rack", "tail_loss_probe", "prr", "linux_rto", "timestamps"))
+    assert all(linux[k] for k in ("sack", "rack", "tail_loss_probe", "prr", "linux_rto", "timestamps", "frto"))
     old = stack_fields("linux-2.6.11")
     assert old["sack"] and not (old["rack"] or old["tail_loss_probe"] or old["prr"])  # TLP 3.10, RACK 4.4, PRR 3.2
-    assert linux["cubic"] and "hystart" in stack_info("linux")["not_modelled"]
+    assert linux["cubic"] and linux["hystart"] and "hystart" not in stack_info("linux")["not_modelled"]
 
 
 def test_the_period_builders_take_their_values_from_the_stack_files():

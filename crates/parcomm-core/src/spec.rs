@@ -123,8 +123,8 @@ pub struct TcpSpec {
     /// Linux's tcp_cwnd_reduction()): sending follows what ACKs deliver.
     #[serde(default)]
     pub prr: bool,
-    /// CUBIC congestion control (RFC 9438, Linux's tcp_cubic.c without
-    /// HyStart) instead of NewReno's window growth and halving.
+    /// CUBIC congestion control (RFC 9438, Linux's tcp_cubic.c; HyStart is
+    /// `hystart`) instead of NewReno's window growth and halving.
     #[serde(default)]
     pub cubic: bool,
     /// Linux's quick-ACK mode (tcp_enter_quickack_mode, TCP_MAX_QUICKACKS = 16):
@@ -132,6 +132,17 @@ pub struct TcpSpec {
     /// an idle gap longer than rto_min.
     #[serde(default)]
     pub quickack: bool,
+    /// F-RTO (RFC 5682) and the undo of spurious retransmission timeouts,
+    /// as Linux with net.ipv4.tcp_frto = 2 (tcp_process_loss(),
+    /// tcp_try_undo_loss(); with `timestamps`, tcp_packet_delayed()). The
+    /// F-RTO step that sends new data needs SACK; the undo works without.
+    #[serde(default)]
+    pub frto: bool,
+    /// CUBIC's HyStart (tcp_cubic.c hystart_update(), `hystart = 1`): slow
+    /// start ends early on an ACK train or a rise in delay, from 16
+    /// segments on. Only with `cubic`.
+    #[serde(default)]
+    pub hystart: bool,
 }
 
 impl Default for TcpSpec {
@@ -160,6 +171,8 @@ impl Default for TcpSpec {
             prr: false,
             cubic: false,
             quickack: false,
+            frto: false,
+            hystart: false,
         }
     }
 }

@@ -33,8 +33,8 @@ STACKS = tuple(sorted(p.stem for p in _DIR.glob("*.toml")))
 #: The fields that make a stack behave as its kernel does (loss detection and
 #: recovery, RTO rules, timer granularity), as opposed to what an experiment
 #: sets itself (RTO bounds, delayed ACKs, initial window, buffers). Not
-#: ``cubic``: the congestion control is the experiment's choice too (the
-#: emulated kernels run Reno, ``emu/tcpknobs.py``).
+#: ``cubic`` (nor its ``hystart``): the congestion control is the experiment's
+#: choice too (the emulated kernels run Reno, ``emu/tcpknobs.py``).
 MECHANISMS = (
     "sack",
     "tail_loss_probe",
@@ -42,6 +42,7 @@ MECHANISMS = (
     "timestamps",
     "rack",
     "prr",
+    "frto",
     "quickack",
     "rto_initial_s",
     "clock_granularity_s",

@@ -159,7 +159,7 @@ mod tests {
     use crate::transport::Segment;
 
     fn pkt(len: u64) -> Packet {
-        Packet::data(0, 1, 0, Segment { seq: 0, len, retransmission: false })
+        Packet::data(0, 1, 0, Segment { seq: 0, len, retransmission: false, tsval: 0 })
     }
 
     #[test]

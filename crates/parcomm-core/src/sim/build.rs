@@ -38,6 +38,8 @@ fn tcp_config(h: &crate::spec::HostSpec) -> TcpConfig {
         prr: t.prr,
         cubic: t.cubic,
         quickack: t.quickack,
+        frto: t.frto,
+        hystart: t.hystart,
     }
 }
 

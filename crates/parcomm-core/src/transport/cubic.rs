@@ -6,9 +6,10 @@
 //! Linux: C = 0.4, beta = 717/1024 (~0.7), fast convergence on. Slow start,
 //! fast recovery and the timeout rules are NewReno's (`newreno.rs`), with
 //! CUBIC's reduction (ssthresh = beta * cwnd, `bictcp_recalc_ssthresh()`).
-//! HyStart (leaving slow start early on delay increase) is not modelled.
+//! HyStart (`hystart.rs`) optionally ends slow start early, as Linux's does.
 
-use super::newreno::{deflate_on_partial_ack, restart_after_idle, CongestionControl};
+use super::hystart::HyStart;
+use super::newreno::{deflate_on_partial_ack, restart_after_idle, undo, CongestionControl};
 use crate::time::Time;
 
 /// C of RFC 9438 §4.2 (tcp_cubic.c: bic_scale 41 / 1024 * 10 = 0.4).
@@ -32,6 +33,8 @@ pub struct Cubic {
     w_est: f64,
     /// Smallest SRTT seen: the delay tcp_cubic adds to t (delay_min).
     min_rtt: Option<Time>,
+    /// HyStart, when on.
+    hystart: Option<HyStart>,
 }
 
 impl Cubic {
@@ -48,7 +51,14 @@ impl Cubic {
             origin: 0.0,
             w_est: 0.0,
             min_rtt: None,
+            hystart: None,
         }
+    }
+
+    /// With HyStart (tcp_cubic.c, `hystart = 1`, Linux's default).
+    pub fn with_hystart(mut self) -> Self {
+        self.hystart = Some(HyStart::new());
+        self
     }
 
     fn segs(&self) -> f64 {
@@ -155,12 +165,44 @@ impl CongestionControl for Cubic {
         }
         self.epoch = None;
         self.cwnd = self.mss;
+        if let Some(h) = self.hystart.as_mut() {
+            h.on_loss_state(); // cubictcp_state(TCP_CA_Loss): bictcp_reset(), bictcp_hystart_reset()
+        }
+    }
+
+    fn on_acked_sample(&mut self, now: Time, rtt: Option<Time>, snd_una: u64, snd_nxt: u64, srtt: Option<Time>) {
+        let (Some(h), Some(rtt)) = (self.hystart.as_mut(), rtt) else {
+            return;
+        };
+        // cubictcp_acked(): no samples within a second of an avoidance epoch's start.
+        if self.epoch.is_some_and(|e| now.saturating_sub(e) < crate::time::SEC) {
+            return;
+        }
+        let in_slow_start = self.cwnd < self.ssthresh;
+        let segs = self.cwnd / self.mss;
+        let pacing = srtt.map(|r| pacing_rate_ss(self.cwnd, r));
+        if h.on_sample(now, rtt, in_slow_start, snd_una, snd_nxt, segs, pacing) {
+            self.ssthresh = self.cwnd; // found: slow start ends at this window
+        }
     }
 
     fn on_idle_restart(&mut self, idle_rtos: u64, restart_window: u64) {
         (self.cwnd, self.ssthresh) = restart_after_idle(self.cwnd, self.ssthresh, idle_rtos, restart_window);
         self.epoch = None; // tcp_cubic's CA_EVENT_TX_START shifts the epoch; restarting it is the simple equivalent
     }
+
+    fn undo_reduction(&mut self, prior_cwnd: u64, prior_ssthresh: u64) {
+        (self.cwnd, self.ssthresh) = undo(self.cwnd, self.ssthresh, prior_cwnd, prior_ssthresh);
+        self.epoch = None; // the avoidance epoch restarts from the restored window
+    }
+}
+
+/// Linux's pacing rate in slow start (tcp_update_pacing_rate(), tcp_input.c):
+/// cwnd / SRTT times net.ipv4.tcp_pacing_ss_ratio = 200 %, in bytes per second.
+/// Only HyStart's ACK-delay allowance reads it (no qdisc paces here).
+fn pacing_rate_ss(cwnd: u64, srtt: Time) -> u64 {
+    let per_s = (cwnd as u128 * 2 * crate::time::SEC as u128) / (srtt.max(1) as u128);
+    per_s.min(u64::MAX as u128) as u64
 }
 
 #[cfg(test)]

@@ -117,3 +117,106 @@ fn a_whole_lost_tail_is_repaired_after_the_probe_without_a_timeout() {
     assert_eq!(linux.tx.stats().timeouts, 0, "finished at {t}");
     assert!(t < 50 * MS, "{t}");
 }
+
+/// `cfg(true, true)` with F-RTO and the undo (`frto`), loss probes off so
+/// that a stall or an outage ends in a retransmission timeout.
+fn frto(timestamps: bool, on: bool) -> TcpConfig {
+    TcpConfig { frto: on, timestamps, tail_loss_probe: false, ..cfg(true, true) }
+}
+
+/// 200 segments; the path stalls from 5 ms to 305 ms and then delivers
+/// everything it held, in order: the RTO (~205 ms) fires while nothing
+/// was lost, and its retransmission of the head arrives after the original.
+fn stalled(c: &TcpConfig) -> Net {
+    let mut n = net(c);
+    n.stall(5 * MS, 305 * MS);
+    n.write(200 * MSS);
+    assert!(n.run(60 * SEC), "transfer stuck");
+    n
+}
+
+#[test]
+fn a_spurious_timeout_is_undone_by_the_timestamp_echo() {
+    let off = stalled(&frto(true, false));
+    let on = stalled(&frto(true, true));
+    for n in [&off, &on] {
+        assert_eq!(n.tx.stats().timeouts, 1);
+        assert_eq!(n.rx.delivered(), 200 * MSS);
+    }
+    // Off: the timeout halved ssthresh for good and every outstanding segment was sent again.
+    assert_eq!(off.tx.stats().rto_undos, 0);
+    assert!(off.tx.ssthresh() < u64::MAX);
+    assert!(off.tx.stats().segments_retransmitted > 5, "{}", off.tx.stats().segments_retransmitted);
+    // On: the first ACK after the stall echoes the original head's timestamp, older than
+    // its retransmission (tcp_packet_delayed()): undone, ssthresh back to "infinite"
+    // (never reduced before), and nothing but the head was resent, by the timeout.
+    // (RACK does not time that ACK by the retransmission either, tcp_skb_spurious_retrans(),
+    // or it would declare every original still in flight lost at once.)
+    assert_eq!((on.tx.stats().rto_undos, on.tx.stats().recovery_undos, on.tx.stats().fast_retransmits), (1, 0, 0));
+    assert_eq!(on.tx.ssthresh(), u64::MAX);
+    let resent: Vec<Time> = on.sent.iter().filter(|(_, s)| s.retransmission).map(|(t, _)| *t).collect();
+    assert_eq!(resent.len(), 1);
+    assert!(resent[0] > 200 * MS && resent[0] < 305 * MS, "{resent:?}");
+}
+
+#[test]
+fn without_timestamps_frto_finds_the_spurious_timeout_from_the_next_ack() {
+    let n = stalled(&frto(false, true));
+    assert_eq!((n.tx.stats().timeouts, n.tx.stats().rto_undos), (1, 1));
+    assert_eq!(n.tx.ssthresh(), u64::MAX);
+    // The first ACK acks the retransmitted head: step 2b sends new data, not
+    // retransmissions; the next ACK covers a segment never resent (step 3b): undone.
+    assert_eq!(n.tx.stats().segments_retransmitted, 1);
+}
+
+#[test]
+fn a_real_loss_after_a_timeout_is_not_undone() {
+    // Everything sent between 5 and 25 ms is lost; the RTO repairs it.
+    let run_outage = |c: &TcpConfig| {
+        let mut n = net(c);
+        n.outage(5 * MS, 25 * MS);
+        n.write(300 * MSS);
+        assert!(n.run(60 * SEC), "transfer stuck");
+        n
+    };
+    for ts in [true, false] {
+        let n = run_outage(&frto(ts, true));
+        assert_eq!(n.rx.delivered(), 300 * MSS);
+        assert_eq!((n.tx.stats().timeouts, n.tx.stats().rto_undos), (1, 0), "timestamps {ts}");
+        assert!(n.tx.ssthresh() < u64::MAX);
+        // F-RTO step 2b: after the head's retransmission was acked, the next two
+        // segments out are new data (above everything sent before the timeout),
+        // and their SACKs prove the loss real: then the holes are resent.
+        let rto = n.sent.iter().position(|(t, s)| s.retransmission && *t > 25 * MS).unwrap();
+        let high = n.sent[..rto].iter().map(|(_, s)| s.seq + s.len).max().unwrap();
+        let next: Vec<(u64, bool)> = n.sent[rto + 1..rto + 4].iter().map(|(_, s)| (s.seq, s.retransmission)).collect();
+        assert_eq!(next[..2], [(high, false), (high + MSS, false)], "timestamps {ts}");
+        assert!(next[2].1, "then retransmissions: {next:?}");
+    }
+}
+
+#[test]
+fn hystart_leaves_slow_start_near_the_path_bdp_without_a_loss() {
+    // 100 Mbit/s, 10 ms each way: BDP = 250 segments of 1000 bytes; the FIFO
+    // never drops, so without HyStart slow start only ends with the transfer.
+    let c = |hystart: bool| TcpConfig { cubic: true, hystart, tail_loss_probe: false, ..cfg(true, true) };
+    let run = |c: &TcpConfig| {
+        let mut n = Net::new(c, 100_000_000, 10 * MS);
+        n.write(2000 * MSS);
+        assert!(n.run(60 * SEC));
+        n
+    };
+    let off = run(&c(false));
+    let on = run(&c(true));
+    for n in [&off, &on] {
+        let st = n.tx.stats();
+        assert_eq!((st.timeouts, st.fast_retransmits, st.segments_retransmitted), (0, 0, 0));
+    }
+    assert_eq!(off.tx.ssthresh(), u64::MAX);
+    // The window doubles per round from 10: 10, 20, 40, 80, 160. In the 160-segment
+    // round the ACKs come 80 us apart (the bottleneck's pace), a train; it passes
+    // (min RTT ~20.1 ms + the 1 ms ACK-delay allowance) / 2 = 10.5 ms at about its
+    // 132nd ACK, with the window at 160 + 132 segments: ssthresh = cwnd there.
+    let exit = on.tx.ssthresh() / MSS;
+    assert!((285..=300).contains(&exit), "left slow start at {exit} segments");
+}

@@ -14,6 +14,8 @@
 //!   `on_timeout` (early or disarmed) is a no-op.
 
 pub mod cubic;
+pub mod frto;
+pub mod hystart;
 pub mod linux_rto;
 #[cfg(test)]
 mod linux_tests;
@@ -104,6 +106,18 @@ pub struct TcpConfig {
     /// Linux's quick-ACK mode: with delayed ACKs, the first 16 segments (and
     /// the first after an idle gap longer than rto_min) are ACKed at once.
     pub quickack: bool,
+    /// F-RTO (RFC 5682) and the undo of a spurious retransmission timeout,
+    /// as Linux with `net.ipv4.tcp_frto = 2` (`tcp_enter_loss()`,
+    /// `tcp_process_loss()`, `tcp_try_undo_loss()`): after a timeout, new
+    /// data goes out before more retransmissions, and an ACK of data never
+    /// retransmitted (or, with `timestamps`, an echo older than the first
+    /// retransmission: `tcp_packet_delayed()`) restores cwnd and ssthresh.
+    /// The F-RTO sending rule needs SACK; the timestamp undo works without.
+    pub frto: bool,
+    /// CUBIC's HyStart (`hystart.rs`, tcp_cubic.c): slow start ends early on
+    /// an ACK train as long as half the minimum RTT, or on a rise of the
+    /// round's minimum RTT, from 16 segments on. Only with `cubic`.
+    pub hystart: bool,
 }
 
 impl Default for TcpConfig {
@@ -132,6 +146,8 @@ impl Default for TcpConfig {
             prr: false,
             cubic: false,
             quickack: false,
+            frto: false,
+            hystart: false,
         }
     }
 }
@@ -143,6 +159,9 @@ pub struct Segment {
     pub len: u64,
     /// Set when any byte of the segment was sent before.
     pub retransmission: bool,
+    /// When the sender sent it: the RFC 7323 TSval (the simulator's clock,
+    /// read at the kernel's 1 ms timestamp granularity where it matters).
+    pub tsval: Time,
 }
 
 /// A cumulative acknowledgement: `ack` is the next byte expected; `window` is
@@ -153,12 +172,15 @@ pub struct Ack {
     pub ack: u64,
     pub window: u64,
     pub sack: SackBlocks,
+    /// The RFC 7323 TSecr: the TSval of the latest segment that advanced the
+    /// receiver (`ts_recent`, Linux's tcp_replace_ts_recent()).
+    pub tsecr: Option<Time>,
 }
 
 impl Ack {
     /// A plain cumulative ACK without SACK blocks.
     pub fn new(ack: u64, window: u64) -> Ack {
-        Ack { ack, window, sack: SackBlocks::default() }
+        Ack { ack, window, sack: SackBlocks::default(), tsecr: None }
     }
 }
 
@@ -176,4 +198,9 @@ pub struct SenderStats {
     /// Tail loss probes sent (RFC 8985 §7); also counted in `segments_sent`,
     /// and in `segments_retransmitted` when the probe resends old data.
     pub tail_loss_probes: u64,
+    /// Retransmission timeouts undone as spurious (`frto`; Linux's TCPLossUndo).
+    pub rto_undos: u64,
+    /// Fast recoveries undone as spurious (`frto`, with timestamps; Linux's
+    /// TCPPartialUndo and TCPFullUndo).
+    pub recovery_undos: u64,
 }

@@ -37,6 +37,20 @@ pub trait CongestionControl: Debug + Send + Sync {
     /// Data is sent after the connection was idle (nothing outstanding) for
     /// `idle_rtos` whole retransmission timeouts or more (RFC 2861 §3).
     fn on_idle_restart(&mut self, idle_rtos: u64, restart_window: u64);
+    /// A reduction turned out needless (Linux's tcp_undo_cwnd_reduction()):
+    /// cwnd back to at least `prior_cwnd` (tcp_reno_undo_cwnd(), which
+    /// CUBIC uses too) and ssthresh to at least `prior_ssthresh`.
+    fn undo_reduction(&mut self, prior_cwnd: u64, prior_ssthresh: u64);
+    /// Linux's `pkts_acked` hook, on an ACK that advanced snd_una: `rtt` is
+    /// the RTT of the newest segment it acked that was never retransmitted
+    /// (the ACK sample's `rtt_us`), `snd_una` and `snd_nxt` after it. For
+    /// HyStart; the default ignores it.
+    fn on_acked_sample(&mut self, _now: Time, _rtt: Option<Time>, _snd_una: u64, _snd_nxt: u64, _srtt: Option<Time>) {}
+}
+
+/// tcp_undo_cwnd_reduction() on a (cwnd, ssthresh) pair (shared with CUBIC).
+pub(super) fn undo(cwnd: u64, ssthresh: u64, prior_cwnd: u64, prior_ssthresh: u64) -> (u64, u64) {
+    (cwnd.max(prior_cwnd), ssthresh.max(prior_ssthresh))
 }
 
 /// RFC 6582 §3.2 step 3, the partial-ACK deflation (shared with CUBIC): minus
@@ -147,6 +161,10 @@ impl CongestionControl for NewReno {
 
     fn on_idle_restart(&mut self, idle_rtos: u64, restart_window: u64) {
         (self.cwnd, self.ssthresh) = restart_after_idle(self.cwnd, self.ssthresh, idle_rtos, restart_window);
+    }
+
+    fn undo_reduction(&mut self, prior_cwnd: u64, prior_ssthresh: u64) {
+        (self.cwnd, self.ssthresh) = undo(self.cwnd, self.ssthresh, prior_cwnd, prior_ssthresh);
     }
 }
 

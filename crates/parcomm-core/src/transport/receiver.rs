@@ -36,6 +36,10 @@ pub struct Receiver {
     last_arrival: Option<Time>,
     /// SACK blocks per ACK: fewer when timestamps share the option space.
     max_sack_blocks: usize,
+    /// RFC 7323 TS.Recent, echoed in every ACK (TSecr).
+    ts_recent: Option<Time>,
+    /// rcv_nxt when the last ACK was sent (Linux's `rcv_wup`).
+    rcv_wup: u64,
 }
 
 /// TCP_MAX_QUICKACKS (include/net/tcp.h): quick ACKs at start and after idle.
@@ -61,10 +65,23 @@ impl Receiver {
             quick_idle: cfg.quickack.then_some(cfg.rto_min),
             last_arrival: None,
             max_sack_blocks: if cfg.timestamps { super::MAX_SACK_BLOCKS_WITH_TIMESTAMPS } else { MAX_SACK_BLOCKS },
+            ts_recent: None,
+            rcv_wup: 0,
         }
     }
 
     pub fn on_segment(&mut self, now: Time, seg: Segment) {
+        // RFC 7323 §4.3 as Linux's tcp_replace_ts_recent(): TS.Recent takes the
+        // TSval of a segment that starts at or below the last ACKed point
+        // (rcv_wup) and is not wholly below it (tcp_sequence()), never moving
+        // back (PAWS). So an ACK echoes the segment that advanced the receiver:
+        // the original if it arrives first, the retransmission if it repairs.
+        if seg.seq <= self.rcv_wup
+            && seg.seq.saturating_add(seg.len) >= self.rcv_wup
+            && self.ts_recent.is_none_or(|t| seg.tsval >= t)
+        {
+            self.ts_recent = Some(seg.tsval);
+        }
         // Keep only the part that is new and fits the buffer, which spans
         // [rcv_nxt, rcv_nxt + rcvbuf): out-of-order bytes then never exceed rcvbuf.
         let start = seg.seq.max(self.rcv_nxt);
@@ -153,7 +170,13 @@ impl Receiver {
     /// Queue a cumulative ACK; it covers everything, so the delayed-ACK
     /// state is cleared.
     fn ack_now(&mut self) {
-        self.pending.push_back(Ack { ack: self.rcv_nxt, window: self.window(), sack: self.sack_blocks() });
+        self.pending.push_back(Ack {
+            ack: self.rcv_nxt,
+            window: self.window(),
+            sack: self.sack_blocks(),
+            tsecr: self.ts_recent,
+        });
+        self.rcv_wup = self.rcv_nxt;
         self.unacked_bytes = 0;
         self.delack_deadline = None;
     }
@@ -227,7 +250,7 @@ mod tests {
     }
 
     fn seg(seq: u64, len: u64) -> Segment {
-        Segment { seq, len, retransmission: false }
+        Segment { seq, len, retransmission: false, tsval: 0 }
     }
 
     fn acks(r: &mut Receiver) -> Vec<(u64, u64)> {
@@ -275,7 +298,7 @@ mod tests {
         let mut t = 0;
         for i in 0..20u64 {
             t += MS;
-            r.on_segment(t, Segment { seq: i * 1000, len: 1000, retransmission: false });
+            r.on_segment(t, Segment { seq: i * 1000, len: 1000, retransmission: false, tsval: 0 });
         }
         // 16 quick ACKs, then one ACK per two full segments: 16 + 2.
         let mut acks = 0;
@@ -285,11 +308,11 @@ mod tests {
         assert_eq!(acks, 18);
         // Idle longer than the RTO: quick again for the next segment.
         t += 300 * MS;
-        r.on_segment(t, Segment { seq: 20_000, len: 1000, retransmission: false });
+        r.on_segment(t, Segment { seq: 20_000, len: 1000, retransmission: false, tsval: 0 });
         assert!(r.poll_ack(t).is_some());
         // Without quick-ACK mode the first lone segment waits for the timer.
         let mut d = Receiver::new(&TcpConfig { quickack: false, ..c });
-        d.on_segment(MS, Segment { seq: 0, len: 1000, retransmission: false });
+        d.on_segment(MS, Segment { seq: 0, len: 1000, retransmission: false, tsval: 0 });
         assert!(d.poll_ack(MS).is_none());
     }
 

@@ -253,6 +253,13 @@ impl Scoreboard {
         self.rescue_rxt = None;
     }
 
+    /// A timeout was undone (Linux's tcp_undo_cwnd_reduction() with
+    /// unmark_loss): no byte is lost by the timeout's or RACK's verdict.
+    pub fn unmark_lost(&mut self) {
+        self.lost_floor = 0;
+        self.rack_lost = 0;
+    }
+
     /// Recovery after a timeout is over: losses are SACK-detected again.
     pub fn end_timeout_recovery(&mut self) {
         self.lost_floor = 0;
@@ -514,7 +521,7 @@ mod tests {
         // [0, 2000) lost; the receiver holds the rest: one dupack SACKing it.
         let mut blocks = SackBlocks::default();
         blocks.push(2000, 10_000);
-        s.on_ack(MS, Ack { ack: 0, window: 1 << 20, sack: blocks });
+        s.on_ack(MS, Ack { ack: 0, window: 1 << 20, sack: blocks, tsecr: None });
         // 8 segments SACKed above both holes: they are lost, recovery starts.
         assert!(s.in_recovery());
         let rtx: Vec<_> = std::iter::from_fn(|| s.poll_transmit(MS)).map(|g| (g.seq, g.len)).collect();
@@ -526,7 +533,7 @@ mod tests {
         assert_eq!(s.stats().timeouts, 1);
         let rtx: Vec<_> = std::iter::from_fn(|| s.poll_transmit(t)).map(|g| (g.seq, g.len)).collect();
         assert_eq!(rtx, vec![(0, 1000)]); // cwnd = 1 MSS
-        s.on_ack(t + MS, Ack { ack: 1000, window: 1 << 20, sack: blocks });
+        s.on_ack(t + MS, Ack { ack: 1000, window: 1 << 20, sack: blocks, tsecr: None });
         let rtx: Vec<_> = std::iter::from_fn(|| s.poll_transmit(t + MS)).map(|g| (g.seq, g.len)).collect();
         assert_eq!(rtx, vec![(1000, 1000)]);
         s.on_ack(t + 2 * MS, Ack::new(10_000, 1 << 20));
@@ -542,14 +549,15 @@ mod tests {
         let mut blocks = SackBlocks::default();
         blocks.push(1000, 2000);
         for _ in 0..5 {
-            s.on_ack(MS, Ack { ack: 0, window: 1 << 20, sack: blocks }); // same block again
+            s.on_ack(MS, Ack { ack: 0, window: 1 << 20, sack: blocks, tsecr: None });
+            // same block again
         }
         assert!(!s.in_recovery());
         blocks.push(3000, 4000);
-        s.on_ack(MS, Ack { ack: 0, window: 1 << 20, sack: blocks });
+        s.on_ack(MS, Ack { ack: 0, window: 1 << 20, sack: blocks, tsecr: None });
         assert!(!s.in_recovery());
         blocks.push(5000, 6000);
-        s.on_ack(MS, Ack { ack: 0, window: 1 << 20, sack: blocks });
+        s.on_ack(MS, Ack { ack: 0, window: 1 << 20, sack: blocks, tsecr: None });
         assert!(s.in_recovery()); // third ACK with news (also 3 blocks above 0)
         assert_eq!(s.stats().fast_retransmits, 1);
     }

@@ -5,6 +5,7 @@
 //! window is a congestion-control strategy (`newreno.rs`, `cubic.rs`).
 
 use super::cubic::Cubic;
+use super::frto::{echo_before, AckFlags, LossUndo, Prior, RecoveryUndo};
 use super::linux_rto::LinuxRto;
 use super::newreno::{CongestionControl, NewReno};
 use super::recovery::newreno::NewRenoRecovery;
@@ -48,12 +49,18 @@ pub struct Sender {
     restart_window: Option<u64>,
     /// When the last data segment left (Linux's `lsndtime`).
     last_data_sent: Option<Time>,
+    /// F-RTO and the undo of spurious timeouts (`frto.rs`); `None` when off.
+    undo: Option<LossUndo>,
+    /// Tell the congestion control each ACK's RTT sample (HyStart).
+    rtt_samples_to_cc: bool,
     stats: SenderStats,
 }
 
 impl Sender {
     pub fn new(cfg: &TcpConfig) -> Sender {
-        let cc: Box<dyn CongestionControl> = if cfg.cubic {
+        let cc: Box<dyn CongestionControl> = if cfg.cubic && cfg.hystart {
+            Box::new(Cubic::new(cfg.mss, cfg.initial_cwnd_segments).with_hystart())
+        } else if cfg.cubic {
             Box::new(Cubic::new(cfg.mss, cfg.initial_cwnd_segments))
         } else {
             Box::new(NewReno::new(cfg.mss, cfg.initial_cwnd_segments))
@@ -73,7 +80,7 @@ impl Sender {
         // The peer's worst-case ACK delay, for the PTO (both ends share the config).
         let max_ack_delay = if cfg.delayed_ack { cfg.delayed_ack_timeout } else { 0 };
         let recovery: Box<dyn Recovery> = if cfg.sack {
-            Box::new(SackRecovery::new(mss, dupack_threshold, cfg.rack, cfg.prr))
+            Box::new(SackRecovery::new(mss, dupack_threshold, cfg.rack, cfg.prr, cfg.frto))
         } else {
             Box::new(NewRenoRecovery::new(dupack_threshold))
         };
@@ -94,7 +101,7 @@ impl Sender {
             rto,
             rto_deadline: None,
             rtt_probe: None,
-            txlog: (cfg.linux_rto || (cfg.rack && cfg.sack)).then(TxLog::new),
+            txlog: (cfg.linux_rto || (cfg.rack && cfg.sack) || cfg.frto || (cfg.cubic && cfg.hystart)).then(TxLog::new),
             timestamps: cfg.timestamps,
             linux_sampling: cfg.linux_rto,
             timed_out_unrepaired: false,
@@ -108,6 +115,8 @@ impl Sender {
             }),
             restart_window: cfg.cwnd_restart_after_idle.then(|| mss.saturating_mul(cfg.initial_cwnd_segments.max(1))),
             last_data_sent: None,
+            undo: cfg.frto.then(|| LossUndo::new(cfg.sack, cfg.timestamps)),
+            rtt_samples_to_cc: cfg.cubic && cfg.hystart,
             stats: SenderStats::default(),
         }
     }
@@ -122,6 +131,7 @@ impl Sender {
             log: self.txlog.as_mut(),
             rto: self.rto.as_ref(),
             rto_deadline: self.rto_deadline,
+            new_data_only: false,
         };
         (self.recovery.as_mut(), cx)
     }
@@ -189,6 +199,11 @@ impl Sender {
         }
         self.seq.peer_wnd = ack.window;
         let una_before = self.seq.snd_una;
+        if let Some(u) = self.undo.as_mut() {
+            if !u.in_loss() && !self.recovery.in_fast_recovery() {
+                u.on_open();
+            }
+        }
         let news = {
             let (rec, mut cx) = self.split(now);
             rec.on_sack_info(&mut cx, &ack)
@@ -197,8 +212,13 @@ impl Sender {
         self.tlp_on_ack(&ack);
         if ack.ack == self.seq.snd_una {
             self.rearm_on_old_sack(now, news);
-            let (rec, mut cx) = self.split(now);
-            rec.on_duplicate_ack(&mut cx, newly_sacked);
+            self.process_loss(now, &ack, false, news.orig_end, newly_sacked);
+            let before = self.undo_point();
+            {
+                let (rec, mut cx) = self.split(now);
+                rec.on_duplicate_ack(&mut cx, newly_sacked);
+            }
+            self.note_recovery_entry(before);
             if !self.probe_allowed() {
                 self.cancel_probe();
             }
@@ -210,12 +230,36 @@ impl Sender {
         self.seq.snd_nxt = self.seq.snd_nxt.max(ack.ack); // the receiver acked ahead of go-back-N
         self.timed_out_unrepaired = false;
 
+        let mut orig_end = news.orig_end;
+        // tcp_skb_spurious_retrans(): with timestamps (and `frto`), a resent
+        // segment whose original the echo shows acked does not time RACK.
+        let echo_check = self.undo.as_ref().is_some_and(|u| u.timestamps);
+        // The newest segment acked never retransmitted, and whether any
+        // retransmitted one was (tcp_clean_rtx_queue()'s last_ackt, FLAG_RETRANS_DATA_ACKED).
+        let (mut newest_fresh, mut any_resent) = (None, false);
         if let Some(log) = self.txlog.as_mut() {
             let rec = &mut self.recovery;
-            let sample = log.on_ack_with(ack.ack, now, self.timestamps, |seg| rec.on_delivered(now, &seg));
+            let sample = log.on_ack_with(ack.ack, now, self.timestamps, |seg| {
+                if !seg.retransmitted {
+                    orig_end = Some(orig_end.map_or(seg.end, |e| e.min(seg.end)));
+                    newest_fresh = Some(seg.sent);
+                } else {
+                    any_resent = true;
+                    if echo_check && echo_before(ack.tsecr, seg.sent) {
+                        return;
+                    }
+                }
+                rec.on_delivered(now, &seg)
+            });
             if let (true, Some(rtt)) = (self.linux_sampling, sample) {
                 self.rto.on_rtt_sample_seq(rtt, self.seq.snd_una, self.seq.snd_max);
             }
+        }
+        if self.rtt_samples_to_cc {
+            // The ACK sample's rtt_us (ca_rtt_us): from the newest fresh segment, if no resent one was acked.
+            let rtt = newest_fresh.filter(|_| !any_resent).map(|t| now.saturating_sub(t));
+            let srtt = self.rto.srtt();
+            self.cc.on_acked_sample(now, rtt, self.seq.snd_una, self.seq.snd_nxt, srtt);
         }
         if self.linux_sampling {
             // Timed above.
@@ -225,6 +269,8 @@ impl Sender {
                 self.rtt_probe = None;
             }
         }
+        self.process_loss(now, &ack, true, orig_end, newly_sacked);
+        self.process_recovery_undo(now, &ack);
         {
             let (rec, mut cx) = self.split(now);
             rec.on_cumulative_ack(&mut cx, acked);
@@ -233,11 +279,80 @@ impl Sender {
         // RFC 6298 (5.2)/(5.3).
         self.rto_deadline =
             if self.seq.snd_una == self.seq.snd_max { None } else { Some(now.saturating_add(self.rto.rto())) };
+        let before = self.undo_point();
         {
             let (rec, mut cx) = self.split(now);
             rec.after_cumulative_ack(&mut cx, ack.ack - una_before + newly_sacked);
         }
+        self.note_recovery_entry(before);
         self.arm_probe(now);
+    }
+
+    /// Linux's tcp_current_ssthresh() and cwnd now, and whether in fast
+    /// recovery: what a reduction about to happen would be undone to.
+    fn undo_point(&self) -> (bool, Prior) {
+        let (cwnd, ssthresh) = (self.cc.cwnd(), self.cc.ssthresh());
+        let in_recovery = self.recovery.in_fast_recovery();
+        let current = if in_recovery { ssthresh } else { ssthresh.max(cwnd / 2 + cwnd / 4) };
+        (in_recovery, Prior { cwnd, ssthresh: current })
+    }
+
+    /// A fast recovery began in the call just made (tcp_enter_recovery():
+    /// tcp_init_undo() with the window before it).
+    fn note_recovery_entry(&mut self, (was_in_recovery, prior): (bool, Prior)) {
+        if let Some(u) = self.undo.as_mut() {
+            if !was_in_recovery && self.recovery.in_fast_recovery() {
+                u.on_enter_recovery(prior);
+            }
+        }
+    }
+
+    /// tcp_process_loss() (`frto.rs`) for an ACK during a timeout's
+    /// recovery: undo a spurious timeout, or choose F-RTO's new data.
+    fn process_loss(&mut self, now: Time, ack: &Ack, advanced: bool, orig_end: Option<u64>, newly_sacked: u64) {
+        let Some(u) = self.undo.as_mut() else {
+            return;
+        };
+        if !u.in_loss() {
+            return;
+        }
+        let flags = AckFlags {
+            una: self.seq.snd_una,
+            snd_max: self.seq.snd_max,
+            una_advanced: advanced,
+            orig_end,
+            data_sacked: newly_sacked > 0,
+            dupack: !advanced,
+            new_data_ready: self.seq.new_data_in_window().is_some(),
+            tsecr: ack.tsecr,
+        };
+        let Some(prior) = u.on_ack(&flags) else {
+            return;
+        };
+        self.stats.rto_undos += 1;
+        self.timed_out_unrepaired = false; // icsk_retransmits = 0
+        self.undo_window(now, prior);
+    }
+
+    /// tcp_try_undo_partial() / tcp_try_undo_recovery() (`frto.rs`) for an
+    /// ACK that advanced snd_una in fast recovery.
+    fn process_recovery_undo(&mut self, now: Time, ack: &Ack) {
+        if self.undo.is_none() || !self.recovery.in_fast_recovery() {
+            return;
+        }
+        let retrans_out = self.txlog.as_ref().map_or(0, TxLog::retrans_out);
+        let verdict = self.undo.as_mut().map(|u| u.on_recovery_ack(true, ack.tsecr, retrans_out));
+        if let Some(RecoveryUndo::Undo(prior)) = verdict {
+            self.stats.recovery_undos += 1;
+            self.undo_window(now, prior);
+        }
+    }
+
+    /// tcp_undo_cwnd_reduction(): the window back, no loss marks, the open state.
+    fn undo_window(&mut self, now: Time, prior: Prior) {
+        self.cc.undo_reduction(prior.cwnd, prior.ssthresh);
+        let (rec, mut cx) = self.split(now);
+        rec.on_undo(&mut cx);
     }
 
     /// Linux's tcp_clean_rtx_queue(): an ACK that acks nothing new but SACKs
@@ -261,8 +376,13 @@ impl Sender {
     /// Must be called when `now >= poll_timeout()`; otherwise a no-op.
     pub fn on_timeout(&mut self, now: Time) {
         if self.recovery.timer().is_some_and(|d| now >= d) {
-            let (rec, mut cx) = self.split(now);
-            if rec.on_timer(&mut cx) {
+            let before = self.undo_point();
+            let entered = {
+                let (rec, mut cx) = self.split(now);
+                rec.on_timer(&mut cx)
+            };
+            self.note_recovery_entry(before);
+            if entered {
                 self.cancel_probe();
             }
             return;
@@ -279,6 +399,10 @@ impl Sender {
             return;
         }
         self.stats.timeouts += 1;
+        let (in_recovery, prior) = self.undo_point();
+        if let Some(u) = self.undo.as_mut() {
+            u.on_rto(self.seq.snd_max, prior, in_recovery, self.timed_out_unrepaired);
+        }
         self.cc.on_timeout(self.seq.snd_nxt - self.seq.snd_una, self.timed_out_unrepaired);
         self.rto.on_timeout_backoff();
         self.timed_out_unrepaired = true;
@@ -308,12 +432,36 @@ impl Sender {
     /// The next segment to put on the wire now, if any.
     pub fn poll_transmit(&mut self, now: Time) -> Option<Segment> {
         // Fast-recovery retransmissions are not limited by cwnd (RFC 5681 §3.2).
-        if let Some((seq, len)) = self.recovery.take_fast_retransmit(&self.seq) {
-            return Some(self.emit(now, seq, len, true));
+        // F-RTO step 2b (tcp_xmit_recovery() with REXMIT_NEW), or a fast
+        // recovery found spurious with retransmissions in flight: new data
+        // as the window allows, no retransmission until the next ACK.
+        let (send_new, hold) = self.undo.as_ref().map_or((false, false), |u| (u.send_new(), u.hold()));
+        if !hold {
+            if let Some((seq, len)) = self.recovery.take_fast_retransmit(&self.seq) {
+                return Some(self.retransmit(now, seq, len));
+            }
         }
         if self.tlp.as_mut().is_some_and(Tlp::take_due) {
             if let Some(seg) = self.send_probe(now) {
                 return Some(seg);
+            }
+        }
+        if send_new || hold {
+            let next = {
+                let (rec, mut cx) = self.split(now);
+                cx.new_data_only = true;
+                rec.poll_recovery(&mut cx)
+            };
+            match next {
+                Some(Next::NewData { len }) => return Some(self.send_new(now, len)),
+                None if hold => {} // NewReno: the rules below send only new data in fast recovery
+                _ if hold => return None,
+                _ => {
+                    let snd_max = self.seq.snd_max;
+                    if !self.undo.as_mut().is_some_and(|u| u.new_data_exhausted(snd_max)) {
+                        return None;
+                    }
+                }
             }
         }
         let next = {
@@ -322,7 +470,7 @@ impl Sender {
         };
         if let Some(next) = next {
             return match next {
-                Next::Retransmit { seq, len } => Some(self.emit(now, seq, len, true)),
+                Next::Retransmit { seq, len } => Some(self.retransmit(now, seq, len)),
                 Next::NewData { len } => Some(self.send_new(now, len)),
                 Next::Wait => None,
             };
@@ -354,7 +502,16 @@ impl Sender {
             return Some(seg);
         }
         self.seq.snd_nxt += len;
-        Some(self.emit(now, seq, len, true))
+        Some(self.retransmit(now, seq, len))
+    }
+
+    /// A retransmission by loss recovery (not a loss probe): Linux's
+    /// tcp_retransmit_skb() stamps the episode's first (`retrans_stamp`).
+    fn retransmit(&mut self, now: Time, seq: u64, len: u64) -> Segment {
+        if let Some(u) = self.undo.as_mut() {
+            u.on_retransmit(now);
+        }
+        self.emit(now, seq, len, true)
     }
 
     /// `len` bytes of new data at snd_max.
@@ -475,7 +632,7 @@ impl Sender {
             // ACK (RFC 6298 (5.3) restarts only on ACKs).
             self.rto_deadline = Some(now.saturating_add(self.rto.rto()));
         }
-        Segment { seq, len, retransmission }
+        Segment { seq, len, retransmission, tsval: now }
     }
 
     /// The next timer deadline (probe, retransmission, or the recovery's
@@ -877,7 +1034,9 @@ mod tests {
                     0 => s.write(rnd(100_000)),
                     1 => s.on_ack(now, Ack::new(rnd(s.written() + 10), rnd(30_000))),
                     2 => s.on_timeout(now),
-                    3 => r.on_segment(now, Segment { seq: rnd(60_000), len: rnd(5000), retransmission: false }),
+                    3 => {
+                        r.on_segment(now, Segment { seq: rnd(60_000), len: rnd(5000), retransmission: false, tsval: 0 })
+                    }
                     4 => r.on_timeout(now),
                     _ => {
                         while let Some(g) = s.poll_transmit(now) {
@@ -920,6 +1079,8 @@ mod tests {
                 rack: round % 5 < 3,
                 prr: round % 3 == 0,
                 cubic: round % 4 == 2,
+                frto: round % 7 < 4,
+                hystart: round % 2 == 0,
                 ..Default::default()
             };
             let mut s = Sender::new(&c);
@@ -939,7 +1100,7 @@ mod tests {
                             let a = base.saturating_add(rnd(60_000)).saturating_sub(rnd(3000));
                             sack.push(a, a.saturating_add(rnd(8000)).saturating_sub(rnd(2000)));
                         }
-                        s.on_ack(now, Ack { ack: base, window: rnd(30_000), sack });
+                        s.on_ack(now, Ack { ack: base, window: rnd(30_000), sack, tsecr: None });
                     }
                     2 => s.on_timeout(now),
                     3 => {
@@ -948,7 +1109,9 @@ mod tests {
                             s.on_timeout(now);
                         }
                     }
-                    4 => r.on_segment(now, Segment { seq: rnd(60_000), len: rnd(5000), retransmission: false }),
+                    4 => {
+                        r.on_segment(now, Segment { seq: rnd(60_000), len: rnd(5000), retransmission: false, tsval: 0 })
+                    }
                     5 => r.on_timeout(now),
                     _ => {
                         while let Some(g) = s.poll_transmit(now) {

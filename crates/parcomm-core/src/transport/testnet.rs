@@ -22,6 +22,11 @@ pub struct Net {
     drops: Vec<(u64, u32)>,
     tx_count: HashMap<u64, u32>,
     loss: Option<(f64, u64)>, // (probability, xorshift state)
+    /// Data that would arrive in `[from, until)` arrives at `until` (a stalled
+    /// path that buffers, in order).
+    stall: Option<(Time, Time)>,
+    /// Data sent in `[from, until)` is lost (an outage).
+    outage: Option<(Time, Time)>,
     /// Every transmission, dropped or not, with its send time.
     pub sent: Vec<(Time, Segment)>,
     /// Every segment arrival at the receiver.
@@ -45,6 +50,8 @@ impl Net {
             drops: Vec::new(),
             tx_count: HashMap::new(),
             loss: None,
+            stall: None,
+            outage: None,
             sent: Vec::new(),
             arrived: Vec::new(),
             acked: Vec::new(),
@@ -54,6 +61,18 @@ impl Net {
     /// Drop the `nth` (1-based) transmission of the segment starting at `seq`.
     pub fn drop_nth(&mut self, seq: u64, nth: u32) -> &mut Self {
         self.drops.push((seq, nth));
+        self
+    }
+
+    /// Data due to arrive in `[from, until)` arrives at `until` instead, in order.
+    pub fn stall(&mut self, from: Time, until: Time) -> &mut Self {
+        self.stall = Some((from, until));
+        self
+    }
+
+    /// Data sent in `[from, until)` is lost.
+    pub fn outage(&mut self, from: Time, until: Time) -> &mut Self {
+        self.outage = Some((from, until));
         self
     }
 
@@ -128,12 +147,19 @@ impl Net {
         self.sent.push((self.now, seg));
         let n = self.tx_count.entry(seg.seq).or_insert(0);
         *n += 1;
-        if self.drops.contains(&(seg.seq, *n)) || self.random_drop() {
+        let in_outage = self.outage.is_some_and(|(a, b)| self.now >= a && self.now < b);
+        if self.drops.contains(&(seg.seq, *n)) || in_outage || self.random_drop() {
             return;
         }
         let tx_time = (seg.len * 8 * SEC).div_ceil(self.rate_bps);
         self.link_free = self.link_free.max(self.now) + tx_time;
-        self.data.push_back((self.link_free + self.delay, seg));
+        let mut at = self.link_free + self.delay;
+        if let Some((a, b)) = self.stall {
+            if at >= a && at < b {
+                at = b;
+            }
+        }
+        self.data.push_back((at, seg));
     }
 
     fn random_drop(&mut self) -> bool {

@@ -187,6 +187,21 @@ impl TxLog {
         wait
     }
 
+    /// A timeout was undone: no segment is marked lost any more (RACK walks
+    /// from the bottom again).
+    pub fn unmark_lost(&mut self) {
+        for s in self.segs.iter_mut() {
+            s.lost = false;
+        }
+        self.settled = 0;
+    }
+
+    /// Retransmissions in flight (Linux's `retrans_out`): outstanding
+    /// segments resent and neither SACKed nor declared lost since.
+    pub fn retrans_out(&self) -> u64 {
+        self.segs.iter().filter(|s| s.retransmitted && !s.sacked && !s.lost).count() as u64
+    }
+
     /// SACKed segments still above the cumulative ACK (Linux's `sacked_out`).
     pub fn sacked_segments(&self) -> u64 {
         self.sacked

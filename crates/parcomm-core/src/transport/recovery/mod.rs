@@ -36,6 +36,8 @@ pub struct Ctx<'a> {
     pub rto: &'a dyn RtoEstimator,
     /// The retransmission timer now (a RACK timer never outlives it).
     pub rto_deadline: Option<Time>,
+    /// F-RTO step 2b (`frto.rs`): only new data may go, no retransmissions.
+    pub new_data_only: bool,
 }
 
 /// What an ACK's SACK blocks brought.
@@ -47,6 +49,9 @@ pub struct SackNews {
     /// never retransmitted (Linux's `first_sackt`, an RTT sample), when the
     /// strategy tracks send times (RACK).
     pub oldest_sent: Option<Time>,
+    /// The lowest end among the newly SACKed segments never retransmitted
+    /// (F-RTO's evidence, `frto.rs`), when the strategy tracks segments.
+    pub orig_end: Option<u64>,
 }
 
 impl Ctx<'_> {
@@ -85,6 +90,10 @@ pub trait Recovery: Debug + Send + Sync {
     fn after_cumulative_ack(&mut self, cx: &mut Ctx, delivered: u64);
     /// The retransmission timer fired: everything outstanding is presumed lost.
     fn on_rto(&mut self, cx: &mut Ctx);
+    /// The timeout or the fast recovery was spurious (`frto.rs`, Linux's
+    /// tcp_try_undo_loss(), tcp_try_undo_partial()): back to the open state
+    /// with no segment marked lost, the window left to the caller.
+    fn on_undo(&mut self, cx: &mut Ctx);
     /// A detector's own timer (RACK's reordering timer), if armed.
     fn timer(&self) -> Option<Time> {
         None

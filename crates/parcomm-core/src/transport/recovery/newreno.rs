@@ -75,6 +75,15 @@ impl Recovery for NewRenoRecovery {
         cx.seq.snd_nxt = cx.seq.snd_una; // go-back-N
     }
 
+    fn on_undo(&mut self, cx: &mut Ctx) {
+        self.ep.in_recovery = false;
+        self.ep.rtx_pending = None;
+        self.ep.rto_recovery = false;
+        self.ep.recover = None;
+        self.ep.dupacks = 0;
+        cx.seq.snd_nxt = cx.seq.snd_max; // nothing is lost any more: go-back-N stops
+    }
+
     fn take_fast_retransmit(&mut self, seq: &SeqSpace) -> Option<(u64, u64)> {
         let start = self.ep.rtx_pending.take()?;
         (start >= seq.snd_una && start < seq.snd_max).then(|| (start, seq.mss.min(seq.snd_max - start)))

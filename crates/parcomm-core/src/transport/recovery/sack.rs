@@ -26,10 +26,12 @@ pub struct SackRecovery {
     use_prr: bool,
     /// Its state while in fast recovery.
     prr: Option<Prr>,
+    /// Walk the sender's log for SACKed segments (RACK, or F-RTO's evidence).
+    track_sacked: bool,
 }
 
 impl SackRecovery {
-    pub fn new(mss: u64, dupack_threshold: u64, rack: bool, prr: bool) -> Self {
+    pub fn new(mss: u64, dupack_threshold: u64, rack: bool, prr: bool, frto: bool) -> Self {
         SackRecovery {
             mss,
             dupack_threshold,
@@ -38,6 +40,7 @@ impl SackRecovery {
             rack: rack.then(Rack::new),
             use_prr: prr,
             prr: None,
+            track_sacked: rack || frto,
         }
     }
 
@@ -139,6 +142,12 @@ impl SackRecovery {
                 }
             }
         }
+        if cx.new_data_only {
+            return match seq.new_data_in_window() {
+                Some((_, len)) => Next::NewData { len },
+                None => Next::Wait,
+            };
+        }
         // (1) The first lost hole not yet resent.
         if let Some((s, e)) = self.sb.next_lost(una, max) {
             let len = self.mss.min(e - s);
@@ -172,19 +181,24 @@ impl Recovery for SackRecovery {
         let max = cx.seq.snd_max;
         let bytes = self.sb.update(ack.ack, ack.sack.as_slice(), max);
         let mut oldest_sent: Option<Time> = None;
+        let mut orig_end: Option<u64> = None;
         // RACK: segments inside this ACK's SACK blocks were delivered.
-        if let (Some(rack), Some(log)) = (self.rack.as_mut(), cx.log.as_deref_mut()) {
+        if let (true, Some(log)) = (self.track_sacked, cx.log.as_deref_mut()) {
             let now = cx.now;
+            let mut rack = self.rack.as_mut();
             for &(s, e) in ack.sack.as_slice() {
                 log.on_sacked(s, e.min(max), |seg| {
-                    rack.on_delivered(now, seg.sent, seg.end, seg.retransmitted);
+                    if let Some(r) = rack.as_deref_mut() {
+                        r.on_delivered(now, seg.sent, seg.end, seg.retransmitted);
+                    }
                     if !seg.retransmitted {
                         oldest_sent = Some(oldest_sent.map_or(seg.sent, |t| t.min(seg.sent)));
+                        orig_end = Some(orig_end.map_or(seg.end, |x| x.min(seg.end)));
                     }
                 });
             }
         }
-        SackNews { bytes, oldest_sent }
+        SackNews { bytes, oldest_sent, orig_end }
     }
 
     fn on_duplicate_ack(&mut self, cx: &mut Ctx, newly_sacked: u64) {
@@ -241,6 +255,21 @@ impl Recovery for SackRecovery {
         if let Some(r) = self.rack.as_mut() {
             r.cancel();
         }
+    }
+
+    fn on_undo(&mut self, cx: &mut Ctx) {
+        self.ep.in_recovery = false;
+        self.ep.rtx_pending = None;
+        self.ep.rto_recovery = false;
+        self.ep.recover = None;
+        self.ep.dupacks = 0;
+        self.prr = None;
+        self.sb.unmark_lost();
+        if let Some(log) = cx.log.as_deref_mut() {
+            log.unmark_lost();
+        }
+        // tcp_undo_cwnd_reduction() sets rack.advanced: RACK looks again on
+        // this ACK (after_cumulative_ack / on_duplicate_ack).
     }
 
     fn timer(&self) -> Option<Time> {
