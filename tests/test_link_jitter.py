@@ -4,11 +4,11 @@ frames do not reach the switch exactly on an ideal wire's schedule
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import parcomm.platform as pp
 import pytest
-from parcomm.conformance import PROFILES
 from parcomm.conformance.matrix import load_matrix
-from parcomm.conformance.profiles import REFEREE_LINK_JITTER_S, profile_links
 from parcomm.conformance.runner import sim_side
 from parcomm.conformance.workloads import sim_incast
 
@@ -44,11 +44,10 @@ def test_jitter_is_checked_with_the_field_named():
         pp.as_platform("star:2,jitter=abc")
 
 
-def test_the_jitter_profile_carries_the_measured_noise():
-    assert "linux-jitter" in PROFILES
-    assert profile_links("linux-jitter") == {"jitter_s": REFEREE_LINK_JITTER_S}
-    assert profile_links("linux") == {}
+def test_every_scenario_runs_on_the_referees_measured_noise():
     scenarios, _ = load_matrix()
+    assert {sc.jitter_s for sc in scenarios} == {190e-6}  # matrix.toml [defaults] jitter
     sc = next(s for s in scenarios if s.name == "incast-8x64KiB-rto5ms-buf32KiB")
-    linux, noisy = sim_side(sc, "linux", seeds=[1]), sim_side(sc, "linux-jitter", seeds=[1])
-    assert linux != noisy  # the profile reaches the simulated links
+    assert all(ln["jitter_s"] == 190e-6 for ln in sc.platform()["links"])
+    ideal = replace(sc, jitter_s=0.0)
+    assert sim_side(sc, "linux", seeds=[1]) != sim_side(ideal, "linux", seeds=[1])  # it reaches the simulator

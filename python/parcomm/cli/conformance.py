@@ -159,11 +159,11 @@ def _print_tables(doc: dict) -> None:
 @click.option(
     "--profile",
     "profile_list",
-    default="default,sack-tlp,linux,linux-jitter",
+    default="default,sack-tlp,linux",
     show_default=True,
     help="comma list of simulator TCP profiles: default (NewReno, no SACK), sack-tlp (SACK and tail loss "
-    "probes), linux (the linux stack's mechanisms: Linux RTO rules, timestamps, RACK-TLP, PRR), linux-jitter "
-    "(linux on links with the emulated cluster's measured timing noise, 190 us)",
+    "probes), linux (the linux stack's mechanisms: Linux RTO rules, timestamps, RACK-TLP, PRR, F-RTO); "
+    "every profile runs on links with the referee's measured timing noise (matrix.toml jitter)",
 )
 @click.option(
     "--backends",

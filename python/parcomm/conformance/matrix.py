@@ -60,8 +60,11 @@ _SCENARIO_KEYS = {
     "ranks",
     "repeat",
     "timeout",
+    "jitter",
     "about",
 }
+#: Timing noise a matrix may give the simulator's links: 10 ms is far above any wire's.
+MAX_JITTER_S = 0.01
 _SWEEPABLE = {"hosts", "rate", "buffer", "senders", "size", "ranks"} | {f"tcp.{k}" for k in TCP_KEYS}
 
 
@@ -88,6 +91,7 @@ class Scenario:
     kwargs: dict = field(default_factory=dict)
     ranks: int = 0
     about: str = ""
+    jitter_s: float = 0.0  # the referee's measured timing noise, given to the simulator's links
 
     def platform(self, **tcp_overrides: Any) -> dict:
         """The platform both sides get; ``tcp_overrides`` are simulator-only extras (a profile)."""
@@ -103,7 +107,14 @@ class Scenario:
             **tcp_overrides,
         }
         buf = f"{self.buffer['size']} packets" if self.buffer["unit"] == "packets" else self.buffer["size"]
-        plat = star(self.hosts, rate_bps=self.rate_bps, buffer=buf, tcp=tcp, name=f"conformance-{self.name}")
+        plat = star(
+            self.hosts,
+            rate_bps=self.rate_bps,
+            buffer=buf,
+            tcp=tcp,
+            jitter_s=self.jitter_s,
+            name=f"conformance-{self.name}",
+        )
         for ln in plat["links"]:
             for end in (ln["a"], ln["b"]):
                 if end in self.rates_bps:
@@ -200,6 +211,9 @@ def _check(raw: Mapping[str, Any], source: str, where: str) -> Scenario:
     timeout = _parse(parse_duration, raw.get("timeout", "60s"), f"{where}.timeout")
     if not 0 < timeout <= MAX_TIMEOUT_S:
         raise _err(f"{where}.timeout", f"{timeout:g} s is outside (0, {MAX_TIMEOUT_S:g}] s")
+    jitter = _parse(parse_duration, raw.get("jitter", "0s"), f"{where}.jitter")
+    if not 0 <= jitter <= MAX_JITTER_S:
+        raise _err(f"{where}.jitter", f"{jitter:g} s is outside [0, {MAX_JITTER_S:g}] s")
     about = raw.get("about", "")
     if not isinstance(about, str) or len(about) > 500:
         raise _err(f"{where}.about", "expected a string of at most 500 characters")
@@ -214,6 +228,7 @@ def _check(raw: Mapping[str, Any], source: str, where: str) -> Scenario:
         timeout_s=timeout,
         rates_bps=rates_bps,
         about=about,
+        jitter_s=jitter,
     )
     if workload == "incast":
         for k in ("program", "kwargs", "ranks"):

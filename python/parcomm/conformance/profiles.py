@@ -17,9 +17,9 @@ the scenario allows it, RACK-TLP, Linux's RTO rules).
               PRR in recovery (``tcp.rack``, ``tcp.tail_loss_probe``,
               ``tcp.prr``): the closest the
               simulator comes to the kernel today.
-``linux-jitter`` ``linux`` on links with the referee's measured timing noise
-              (``REFEREE_LINK_JITTER_S``): the emulated cluster's frames reach
-              its switch up to ~0.2 ms off an ideal wire's times.
+
+The referee's timing noise on its links is the scenario's (``jitter`` in
+``matrix.toml``), the same for every profile.
 """
 
 from __future__ import annotations
@@ -31,21 +31,12 @@ from typing import Any
 # window, buffers) is the scenario's, given to kernel and simulator alike.
 from ..platform.stack import MECHANISMS as LINUX_MECHANISMS
 
-__all__ = ["PROFILES", "profile_overrides", "profile_links", "LINUX_MECHANISMS", "REFEREE_LINK_JITTER_S"]
-
-#: The emulated cluster's timing noise at its switch, measured (``sudo python3
-#: benchmarks/emu_jitter.py --senders 1,4,16 --repeat 3``, results/emu_jitter.json,
-#: harness 3): with 4 and 16 senders each frame's arrival deviates from an ideal
-#: NIC's schedule with a standard deviation of 52-60 us (two CPUs' softirq batches).
-#: A uniform delay in [0, J) has deviation J/sqrt(12): J = 55 us x sqrt(12) = 190 us.
-#: A property of this referee machine, not of any paper's hardware.
-REFEREE_LINK_JITTER_S = 190e-6
+__all__ = ["PROFILES", "profile_overrides", "LINUX_MECHANISMS"]
 
 PROFILES: dict[str, str] = {
     "default": "NewReno, no SACK, no TLP (the simulator's default transport)",
     "sack-tlp": "SACK where the scenario allows it, and tail loss probes",
     "linux": "Linux's RTO rules, timestamp RTT samples, RACK and Linux's TLP (with SACK)",
-    "linux-jitter": "linux, on links with the emulated cluster's measured timing noise (190 us)",
 }
 
 
@@ -55,7 +46,7 @@ def profile_overrides(profile: str, sack_allowed: bool) -> dict[str, Any]:
         return {"sack": False, "tail_loss_probe": False}
     if profile == "sack-tlp":
         return {"sack": bool(sack_allowed), "tail_loss_probe": True}
-    if profile in ("linux", "linux-jitter"):
+    if profile == "linux":
         from ..platform.stack import stack_mechanisms
 
         out = stack_mechanisms("linux")
@@ -65,8 +56,3 @@ def profile_overrides(profile: str, sack_allowed: bool) -> dict[str, Any]:
             out[k] = bool(out[k] and sack_allowed)
         return out
     raise ValueError(f"unknown simulator profile {profile!r} (known: {', '.join(PROFILES)})")
-
-
-def profile_links(profile: str) -> dict[str, Any]:
-    """The simulator's ``links`` fields of ``profile`` (every link of the scenario)."""
-    return {"jitter_s": REFEREE_LINK_JITTER_S} if profile == "linux-jitter" else {}

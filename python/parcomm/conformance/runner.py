@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Iterable
 
 from .matrix import Scenario
-from .profiles import profile_links, profile_overrides
+from .profiles import profile_overrides
 from .workloads import sim_incast
 
 __all__ = ["METRICS", "KERNEL_COUNTERS", "run_scenarios", "emu_key", "sim_side", "ScenarioResult", "spread"]
@@ -165,8 +165,6 @@ def sim_side(sc: Scenario, profile: str, seeds: Iterable[int]) -> dict:
     from ..comm import run_sim
 
     plat = sc.platform(**profile_overrides(profile, sc.tcp["sack"]))
-    for ln in plat["links"]:
-        ln.update(profile_links(profile))
     times, runs = [], []
     for seed in seeds:
         if sc.workload == "incast":
@@ -210,6 +208,7 @@ class ScenarioResult:
             "tcp": sc.tcp,
             "repeat": sc.repeat,
             "emu_harness": EMU_HARNESS,
+            "sim_link_jitter_s": sc.jitter_s,  # the simulator's side only: not part of the kernel run's identity
         }
         if sc.workload == "incast":
             out.update(senders=sc.senders, size_bytes=sc.size)
