@@ -321,11 +321,26 @@ impl PlatformSpec {
         crate::spec_check::parse(text)
     }
 
+    /// Every field checked, in the order an author reads a platform: limits, names,
+    /// hosts, switches, routers, links, segments, wiring. The first error is returned.
     pub fn validate(&self) -> Result<(), SpecError> {
         crate::spec_check::check_limits(self)?;
         if self.hosts.is_empty() {
             return Err("hosts: a platform needs at least one host".into());
         }
+        let names = self.check_names()?;
+        self.check_hosts()?;
+        let max_mtu = self.hosts.iter().map(|h| h.mtu).max().unwrap_or(1500);
+        self.check_switches(max_mtu)?;
+        self.check_routers(max_mtu)?;
+        let segment_names: HashSet<&String> = self.segments.iter().map(|s| &s.name).collect();
+        self.check_links(&names, &segment_names)?;
+        self.check_segments(&names, &segment_names)?;
+        crate::spec_check::check_wiring(self)
+    }
+
+    /// Every node and segment named, each name once; returns the names.
+    fn check_names(&self) -> Result<HashSet<String>, SpecError> {
         let mut names = HashSet::new();
         let all_names = self
             .hosts
@@ -342,6 +357,10 @@ impl PlatformSpec {
                 return Err(format!("{kind}.{name}: duplicate name '{name}'"));
             }
         }
+        Ok(names)
+    }
+
+    fn check_hosts(&self) -> Result<(), SpecError> {
         for h in &self.hosts {
             let f = |x: &str| format!("hosts.{}.{}", h.name, x);
             if h.mtu < 128 {
@@ -386,13 +405,16 @@ impl PlatformSpec {
             let init = t.sndbuf_initial_bytes;
             if init != 0 && (init < mss || init > t.sndbuf_bytes) {
                 return Err(format!(
-                    "{} ({init}) must be 0 (no autotuning) or between one segment ({mss} bytes) and tcp.sndbuf_bytes ({})",
-                    f("tcp.sndbuf_initial_bytes"),
-                    t.sndbuf_bytes
-                ));
+                "{} ({init}) must be 0 (no autotuning) or between one segment ({mss} bytes) and tcp.sndbuf_bytes ({})",
+                f("tcp.sndbuf_initial_bytes"),
+                t.sndbuf_bytes
+            ));
             }
         }
-        let max_mtu = self.hosts.iter().map(|h| h.mtu).max().unwrap_or(1500);
+        Ok(())
+    }
+
+    fn check_switches(&self, max_mtu: u64) -> Result<(), SpecError> {
         for s in &self.switches {
             let f = |x: &str| format!("switches.{}.{}", s.name, x);
             let one_packet = match s.buffer.unit {
@@ -426,6 +448,10 @@ impl PlatformSpec {
                 ));
             }
         }
+        Ok(())
+    }
+
+    fn check_routers(&self, max_mtu: u64) -> Result<(), SpecError> {
         for r in &self.routers {
             let f = |x: &str| format!("routers.{}.{}", r.name, x);
             positive(r.forward_pps, &f("forward_pps"))?;
@@ -438,8 +464,11 @@ impl PlatformSpec {
                 return Err(format!("{} is smaller than one MTU-sized packet", f("buffer.size")));
             }
         }
+        Ok(())
+    }
+
+    fn check_links(&self, names: &HashSet<String>, segment_names: &HashSet<&String>) -> Result<(), SpecError> {
         let is_node = |n: &str| names.contains(n);
-        let segment_names: HashSet<&String> = self.segments.iter().map(|s| &s.name).collect();
         for (i, l) in self.links.iter().enumerate() {
             let f = |x: &str| format!("links[{i}].{x}");
             for (end, n) in [("a", &l.a), ("b", &l.b)] {
@@ -468,6 +497,11 @@ impl PlatformSpec {
                 return Err(format!("{} must be in [0, 1), got {}", f("loss"), l.loss));
             }
         }
+        Ok(())
+    }
+
+    fn check_segments(&self, names: &HashSet<String>, segment_names: &HashSet<&String>) -> Result<(), SpecError> {
+        let is_node = |n: &str| names.contains(n);
         for s in &self.segments {
             let f = |x: &str| format!("segments.{}.{}", s.name, x);
             positive(s.rate_bps, &f("rate_bps"))?;
@@ -491,6 +525,6 @@ impl PlatformSpec {
                 }
             }
         }
-        crate::spec_check::check_wiring(self)
+        Ok(())
     }
 }
