@@ -15,7 +15,7 @@ import sys
 import warnings
 
 import pytest
-from parcomm.comm import ANY_SOURCE, ANY_TAG, CommError, DeadlockError, SimResult, Status, run_sim
+from parcomm.comm import ANY_SOURCE, ANY_TAG, CommError, DeadlockError, Result, Status, run_sim
 from parcomm.comm.sim import DEFAULT_EAGER_LIMIT
 from parcomm.platform import star
 
@@ -47,7 +47,7 @@ async def _ping(comm, obj, nbytes=None, tag=0):
 )
 def test_send_recv_returns_payload(obj):
     res = run_sim(_ping, star(2), kwargs={"obj": obj, "tag": 7})
-    assert isinstance(res, SimResult)
+    assert isinstance(res, Result) and res.way == "sim"
     value, st, t_recv = res.results[1]
     assert value == obj
     assert (st.source, st.tag) == (0, 7)

@@ -14,13 +14,14 @@ written once (:mod:`parcomm.comm.communicator`, :mod:`parcomm.collectives`).
 does not initialize MPI.
 """
 
-from .aio import CommTimeout, ProgramError, RankResult, RunResult, resolve_program
+from ..result import Result
+from .aio import CommTimeout, ProgramError, RankResult, resolve_program
 from .base import ANY_SOURCE, ANY_TAG, CommError, DeadlockError, Status
 from .communicator import Communicator, Request
 from .launch import run_local, run_rank
 from .mpi import MPIComm, run_mpi
 from .ops import MAX, MAXLOC, MIN, MINLOC, MPI, PROD, SUM, Op
-from .sim import SimComm, SimResult, run_sim
+from .sim import SimComm, run_sim
 from .socket import SocketComm
 
 __all__ = [
@@ -42,9 +43,8 @@ __all__ = [
     "MPIComm",
     "ProgramError",
     "RankResult",
-    "RunResult",
+    "Result",
     "SimComm",
-    "SimResult",
     "SocketComm",
     "Status",
     "resolve_program",

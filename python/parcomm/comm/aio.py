@@ -31,7 +31,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Awaitable, Callable, Sequence
 
-from ..result import Result
 from .base import SYNC_TAG, CommError, Status
 from .communicator import Communicator, collective, not_async_error, rank_error
 from .communicator import Request as BaseRequest
@@ -41,7 +40,6 @@ __all__ = [
     "ProgramError",
     "RankResult",
     "Request",
-    "RunResult",
     "NAMED_PROGRAMS",
     "resolve_program",
     "program_ref",
@@ -442,12 +440,6 @@ class RankResult:
             "elapsed_s": self.elapsed_s,
             "counters": self.counters,
         }
-
-
-#: A real run's result is a :class:`parcomm.result.Result` (way ``"run"``, made by
-#: :meth:`~parcomm.result.Result.from_ranks`); the old name stays for ``parcomm.comm``'s exports and
-#: its launchers (``RunResult.from_ranks``).
-RunResult = Result
 
 
 def import_path_env(env: dict[str, str] | None = None) -> dict[str, str]:

@@ -36,17 +36,6 @@ class Status:
         return self.tag
 
 
-class CompletionTime:
-    """Mixin for run results of every backend: ``finish_times[r]`` per rank."""
-
-    finish_times: list[float]
-
-    @property
-    def time(self) -> float:
-        """Completion time: when the last rank finished."""
-        return max(self.finish_times) if self.finish_times else 0.0
-
-
 def payload_nbytes(obj: object) -> int:
     """Simulated size of a payload when the caller gives none: its buffer
     length for bytes-like objects and arrays, else its pickled length."""

@@ -15,11 +15,11 @@ import traceback
 from typing import Any, Awaitable, Callable, Sequence
 
 from ..auth import JobKey
+from ..result import Result
 from .aio import (
     CommTimeout,
     ProgramError,
     RankResult,
-    RunResult,
     import_path_env,
     resolve_program,
     run_program,
@@ -289,7 +289,7 @@ def run_local(
     host: str = "127.0.0.1",
     trace: bool = False,
     rendezvous: str = "sender",
-) -> RunResult:
+) -> Result:
     """Run ``program`` on ``size`` ranks, one local process each (forked by
     multiprocessing's fork server: a clean interpreter, started once per
     launching process, that has parcomm and the program's module imported;
@@ -305,7 +305,7 @@ def run_local(
     rank process still alive. ``sock_options`` defaults to ``{"nodelay":
     True}``.
 
-    Returns a :class:`RunResult`: ``finish_times`` from the earliest start,
+    Returns a :class:`Result`: ``finish_times`` from the earliest start,
     ``results`` per rank, and ``counters``: ``hosts`` holds each rank's own
     sockets' TCP_INFO counters (exact), ``kernel`` the deltas of this
     namespace's ``/proc/net`` TCP counters over the run, which are
@@ -339,7 +339,7 @@ def run_local(
         _end_ranks(procs, conns, errors)
     after = kernel_tcp_counters()
     ranks = [outcomes[r] for r in range(size)]
-    return RunResult.from_ranks(
+    return Result.from_ranks(
         ranks,
         backend="socket",
         wall_s=time.perf_counter() - wall0,

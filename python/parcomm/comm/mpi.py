@@ -54,12 +54,12 @@ import time
 from pathlib import Path
 from typing import Any, Awaitable, Callable, Sequence
 
+from ..result import Result
 from .aio import (
     AioCommBase,
     CommTimeout,
     RankResult,
     Request,
-    RunResult,
     import_path_env,
     jsonable,
     program_ref,
@@ -270,7 +270,7 @@ def run_mpi_rank(
     pickle_out: str | os.PathLike | None = None,
     spin_s: float = 0.05,
     trace: bool = False,
-) -> RunResult | None:
+) -> Result | None:
     """Run this process's rank of ``program`` (we are under mpiexec).
 
     All ranks pass a start barrier, run the program, complete their sends,
@@ -278,7 +278,7 @@ def run_mpi_rank(
     ``size``, ``finish_times``, ``results`` and one record per rank with
     ``rank, result, start_s, finish_s, elapsed_s``) and ``pickle_out`` (the
     exact Python results, for :func:`run_mpi`). Returns the gathered
-    :class:`RunResult` on rank 0 and None elsewhere. A failure prints
+    :class:`Result` on rank 0 and None elsewhere. A failure prints
     ``error: rank R ...`` on stderr and ends the process with status 1,
     which makes the process manager end the job.
     """
@@ -292,7 +292,7 @@ def run_mpi_rank(
         if ranks is None:
             return None
         _write_outputs(ranks, out, pickle_out)
-        return RunResult.from_ranks(
+        return Result.from_ranks(
             ranks, backend="mpi", wall_s=time.perf_counter() - wall0, counters={}, platform=f"mpi:{len(ranks)}"
         )
     except BaseException as e:  # noqa: BLE001 - any failure must end the whole job, not hang it
@@ -409,9 +409,9 @@ def run_mpi(
     spin_s: float = 0.05,
     out: str | os.PathLike | None = None,
     trace: bool = False,
-) -> RunResult:
+) -> Result:
     """Run ``program`` on ``size`` MPI ranks: ``mpiexec -n size python -m
-    parcomm run mpi ...``, then return a :class:`RunResult` with the exact
+    parcomm run mpi ...``, then return a :class:`Result` with the exact
     Python results (rank 0 pickles them). ``program`` must be importable by
     name in the ranks (module-level, or ``"module:function"``; the ranks get
     this process's ``sys.path``). ``timeout`` bounds each rank's program;
@@ -479,7 +479,7 @@ def run_mpi(
                 ranks = pickle.load(f)
         except (OSError, EOFError, pickle.UnpicklingError) as e:
             raise CommError(f"mpiexec succeeded but rank 0 wrote no results ({e})") from None
-    return RunResult.from_ranks(
+    return Result.from_ranks(
         ranks,
         backend="mpi",
         wall_s=time.perf_counter() - wall0,

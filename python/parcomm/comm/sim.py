@@ -132,11 +132,6 @@ class SimComm(Communicator[Request]):
         return self._pending(self._wait_one(req, None), "comm.sleep()")
 
 
-#: The simulator's results are :class:`parcomm.result.Result` (way ``"sim"``); the old name stays for
-#: ``parcomm.comm``'s exports.
-SimResult = Result
-
-
 class _World:
     """The simulated ranks: one :class:`~parcomm.comm.p2p.P2PEngine` per rank
     (matching, eager and rendezvous), whose frames travel through the core."""
