@@ -359,16 +359,23 @@ def _nodes(raw_nodes: Any) -> dict[str, Node]:
     return nodes
 
 
+def _entry(section: str, i: int, entry: Any, keys: set, before: Mapping) -> tuple[str, str]:
+    """Entry ``i`` of ``section`` (``nodes`` or ``networks``): a mapping of known keys whose
+    name is new; returns the name and the place to name in errors."""
+    where = f"{section}[{i}]"
+    if not isinstance(entry, Mapping):
+        raise TreeError(f"{where}: must be a mapping, got {_s(entry)}")
+    _unknown(entry, keys, where)
+    nm = _name(entry, "name", where)
+    where = f"{section}[{i}] ({_s(nm)})"
+    if nm in before:
+        raise TreeError(f"{where}: duplicate {section[:-1]} name {_s(nm)}")
+    return nm, where
+
+
 def _node(i: int, n: Any, nodes: Mapping[str, Node]) -> Node:
     """Entry ``i`` of ``nodes``; ``nodes`` holds the entries before it, to refuse a duplicate name."""
-    where = f"nodes[{i}]"
-    if not isinstance(n, Mapping):
-        raise TreeError(f"{where}: must be a mapping, got {_s(n)}")
-    _unknown(n, _NODE_KEYS, where)
-    nm = _name(n, "name", where)
-    where = f"nodes[{i}] ({_s(nm)})"
-    if nm in nodes:
-        raise TreeError(f"{where}: duplicate node name {_s(nm)}")
+    nm, where = _entry("nodes", i, n, _NODE_KEYS, nodes)
     kind = n.get("kind")
     if kind not in KINDS:
         raise TreeError(f"{where}.kind = {_s(kind)}: must be one of {', '.join(KINDS)}")
@@ -419,14 +426,7 @@ def _networks(
 def _network(i: int, e: Any, nodes: Mapping[str, Node], networks: Mapping[str, Network]) -> Network:
     """Entry ``i`` of ``networks``: its fields, its ends among ``nodes``, and a direction that
     keeps the source a root and receivers leaves; ``networks`` holds the entries before it."""
-    where = f"networks[{i}]"
-    if not isinstance(e, Mapping):
-        raise TreeError(f"{where}: must be a mapping, got {_s(e)}")
-    _unknown(e, _NET_KEYS, where)
-    nm = _name(e, "name", where)
-    where = f"networks[{i}] ({_s(nm)})"
-    if nm in networks:
-        raise TreeError(f"{where}: duplicate network name {_s(nm)}")
+    nm, where = _entry("networks", i, e, _NET_KEYS, networks)
     parent = _name(e, "parent", where)
     child = _name(e, "child", where)
     for key, node in (("parent", parent), ("child", child)):
