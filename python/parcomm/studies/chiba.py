@@ -266,19 +266,8 @@ def _configs() -> dict[str, tuple[str, BcastConfig]]:
     }
 
 
-def run(ctx: StudyContext, plan: Plan | None = None) -> StudyReport:
-    plan = plan or Plan(ctx.quick)
-    prof = load_profile(PROFILE)
-    seeds = lambda k: [ctx.seed + i for i in range(k)]  # noqa: E731
-    rep = StudyReport(NAME, TITLE, SOURCE)
-    cfg_p = paper_scaled()
-
-    # Fig. 1/3: the profile's per-GET distribution; per-node means under flat.
-    f1_rows, f1 = fig1(ctx, plan, prof)
-    rep.tables["fig1_distribution"] = f1_rows
-
-    # Every simulation is independent: collect them, run them on the executor, then read them back.
-    jobs = _Jobs()
+def _queue_paper_figures(jobs: _Jobs, plan: Plan, prof, cfg_p: BcastConfig, seeds) -> tuple[list[int], list[int]]:
+    """The paper's own runs: Figs. 2/9/10 (8 nodes, per trial) and Figs. 11-13 (4 to 32 nodes)."""
     # Fig. 2/9/10: 8 nodes, per trial.
     j_fig2 = [
         jobs.add(prof, 8, plan.size, algo, cfg_p, seed, what="fig2", trial=i + 1)
@@ -292,8 +281,12 @@ def run(ctx: StudyContext, plan: Plan | None = None) -> StudyReport:
         for algo in ALGOS
         for seed in seeds(plan.trials_fig11)
     ]
-    # Beyond the paper, at 32 nodes.
-    j_opts = [
+    return j_fig2, j_fig11
+
+
+def _queue_beyond_32(jobs: _Jobs, plan: Plan, prof, seeds) -> list[int]:
+    """Beyond the paper at 32 nodes: every option set of :func:`_configs`, its options recorded per row."""
+    return [
         jobs.add(
             prof,
             32,
@@ -314,11 +307,15 @@ def run(ctx: StudyContext, plan: Plan | None = None) -> StudyReport:
         for label, (algo, cfg) in _configs().items()
         for seed in seeds(plan.trials_opts)
     ]
-    # Sensitivity: node NICs at the paper's observed phase-2 rate (§5.3), 32 nodes.
+
+
+def _queue_net10(jobs: _Jobs, plan: Plan, cfg_p: BcastConfig, seed: int) -> list[int]:
+    """Sensitivity: 32 nodes with NICs at the paper's observed phase-2 rate (§5.3), to test the
+    explanation of why steal beats flat by more here than in the paper."""
     net10 = load_profile({"name": "chiba2010-net10", "nic_up_mb_s": 10.0, "nic_down_mb_s": 10.0, "peer_mb_s": 10.0})
     best_label, (best_algo, best_cfg) = list(_configs().items())[-1]
-    j_sens = [
-        jobs.add(net10, 32, plan.size, algo, cfg, ctx.seed, what="net10", config=label)
+    return [
+        jobs.add(net10, 32, plan.size, algo, cfg, seed, what="net10", config=label)
         for label, algo, cfg in (
             ("flat", "flat", cfg_p),
             ("nonsteal", "nonsteal", cfg_p),
@@ -326,8 +323,11 @@ def run(ctx: StudyContext, plan: Plan | None = None) -> StudyReport:
             (best_label, best_algo, best_cfg),
         )
     ]
-    # 1,024 nodes.
-    bcfgs = {
+
+
+def _big_configs(plan: Plan) -> dict[str, tuple[str, BcastConfig]]:
+    """The protocols run at 1,024 nodes, all with large pieces (one per work) for the simulator's speed."""
+    return {
         "flat": ("flat", BcastConfig.paper(piece_size=plan.big_piece, work_pieces=1)),
         "paper steal (large pieces)": ("steal", BcastConfig.paper(piece_size=plan.big_piece, work_pieces=1)),
         "parcomm overlap + adaptive + 4 conns (large pieces)": (
@@ -349,22 +349,30 @@ def run(ctx: StudyContext, plan: Plan | None = None) -> StudyReport:
             ),
         ),
     }
-    j_big = [
+
+
+def _queue_1024(jobs: _Jobs, plan: Plan, prof, seed: int) -> list[int]:
+    """Beyond the paper's 32 nodes: 1,024 nodes (fewer under --quick)."""
+    bcfgs = _big_configs(plan)
+    return [
         jobs.add(
             prof,
             plan.big_nodes,
             plan.big_size,
             algo,
             cfg,
-            ctx.seed,
+            seed,
             what="1024",
             config=label,
             piece_mib=cfg.piece_size >> 20,
         )
         for label, (algo, cfg) in bcfgs.items()
     ]
-    # Piece-size check (full only): the paper's 32 KB pieces vs paper_scaled.
-    j_check = (
+
+
+def _queue_piece_check(jobs: _Jobs, ctx: StudyContext, plan: Plan, prof, cfg_p: BcastConfig) -> list[int]:
+    """Full runs only: the paper's 32 KB pieces against paper_scaled, to justify the scaling."""
+    return (
         []
         if ctx.quick
         else [
@@ -373,20 +381,19 @@ def run(ctx: StudyContext, plan: Plan | None = None) -> StudyReport:
             for label, cfg in (("32 KiB x 100", BcastConfig.paper()), ("320 KiB x 10", cfg_p))
         ]
     )
-    done = jobs.run(ctx)
 
-    fig2 = [done[i] for i in j_fig2]
-    rep.tables["fig2_9_10"] = fig2
-    fig11 = [done[i] for i in j_fig11]
-    rep.tables["fig11_13"] = fig11
 
-    # Fig. 3: per-node mean throughput of flat-tree nodes at 8, 16, 32 nodes.
-    flat_rates = {
+def _flat_rates(plan: Plan, fig11: list[dict]) -> dict[int, list[float]]:
+    """Fig. 3: per-node mean throughput of flat-tree nodes at 8, 16, 32 nodes."""
+    return {
         n: [plan.size / t / MB for r in fig11 if r["algo"] == "flat" and r["nodes"] == n for t in [r["average_s"]]]
         for n in (8, 16, 32)
     }
 
-    opts = [done[i] for i in j_opts]
+
+def _beyond_32_summary(opts: list[dict], fig11: list[dict]) -> list[dict]:
+    """One row per option set at 32 nodes: trial means, the ratio to flat and to the lower bound,
+    and whether egress and completion held."""
     flat32 = [r for r in fig11 if r["algo"] == "flat" and r["nodes"] == 32]
     flat32_total = _mean(flat32, "total_mb_s")
     summary = []
@@ -406,6 +413,48 @@ def run(ctx: StudyContext, plan: Plan | None = None) -> StudyReport:
                 "all_complete": all(r["complete"] for r in rows),
             }
         )
+    return summary
+
+
+def _compare_net10(sens: list[dict]) -> Comparison:
+    """The sensitivity run beside the paper's ratios: with its slower NICs, do the ratios fall to the paper's?"""
+    flat_s = next(r for r in sens if r["config"] == "flat")["total_mb_s"]
+    return Comparison(
+        "Sensitivity, 10 MB/s NICs (paper's phase-2 rate), 32 nodes: steal / non-steal / best over flat",
+        "1.7x / 1.6x / —",
+        " / ".join(f"{r['total_mb_s'] / flat_s:.2f}x" for r in sens[1:]),
+        None,
+        f"best: {sens[-1]['slowest_s']:.0f} s, {sens[-1]['fraction_of_bound']:.2f} of its bound",
+    )
+
+
+def run(ctx: StudyContext, plan: Plan | None = None) -> StudyReport:
+    plan = plan or Plan(ctx.quick)
+    prof = load_profile(PROFILE)
+    seeds = lambda k: [ctx.seed + i for i in range(k)]  # noqa: E731
+    rep = StudyReport(NAME, TITLE, SOURCE)
+    cfg_p = paper_scaled()
+
+    # Fig. 1/3: the profile's per-GET distribution; per-node means under flat.
+    f1_rows, f1 = fig1(ctx, plan, prof)
+    rep.tables["fig1_distribution"] = f1_rows
+
+    # Every simulation is independent: collect them, run them on the executor, then read them back.
+    jobs = _Jobs()
+    j_fig2, j_fig11 = _queue_paper_figures(jobs, plan, prof, cfg_p, seeds)
+    j_opts = _queue_beyond_32(jobs, plan, prof, seeds)
+    j_sens = _queue_net10(jobs, plan, cfg_p, ctx.seed)
+    j_big = _queue_1024(jobs, plan, prof, ctx.seed)
+    j_check = _queue_piece_check(jobs, ctx, plan, prof, cfg_p)
+    done = jobs.run(ctx)
+
+    fig2 = [done[i] for i in j_fig2]
+    rep.tables["fig2_9_10"] = fig2
+    fig11 = [done[i] for i in j_fig11]
+    rep.tables["fig11_13"] = fig11
+    flat_rates = _flat_rates(plan, fig11)
+    opts = [done[i] for i in j_opts]
+    summary = _beyond_32_summary(opts, fig11)
     rep.tables["beyond_32"] = opts
     rep.tables["beyond_32_summary"] = summary
 
@@ -418,16 +467,7 @@ def run(ctx: StudyContext, plan: Plan | None = None) -> StudyReport:
 
     rep.figures = _plots(ctx, f1_rows, flat_rates, fig2, fig11, summary, big, plan)
     _compare(rep, plan, f1, fig2, fig11, summary, big, flat_rates)
-    flat_s = next(r for r in sens if r["config"] == "flat")["total_mb_s"]
-    rep.comparisons.append(
-        Comparison(
-            "Sensitivity, 10 MB/s NICs (paper's phase-2 rate), 32 nodes: steal / non-steal / best over flat",
-            "1.7x / 1.6x / —",
-            " / ".join(f"{r['total_mb_s'] / flat_s:.2f}x" for r in sens[1:]),
-            None,
-            f"best: {sens[-1]['slowest_s']:.0f} s, {sens[-1]['fraction_of_bound']:.2f} of its bound",
-        )
-    )
+    rep.comparisons.append(_compare_net10(sens))
     _notes(rep, plan, prof)
     emulated_section(ctx, rep)  # real processes in namespaces; skipped under --quick or without netns
     rep.paper_values = paper_data.for_report(NAME)
@@ -492,8 +532,10 @@ def _agg(fig11: list[dict], algo: str, nodes: int, key: str) -> float:
     return _mean([r for r in fig11 if r["algo"] == algo and r["nodes"] == nodes], key)
 
 
-def _compare(rep, plan, f1, fig2, fig11, summary, big, flat_rates) -> None:
-    C = rep.comparisons.append
+def _compare_fig1_3(f1: dict, flat_rates: dict) -> list[Comparison]:
+    """Figs. 1 and 3: the profile's per-GET rates against the paper's two shares, and flat's per-node means."""
+    out: list[Comparison] = []
+    C = out.append
     C(
         Comparison(
             "Fig. 1: GETs at <= 6 MB/s",
@@ -522,6 +564,14 @@ def _compare(rep, plan, f1, fig2, fig11, summary, big, flat_rates) -> None:
             "average node of each run",
         )
     )
+    return out
+
+
+def _compare_fig2_4_9_10(plan: Plan, fig2: list[dict]) -> list[Comparison]:
+    """Figs. 2, 4, 9 and 10 (8 nodes): flat's slowest/fastest node and summed rate, and how much
+    stealing and non-stealing narrow flat's spread."""
+    out: list[Comparison] = []
+    C = out.append
     flat8 = [r for r in fig2 if r["algo"] == "flat"]
     scale = GB / plan.size
     slowest = _mean(flat8, "slowest_s") * scale
@@ -560,6 +610,13 @@ def _compare(rep, plan, f1, fig2, fig11, summary, big, flat_rates) -> None:
                 f"{max(r['slowest_s'] for r in rows) * scale:.0f} s/GB",
             )
         )
+    return out
+
+
+def _compare_fig11(fig11: list[dict]) -> list[Comparison]:
+    """Fig. 11: steal's and non-steal's total throughput over flat's at 32 nodes (the paper's headline ratios)."""
+    out: list[Comparison] = []
+    C = out.append
     for algo in ("steal", "nonsteal"):
         ratio = _agg(fig11, algo, 32, "total_mb_s") / _agg(fig11, "flat", 32, "total_mb_s")
         want = PAPER[f"{algo}_over_flat_32"][1]
@@ -572,6 +629,13 @@ def _compare(rep, plan, f1, fig2, fig11, summary, big, flat_rates) -> None:
                 "issue target for steal: >= 1.7x" + (" (met)" if algo == "steal" and ratio >= 1.7 else ""),
             )
         )
+    return out
+
+
+def _compare_fig12_13(fig11: list[dict]) -> list[Comparison]:
+    """Figs. 12 and 13: phase 1 and phase 2 rates per node and phase 2's share of the time."""
+    out: list[Comparison] = []
+    C = out.append
     for nodes_set, key in (((4, 8), "phase1_4_8"), ((16, 32), "phase1_16_32")):
         vals = [_agg(fig11, a, n, "phase1_mb_s") for a in ("steal", "nonsteal") for n in nodes_set]
         wait = [_agg(fig11, a, n, "phase1_wait_mb_s") for a in ("steal", "nonsteal") for n in nodes_set]
@@ -610,6 +674,14 @@ def _compare(rep, plan, f1, fig2, fig11, summary, big, flat_rates) -> None:
             "4/8 nodes: " + f"{shares[4]:.0%} / {shares[8]:.0%}",
         )
     )
+    return out
+
+
+def _compare_beyond(summary: list[dict], big: list[dict]) -> list[Comparison]:
+    """Beyond the paper: the best option set and the paper's steal against the lower bound at 32 nodes,
+    and the 1,024-node runs (nothing in the paper to compare with)."""
+    out: list[Comparison] = []
+    C = out.append
     best = min(summary, key=lambda s: s["slowest_over_bound"])
     C(
         Comparison(
@@ -640,6 +712,16 @@ def _compare(rep, plan, f1, fig2, fig11, summary, big, flat_rates) -> None:
                 f"{row['size'] / 1e6:g} MB, {row['piece_mib']} MiB pieces",
             )
         )
+    return out
+
+
+def _compare(rep, plan, f1, fig2, fig11, summary, big, flat_rates) -> None:
+    """The paper's quantities beside parcomm's, figure by figure, in the report's order."""
+    rep.comparisons += _compare_fig1_3(f1, flat_rates)
+    rep.comparisons += _compare_fig2_4_9_10(plan, fig2)
+    rep.comparisons += _compare_fig11(fig11)
+    rep.comparisons += _compare_fig12_13(fig11)
+    rep.comparisons += _compare_beyond(summary, big)
 
 
 def _notes(rep, plan, prof) -> None:
@@ -696,11 +778,8 @@ def _notes(rep, plan, prof) -> None:
 # ---------------------------------------------------------------- figures
 
 
-def _plots(ctx, f1_rows, flat_rates, fig2, fig11, summary, big, plan) -> list[str]:
-    plt = ctx.pyplot()
-    out = []
-    fig, axes = plt.subplots(1, 2, figsize=(10, 4.3))
-    ax = axes[0]
+def _panel_fig1(ax, f1_rows: list[dict]) -> None:
+    """Fig. 1: the profile's per-GET histogram with its cumulative share and the paper's two stated shares."""
     ax.bar(
         [r["mb_s_low"] + 0.5 for r in f1_rows],
         [r["relative_frequency"] for r in f1_rows],
@@ -730,15 +809,31 @@ def _plots(ctx, f1_rows, flat_rates, fig2, fig11, summary, big, plan) -> list[st
     h2, l2 = cx.get_legend_handles_labels()
     cx.legend(h1 + h2, l1 + l2, loc="upper center", bbox_to_anchor=(0.5, -0.16), ncol=2, fontsize=7)
     ax.legend().set_visible(False)  # one legend for both axes
-    ax = axes[1]
+
+
+def _panel_fig3(ax, flat_rates: dict) -> None:
+    """Fig. 3: flat-tree nodes' mean throughput at 8, 16 and 32 nodes (the same distribution whatever N)."""
     for n, vals in flat_rates.items():
         if vals:
             ax.plot([n] * len(vals), vals, "o", label=f"{n} nodes")
     ax.set_xlabel("nodes")
     ax.set_ylabel("average node MB/s (flat)")
     ax.set_title("Fig. 3: per-node throughput, flat tree")
-    out.append(ctx.save_figure(fig, "fig1_3_distribution"))
 
+
+def _plot_fig1_3(ctx, f1_rows: list[dict], flat_rates: dict) -> str:
+    """Figs. 1 and 3 side by side: the storage model's rates per GET, then what a flat-tree node sees."""
+    plt = ctx.pyplot()
+    fig, axes = plt.subplots(1, 2, figsize=(10, 4.3))
+    _panel_fig1(axes[0], f1_rows)
+    _panel_fig3(axes[1], flat_rates)
+    return ctx.save_figure(fig, "fig1_3_distribution")
+
+
+def _plot_fig2_9_10(ctx, fig2: list[dict], plan: Plan) -> str:
+    """Figs. 2, 10 and 9: slowest/average/fastest node per trial for each algorithm, in s per GB,
+    with the paper's stated flat-tree extremes."""
+    plt = ctx.pyplot()
     scale = GB / plan.size
     fig, axes = plt.subplots(1, 3, figsize=(13, 3.6), sharey=True)
     for ax, algo, title in zip(axes, ALGOS, ("Fig. 2: flat tree", "Fig. 10: non-steal", "Fig. 9: steal")):
@@ -757,11 +852,11 @@ def _plots(ctx, f1_rows, flat_rates, fig2, fig11, summary, big, plan) -> list[st
     axes[0].set_ylabel("completion time (s per GB)")
     top = max(max(r["slowest_s"] * scale for r in fig2), paper_data.get(NAME, "fig2_slowest_s").high)
     axes[0].set_ylim(0, top * 1.45)  # room for the legends above the curves
-    out.append(ctx.save_figure(fig, "fig2_9_10_completion"))
+    return ctx.save_figure(fig, "fig2_9_10_completion")
 
-    fig, grid = plt.subplots(2, 2, figsize=(14, 7.4))  # wider than 1.7:1, so full width in the report
-    axes = grid.ravel()
-    ax = axes[0]
+
+def _panel_fig11_total(ax, fig11: list[dict]) -> None:
+    """Fig. 11: total throughput against nodes, with the paper's flat-tree bound at 8 nodes (Fig. 4)."""
     for algo in ALGOS:
         ax.plot(NODE_COUNTS, [_agg(fig11, algo, n, "total_mb_s") for n in NODE_COUNTS], "o-", label=algo)
     s8 = paper_data.get(NAME, "fig4_sum8")
@@ -775,7 +870,10 @@ def _plots(ctx, f1_rows, flat_rates, fig2, fig11, summary, big, plan) -> list[st
     ax.set_xlabel("nodes")
     ax.set_ylabel("total throughput (MB/s)")
     ax.set_title("Fig. 11: total throughput")
-    ax = axes[1]
+
+
+def _panel_fig11_ratio(ax, fig11: list[dict]) -> None:
+    """Fig. 11 as a ratio to the flat tree, with the paper's 1.6x and 1.7x at 32 nodes."""
     for algo in ("nonsteal", "steal"):
         ax.plot(
             NODE_COUNTS,
@@ -791,7 +889,10 @@ def _plots(ctx, f1_rows, flat_rates, fig2, fig11, summary, big, plan) -> list[st
     ax.set_xlabel("nodes")
     ax.set_ylabel("total throughput / flat tree's")
     ax.set_title("Fig. 11 as a ratio to the flat tree")
-    ax = axes[2]
+
+
+def _panel_fig12(ax, fig11: list[dict]) -> None:
+    """Fig. 12: per-node phase 1 and phase 2 throughput against the paper's ranges."""
     for algo in ("nonsteal", "steal"):
         ax.plot(
             NODE_COUNTS,
@@ -810,7 +911,10 @@ def _plots(ctx, f1_rows, flat_rates, fig2, fig11, summary, big, plan) -> list[st
     ax.set_xlabel("nodes")
     ax.set_ylabel("per-node MB/s")
     ax.set_title("Fig. 12: phase throughputs")
-    ax = axes[3]
+
+
+def _panel_fig13(ax, fig11: list[dict]) -> None:
+    """Fig. 13: steal's share of time per phase, with the paper's ~90 % phase-2 share."""
     p1 = [_agg(fig11, "steal", n, "phase1_wait_s") for n in NODE_COUNTS]
     p2 = [_agg(fig11, "steal", n, "phase2_from_open_s") for n in NODE_COUNTS]
     tot = [a + b for a, b in zip(p1, p2)]
@@ -829,10 +933,25 @@ def _plots(ctx, f1_rows, flat_rates, fig2, fig11, summary, big, plan) -> list[st
     ax.set_xlabel("nodes")
     ax.set_ylabel("share of time (steal)")
     ax.set_title("Fig. 13: share of time per phase (steal)")
+
+
+def _plot_fig11_12_13(ctx, fig11: list[dict]) -> str:
+    """Figs. 11-13 on one page: throughput, its ratio to flat, phase rates and phase shares."""
+    plt = ctx.pyplot()
+    fig, grid = plt.subplots(2, 2, figsize=(14, 7.4))  # wider than 1.7:1, so full width in the report
+    axes = grid.ravel()
+    _panel_fig11_total(axes[0], fig11)
+    _panel_fig11_ratio(axes[1], fig11)
+    _panel_fig12(axes[2], fig11)
+    _panel_fig13(axes[3], fig11)
     for a in axes:
         a.legend(fontsize=7)
-    out.append(ctx.save_figure(fig, "fig11_12_13"))
+    return ctx.save_figure(fig, "fig11_12_13")
 
+
+def _plot_beyond_32(ctx, summary: list[dict]) -> str:
+    """Beyond the paper: each option set's completion over the lower bound at 32 nodes, against the 1.25x target."""
+    plt = ctx.pyplot()
     fig, ax = plt.subplots(figsize=(9, 4))
     labels = [s["config"] for s in summary]
     ax.barh(range(len(labels)), [s["slowest_over_bound"] for s in summary])
@@ -841,5 +960,14 @@ def _plots(ctx, f1_rows, flat_rates, fig2, fig11, summary, big, plan) -> list[st
     ax.set_yticks(range(len(labels)), labels, fontsize=7)
     ax.set_xlabel("completion / lower bound (32 nodes)")
     ax.set_title("Beyond the paper: options on and off")
-    out.append(ctx.save_figure(fig, "beyond_32"))
+    return ctx.save_figure(fig, "beyond_32")
+
+
+def _plots(ctx, f1_rows, flat_rates, fig2, fig11, summary, big, plan) -> list[str]:
+    """The report's four figures, in order."""
+    out = []
+    out.append(_plot_fig1_3(ctx, f1_rows, flat_rates))
+    out.append(_plot_fig2_9_10(ctx, fig2, plan))
+    out.append(_plot_fig11_12_13(ctx, fig11))
+    out.append(_plot_beyond_32(ctx, summary))
     return out
