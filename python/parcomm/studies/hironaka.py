@@ -159,25 +159,17 @@ def _fit(rows: list[dict], k: int, sizes) -> tuple[float, float]:
     return StencilModel.fit_comm([p[0] for p in pts], [p[1] for p in pts])
 
 
-def run(ctx: StudyContext) -> StudyReport:
-    plat = _platform()
-    groups = segment_groups(plat)
-    steps = 10 if ctx.quick else 40
-    sizes = (16, 300, 1000, 3000, 10000) if ctx.quick else (16, 100, 300, 600, 1000, 2000, 3000, 6000, 10000)
-    fit_sizes = tuple(m for m in sizes if 300 <= m <= 3000)  # the range of the boundary messages (240-1920 B)
-
-    # --- Figs. 5 and 6 (also the measurements the model is fitted on) -----------------
-    seg = _bench(ctx, plat, groups, "segment", (1, 2, 3, 4), sizes)
-    cross = _bench(ctx, plat, groups, "router", (1, 2, 4, 8) if not ctx.quick else (1, 8), sizes)
-
-    # --- Figs. 3 and 4 ----------------------------------------------------------------
+def _heat_sweep(ctx: StudyContext, plat, groups, steps: int) -> list[dict]:
+    """Figs. 3 and 4: the heat solver at every N of the paper, tasks placed on hosts in order."""
     sweep = []
     for N in PAPER_NS:
         ctx.progress(f"heat: N = {N}, M = {PAPER_M}, {steps} steps")
         sweep.append(_heat_run(ctx, plat, groups, N, steps, "linear"))
+    return sweep
 
-    # --- §3.1's model beside the simulator --------------------------------------------
-    # F from a compute-only measurement on the platform: one task, no neighbours.
+
+def _measure_F(ctx: StudyContext, plat) -> float:
+    """§3.1's F from a compute-only measurement on the platform: one task, no neighbours."""
     ctx.progress("compute measurement: one task, N = 330")
     f_run = run_sim(
         heat_program,
@@ -187,13 +179,15 @@ def run(ctx: StudyContext) -> StudyReport:
         hosts=[0],
         kwargs={"N": 330, "M": 1, "steps": 3, "r": R, "mflops": SPARC_LX_MFLOPS},
     )
-    F = StencilModel.fit_F(330 * 330, 3, max(x["elapsed_s"] for x in f_run.results), FLOPS_PER_POINT)
-    # B and a per-message cost L from §5's ping-pong: one pair alone (isolated) and
-    # 4 pairs sharing a segment (contended, Fig. 5's busiest case).
+    return StencilModel.fit_F(330 * 330, 3, max(x["elapsed_s"] for x in f_run.results), FLOPS_PER_POINT)
+
+
+def _fitted_models(F: float, seg: list[dict], fit_sizes, m_seg: int) -> dict[str, StencilModel]:
+    """§3.1's model with B (and a per-message cost L) fitted on §5's ping-pong, never on the sweep:
+    one pair alone (isolated) and 4 pairs sharing a segment (contended, Fig. 5's busiest case)."""
     fits = {label: _fit(seg, k, fit_sizes) for label, k in (("isolated", 1), ("contended", 4))}
     B_iso, L_iso = fits["isolated"]
-    m_seg = sweep[0]["busiest_segment_messages"]  # messages per step on the busiest segment (placement)
-    models = {
+    return {
         # §3.1 exactly: F measured, B = one task's bandwidth on an idle segment, nothing else.
         "paper": StencilModel(F=F, B=B_iso, C=FLOPS_PER_POINT),
         # ... plus the ping-pong's fixed cost per message.
@@ -204,9 +198,12 @@ def run(ctx: StudyContext) -> StudyReport:
         # the interior is computed while they fly.
         "shared_segment": StencilModel.shared_segment(F, B_iso, L_iso, m_seg, C=FLOPS_PER_POINT),
     }
-    # ... and B, L from the exchange alone: the solver's communication pattern with free
-    # computing, at the smallest and largest N (boundary messages of 240 and 1920 bytes);
-    # step = 4N/(BM) + 4L through the two points (means over the steps).
+
+
+def _exchange_model(ctx: StudyContext, plat, groups, steps: int, F: float) -> StencilModel | None:
+    """B and L from the exchange alone: the solver's communication pattern with free computing, at
+    the smallest and largest N (boundary messages of 240 and 1920 bytes); step = 4N/(BM) + 4L
+    through the two points (means over the steps). None where the two points give no positive B."""
     ex = {}
     for N in (PAPER_NS[0], PAPER_NS[-1]):
         ctx.progress(f"exchange only: N = {N}")
@@ -215,7 +212,12 @@ def run(ctx: StudyContext) -> StudyReport:
     per_value = (ex[n1] - ex[n0]) / (4 * (n1 - n0) / PAPER_M)
     if per_value > 0:
         lat = max(0.0, (ex[n0] - 4 * n0 / PAPER_M * per_value) / 4)
-        models["exchange"] = StencilModel(F=F, B=1.0 / per_value, C=FLOPS_PER_POINT, latency_s=lat)
+        return StencilModel(F=F, B=1.0 / per_value, C=FLOPS_PER_POINT, latency_s=lat)
+    return None
+
+
+def _model_rows(sweep: list[dict], models: dict) -> list[dict]:
+    """Each model's step time and MFlop/s per N, with its error against the simulator's mean and median step."""
     model_rows = []
     for row in sweep:
         N = row["N"]
@@ -234,27 +236,36 @@ def run(ctx: StudyContext) -> StudyReport:
             entry[f"{label}_error"] = p / row["mflops"] - 1
             entry[f"{label}_error_vs_median"] = p / typical - 1
         model_rows.append(entry)
+    return model_rows
 
-    # What-if (not a fit used anywhere else): hosts at the F that §3.1 infers from the
-    # paper's own two numbers, everything else unchanged.
+
+def _whatif_paper_F(ctx: StudyContext, plat, groups, steps: int) -> tuple[dict, list[dict]]:
+    """What-if (not a fit used anywhere else): hosts at the F that §3.1 infers from the
+    paper's own two numbers, everything else unchanged."""
     imp = implied_parameters(PAPER_M, [(330, PAPER_MFLOPS_330 * 1e6), (2640, PAPER_MFLOPS_MAX * 1e6)])
     whatif = []
     for N in (PAPER_NS[0], PAPER_NS[-1]):
         ctx.progress(f"what-if F = {imp['F'] / 1e6:.2f} MFlop/s: N = {N}")
         whatif.append(_heat_run(ctx, plat, groups, N, steps, "linear", mflops=imp["F"] / 1e6))
+    return imp, whatif
 
-    # What-if (a bound, not a fit): PVM 3.3's default route sends every message through
-    # both hosts' pvmd daemons (task -> pvmd -> UDP -> pvmd -> task), up to twice the cost
-    # of the direct task-to-task TCP route the simulator models (pvm_advise(3PVM): "The
-    # performance of direct task-to-task links can be up to a factor of two better than
-    # the default route"). Doubling both hosts' per-message overheads bounds that.
+
+def _whatif_daemon_route(ctx: StudyContext, plat, groups, steps: int) -> list[dict]:
+    """What-if (a bound, not a fit): PVM 3.3's default route sends every message through
+    both hosts' pvmd daemons (task -> pvmd -> UDP -> pvmd -> task), up to twice the cost
+    of the direct task-to-task TCP route the simulator models (pvm_advise(3PVM): "The
+    performance of direct task-to-task links can be up to a factor of two better than
+    the default route"). Doubling both hosts' per-message overheads bounds that."""
     daemon = _scaled_overheads(plat, 2.0)
     whatif_route = []
     for N in (PAPER_NS[0], PAPER_NS[-1]):
         ctx.progress(f"what-if PVM daemon route (host overheads x2): N = {N}")
         whatif_route.append(_heat_run(ctx, daemon, groups, N, steps, "linear"))
+    return whatif_route
 
-    # --- §5.3: placement ----------------------------------------------------------------
+
+def _placement_runs(ctx: StudyContext, plat, groups, steps: int, sweep: list[dict]) -> list[dict]:
+    """§5.3: the same solver under each placement (the linear one is the sweep's own run)."""
     place_rows = []
     for N in (330, 2640) if ctx.quick else PAPER_NS:
         for how in PLACEMENTS:
@@ -264,10 +275,13 @@ def run(ctx: StudyContext) -> StudyReport:
                 ctx.progress(f"placement {how}: N = {N}")
                 r = _heat_run(ctx, plat, groups, N, steps, how)
             place_rows.append(r)
+    return place_rows
 
-    rep = StudyReport(NAME, TITLE, SOURCE)
+
+def _tables(sweep, model_rows, seg, cross, place_rows, whatif, whatif_route, models, m_seg) -> dict[str, list[dict]]:
+    """The report's tables; runs lose their per-step end times (plotted in Fig. 3, too long for a table)."""
     strip = lambda rows: [{k: v for k, v in r.items() if k != "step_end_s"} for r in rows]  # noqa: E731
-    rep.tables = {
+    return {
         "fig3_fig4": strip(sweep),
         "model": model_rows,
         "fig5_segment": seg,
@@ -288,23 +302,57 @@ def run(ctx: StudyContext) -> StudyReport:
             for k, m in models.items()
         ],
     }
+
+
+def _compare_whatif_F(imp: dict, whatif: list[dict]) -> Comparison:
+    """The what-if with the paper-implied F beside the paper's two numbers (a sensitivity check)."""
+    w = {r["N"]: r for r in whatif}
+    return Comparison(
+        f"what-if: hosts at F = {imp['F'] / 1e6:.2f} MFlop/s (inferred from the paper's points by §3.1)",
+        f"{PAPER_MFLOPS_330:g} MFlop/s at N = 330, {PAPER_MFLOPS_MAX:g} at N = 2640",
+        f"{w[330]['mflops']:.1f} at N = 330, {w[2640]['mflops']:.1f} at N = 2640",
+        abs(w[330]["mflops"] / PAPER_MFLOPS_330 - 1) < 0.5 and abs(w[2640]["mflops"] / PAPER_MFLOPS_MAX - 1) < 0.5,
+        "a sensitivity check, not parcomm's reproduction: with the slower hosts the simulated network gives the paper's "
+        "magnitudes at both ends",
+    )
+
+
+def run(ctx: StudyContext) -> StudyReport:
+    plat = _platform()
+    groups = segment_groups(plat)
+    steps = 10 if ctx.quick else 40
+    sizes = (16, 300, 1000, 3000, 10000) if ctx.quick else (16, 100, 300, 600, 1000, 2000, 3000, 6000, 10000)
+    fit_sizes = tuple(m for m in sizes if 300 <= m <= 3000)  # the range of the boundary messages (240-1920 B)
+
+    # --- Figs. 5 and 6 (also the measurements the model is fitted on) -----------------
+    seg = _bench(ctx, plat, groups, "segment", (1, 2, 3, 4), sizes)
+    cross = _bench(ctx, plat, groups, "router", (1, 2, 4, 8) if not ctx.quick else (1, 8), sizes)
+
+    # --- Figs. 3 and 4 ----------------------------------------------------------------
+    sweep = _heat_sweep(ctx, plat, groups, steps)
+
+    # --- §3.1's model beside the simulator --------------------------------------------
+    F = _measure_F(ctx, plat)
+    m_seg = sweep[0]["busiest_segment_messages"]  # messages per step on the busiest segment (placement)
+    models = _fitted_models(F, seg, fit_sizes, m_seg)
+    exchange = _exchange_model(ctx, plat, groups, steps, F)
+    if exchange is not None:
+        models["exchange"] = exchange
+    model_rows = _model_rows(sweep, models)
+    imp, whatif = _whatif_paper_F(ctx, plat, groups, steps)
+    whatif_route = _whatif_daemon_route(ctx, plat, groups, steps)
+
+    # --- §5.3: placement ----------------------------------------------------------------
+    place_rows = _placement_runs(ctx, plat, groups, steps, sweep)
+
+    rep = StudyReport(NAME, TITLE, SOURCE)
+    rep.tables = _tables(sweep, model_rows, seg, cross, place_rows, whatif, whatif_route, models, m_seg)
     rep.figures = _plot(ctx, sweep, models, seg, cross, place_rows, whatif)
     rep.paper_values = paper_data.for_report(NAME)
     rep.ways = _ways(sweep, models)
     _compare(rep, sweep, model_rows, models, seg, cross, place_rows, steps)
     _budget(rep, sweep, models, whatif, whatif_route, F, m_seg)
-    w = {r["N"]: r for r in whatif}
-    rep.comparisons.insert(
-        4,
-        Comparison(
-            f"what-if: hosts at F = {imp['F'] / 1e6:.2f} MFlop/s (inferred from the paper's points by §3.1)",
-            f"{PAPER_MFLOPS_330:g} MFlop/s at N = 330, {PAPER_MFLOPS_MAX:g} at N = 2640",
-            f"{w[330]['mflops']:.1f} at N = 330, {w[2640]['mflops']:.1f} at N = 2640",
-            abs(w[330]["mflops"] / PAPER_MFLOPS_330 - 1) < 0.5 and abs(w[2640]["mflops"] / PAPER_MFLOPS_MAX - 1) < 0.5,
-            "a sensitivity check, not parcomm's reproduction: with the slower hosts the simulated network gives the paper's "
-            "magnitudes at both ends",
-        ),
-    )
+    rep.comparisons.insert(4, _compare_whatif_F(imp, whatif))
     return rep
 
 
@@ -416,8 +464,10 @@ def _implied() -> dict[str, float]:
     return implied_parameters(PAPER_M, [(330, PAPER_MFLOPS_330 * 1e6), (2640, PAPER_MFLOPS_MAX * 1e6)])
 
 
-def _budget(rep, sweep, models, whatif, whatif_route, F, m_seg) -> None:
-    """Where the paper's MFlop/s go: per-step time budget at both ends of the sweep."""
+def _compare_step_budget(sweep, models, whatif, whatif_route, F) -> list[Comparison]:
+    """Per-step time at both ends of the sweep: the paper's against the simulator, the refined model
+    and the two what-ifs, so the reader sees where the paper's MFlop/s go."""
+    C: list[Comparison] = []
     by = {r["N"]: r for r in sweep}
     wf = {r["N"]: r for r in whatif}
     wr = {r["N"]: r for r in whatif_route}
@@ -426,7 +476,7 @@ def _budget(rep, sweep, models, whatif, whatif_route, F, m_seg) -> None:
         r = by[N]
         paper_step = FLOPS_PER_POINT * N * N / (paper * 1e6)
         compute = FLOPS_PER_POINT * (N / PAPER_M) ** 2 / F
-        rep.comparisons.append(
+        C.append(
             Comparison(
                 f"time per step, N = {N}: where the paper's MFlop/s go",
                 f"{paper_step * 1e3:.0f} ms/step ({paper:g} MFlop/s; compute at 4.6 MFlop/s would be "
@@ -440,8 +490,15 @@ def _budget(rep, sweep, models, whatif, whatif_route, F, m_seg) -> None:
                 "the paper's step is " + f"{paper_step / r['time_per_step_s']:.1f}x the simulated mean",
             )
         )
-    r330, r2640 = by[330], by[2640]
-    rep.notes.append(
+    return C
+
+
+def _note_small_n(sweep, models, F, m_seg) -> str:
+    """N = 330: a step is almost all exchange on the busiest shared segment."""
+    by = {r["N"]: r for r in sweep}
+    seg_model = models["shared_segment"]
+    r330 = by[330]
+    return (
         "Where the MFlop/s go (121 tasks x 4.6 MFlop/s = 557 MFlop/s if computing never waited). "
         f"N = 330: a step computes for {FLOPS_PER_POINT * 900 / F * 1e3:.1f} ms; the rest is the exchange. "
         f"The busiest segment carries {m_seg} boundary messages per step (tasks in host order: vertical neighbours "
@@ -459,7 +516,15 @@ def _budget(rep, sweep, models, whatif, whatif_route, F, m_seg) -> None:
         f"the 'shared_segment' model's B = 4 B_idle / m_seg = {seg_model.B:.0f} values/s, against "
         f"{_implied()['B']:.0f} values/s that the paper's own two numbers imply through §3.1 (see 'F, B implied')."
     )
-    rep.notes.append(
+
+
+def _note_large_n(sweep, whatif, whatif_route, F, m_seg) -> str:
+    """N = 2640: computing hides much of the exchange, so the remaining gap points to the hosts."""
+    by = {r["N"]: r for r in sweep}
+    wf = {r["N"]: r for r in whatif}
+    wr = {r["N"]: r for r in whatif_route}
+    r330, r2640 = by[330], by[2640]
+    return (
         f"N = 2640: a step computes for {FLOPS_PER_POINT * 240 * 240 / F * 1e3:.0f} ms at 4.6 MFlop/s while its "
         f"{m_seg} messages of 1.9 KB need ~{m_seg * (8 * 240 + 78) * 8 / SEGMENT_BPS * 1e3:.0f} ms of the busiest "
         "segment's wire (plus headers 58 B, preamble and gap 20 B per frame), so the solver's overlap hides much "
@@ -481,8 +546,14 @@ def _budget(rep, sweep, models, whatif, whatif_route, F, m_seg) -> None:
         "with computing for the same CPU; the paper's flop count C per point is not stated. parcomm keeps F = 4.6 "
         "MFlop/s (Table 1) and does not tune it."
     )
+
+
+def _note_refined_model(sweep, models) -> str:
+    """Why the refined model predicts a typical step but not the mean one."""
+    by = {r["N"]: r for r in sweep}
+    seg_model = models["shared_segment"]
     rows = {N: (r["median_step_s"], r["time_per_step_s"]) for N, r in by.items()}
-    rep.notes.append(
+    return (
         "Refined model vs simulator: 'shared_segment' predicts a typical step "
         + ", ".join(
             f"N = {N}: {seg_model.step_time(N, PAPER_M) * 1e3:.0f} ms (simulated median {md * 1e3:.0f}, "
@@ -498,7 +569,11 @@ def _budget(rep, sweep, models, whatif, whatif_route, F, m_seg) -> None:
         "paper's §3.1 form with an idle segment's B misses the sharing altogether (errors of several hundred percent "
         "at small N)."
     )
-    rep.notes.append(
+
+
+def _note_m_and_n() -> str:
+    """The roles of M and N, read from the paper's text."""
+    return (
         "Roles of M and N, from the text: 'N x N の正方サブ領域に分割した2次元領域を M x M 個のタスクに' -- the domain is "
         "cut into N x N small squares (grid points) and these go to M x M tasks; a task sends 4N/M boundary values per "
         "step. So N is the problem size and M the task grid (M = 11: 121 tasks; N/M = 30..240 points per task side), "
@@ -506,12 +581,23 @@ def _budget(rep, sweep, models, whatif, whatif_route, F, m_seg) -> None:
     )
 
 
+def _budget(rep, sweep, models, whatif, whatif_route, F, m_seg) -> None:
+    """Where the paper's MFlop/s go: per-step time budget at both ends of the sweep."""
+    rep.comparisons += _compare_step_budget(sweep, models, whatif, whatif_route, F)
+    rep.notes.append(_note_small_n(sweep, models, F, m_seg))
+    rep.notes.append(_note_large_n(sweep, whatif, whatif_route, F, m_seg))
+    rep.notes.append(_note_refined_model(sweep, models))
+    rep.notes.append(_note_m_and_n())
+
+
 def _t(rows, k, m):
     return next(r["time_10rt_s"] for r in rows if r["pairs"] == k and r["size_bytes"] == m)
 
 
-def _compare(rep, sweep, model_rows, models, seg, cross, place_rows, steps) -> None:
-    C = rep.comparisons
+def _compare_performance(sweep: list[dict], models: dict) -> list[Comparison]:
+    """§3.2 and §6: the sweep's MFlop/s and communication share against the paper's, and the F and B
+    that §3.1 infers from the paper's points beside the measured ones."""
+    C: list[Comparison] = []
     by = {r["N"]: r for r in sweep}
     r330 = by[330]
     C.append(
@@ -561,6 +647,12 @@ def _compare(rep, sweep, model_rows, models, seg, cross, place_rows, steps) -> N
             f"shared-segment B, and hosts at {imp['F'] / models['paper'].F:.0%} of Table 1's 4.6 MFlop/s",
         )
     )
+    return C
+
+
+def _compare_models(models: dict, model_rows: list[dict]) -> list[Comparison]:
+    """§3.1's model in each parameterisation against the simulator (the paper has no measured comparison)."""
+    C: list[Comparison] = []
     what = {
         "paper": "§3.1 exactly: F from the one-task compute measurement, B from §5's ping-pong (1 pair, idle segment)",
         "paper+latency": "§3.1 + the ping-pong's fixed cost per message (4 per step), 1 pair",
@@ -585,6 +677,12 @@ def _compare(rep, sweep, model_rows, models, seg, cross, place_rows, steps) -> N
                 what[label],
             )
         )
+    return C
+
+
+def _compare_fig5(seg: list[dict]) -> list[Comparison]:
+    """Fig. 5: the ping-pong inside one segment, its knee near 1000 B and its contention."""
+    C: list[Comparison] = []
     flat = _t(seg, 1, 1000) / _t(seg, 1, 16)
     prop = _t(seg, 1, 10000) / _t(seg, 1, 1000)
     C.append(
@@ -606,6 +704,12 @@ def _compare(rep, sweep, model_rows, models, seg, cross, place_rows, steps) -> N
             small < 1.2 and large > 1.5,
         )
     )
+    return C
+
+
+def _compare_fig6(seg: list[dict], cross: list[dict]) -> list[Comparison]:
+    """Fig. 6: pairs across segments through the router, against one pair inside a segment."""
+    C: list[Comparison] = []
     cmax = max(r["pairs"] for r in cross)
     c_add = _t(cross, cmax, 10000) / _t(cross, 1, 10000)
     via = _t(cross, 1, 10000) / _t(seg, 1, 10000)
@@ -618,6 +722,12 @@ def _compare(rep, sweep, model_rows, models, seg, cross, place_rows, steps) -> N
             "each pair has its own two segments; a store-and-forward router adds one more transmission",
         )
     )
+    return C
+
+
+def _compare_placement(place_rows: list[dict], steps: int) -> list[Comparison]:
+    """§5.3's open question: the three task placements, time per step and router traffic."""
+    C: list[Comparison] = []
     for N in sorted({r["N"] for r in place_rows}):
         t = {r["placement"]: r for r in place_rows if r["N"] == N}
         rr, lin, bl = t["round_robin"], t["linear"], t["blocks"]
@@ -635,7 +745,12 @@ def _compare(rep, sweep, model_rows, models, seg, cross, place_rows, steps) -> N
                 f"over {steps} steps; one 1 s RTO (a frame lost after 16 collisions) adds {1000 / steps:.0f} ms to the mean",
             )
         )
-    rep.notes += [
+    return C
+
+
+def _method_notes(seg: list[dict], steps: int) -> list[str]:
+    """How the runs and the model fits are made, and why step times and placement means vary."""
+    return [
         f"Simulated {steps} steps per run (time per step is the mean over them). Hosts compute at 4.6 MFlop/s "
         "(Table 1, a LINPACK-class figure); the solver counts C = 6 operations per point. PVM 3.3's own costs are "
         "represented only by the platform's per-message overheads (0.5 ms + 0.15 us/B per side, derived from Fig. 5's "
@@ -660,3 +775,13 @@ def _compare(rep, sweep, model_rows, models, seg, cross, place_rows, steps) -> N
         "'linear' puts tasks on hosts in order, 'blocks' gives each segment a compact block of neighbouring tasks "
         "(recursive bisection).",
     ]
+
+
+def _compare(rep, sweep, model_rows, models, seg, cross, place_rows, steps) -> None:
+    """The paper's claims beside the simulator and the models, section by section, then the method's notes."""
+    rep.comparisons += _compare_performance(sweep, models)
+    rep.comparisons += _compare_models(models, model_rows)
+    rep.comparisons += _compare_fig5(seg)
+    rep.comparisons += _compare_fig6(seg, cross)
+    rep.comparisons += _compare_placement(place_rows, steps)
+    rep.notes += _method_notes(seg, steps)
