@@ -517,15 +517,21 @@ def _label(nodes: int, rto: tuple) -> str:
     return f"P{nodes} {kind} X={rto[1] * 1e3:g}ms"
 
 
-def run(ctx: StudyContext) -> StudyReport:
-    plan = _plan(ctx.quick)
-    nodes = plan["nodes"]
-    sample = plan["sample"]
-    weight = WEIGHT
-    path = dataset(ctx, sample, nodes)
-    ctx.progress("oguchi: calibrating the CostModel on Table 2")
-    cost, calib = calibrated_cost(path, nodes, weight)
+def _rto_settings(plan: dict) -> tuple[tuple, list, list, list, list]:
+    """The RTO settings the figures sweep: the default, Figs. 2, 3 and 4-5, and Fig. 6's (nodes, RTO) pairs."""
+    default = ("minmax", PAPER_DEFAULT_MIN_S, PAPER_DEFAULT_MAX_S)
+    fig2 = [("minmax", m, PAPER_DEFAULT_MAX_S) for m in plan["fig2_min"]]
+    fig3 = [("minmax", m, m + PAPER_SPREAD_S) for m in plan["fig3_min"]]
+    fig4 = [(s, x) for s in plan["fig4_schemes"] for x in plan["fig4_x"]]
+    fig6 = [(p, r) for p in plan["fig6_nodes"] for r in (default, ("random_min", PAPER_FIG6_X_S))]
+    return default, fig2, fig3, fig4, fig6
 
+
+def _queue_jobs(ctx: StudyContext, plan: dict, path: str, cost, weight: int) -> tuple[list[dict], tuple, list]:
+    """Every simulated run of HPA the study needs, one job per (nodes, RTO) setting: the figures'
+    sweeps, the default with an ample buffer, and (full runs) the synchronized-scan sensitivity.
+    Returns the jobs, the settings of :func:`_rto_settings` and the sensitivity's settings."""
+    nodes = plan["nodes"]
     profiles: dict[int, list] = {}
 
     def scales(p: int, factor: float = 1 / math.sqrt(weight)) -> list:
@@ -546,11 +552,7 @@ def run(ctx: StudyContext) -> StudyReport:
             "cell_interleaving": CELL_INTERLEAVING,
         }
 
-    default = ("minmax", PAPER_DEFAULT_MIN_S, PAPER_DEFAULT_MAX_S)
-    fig2 = [("minmax", m, PAPER_DEFAULT_MAX_S) for m in plan["fig2_min"]]
-    fig3 = [("minmax", m, m + PAPER_SPREAD_S) for m in plan["fig3_min"]]
-    fig4 = [(s, x) for s in plan["fig4_schemes"] for x in plan["fig4_x"]]
-    fig6 = [(p, r) for p in plan["fig6_nodes"] for r in (default, ("random_min", PAPER_FIG6_X_S))]
+    settings = default, fig2, fig3, fig4, fig6 = _rto_settings(plan)
     jobs = [job(nodes, default)] + [job(nodes, r) for r in fig2 + fig3 + fig4] + [job(p, r) for p, r in fig6]
     jobs.append({**job(nodes, default), "label": f"P{nodes} default, ample buffer", "buffer_cells": 1 << 20})
     # Sensitivity (not a calibration): every node's scan takes the mean CPU
@@ -561,16 +563,11 @@ def run(ctx: StudyContext) -> StudyReport:
         {**job(nodes, x), "label": f"{_label(nodes, x)}, synchronized scans", "scales": scales(nodes, 0.0)}
         for x in sync
     ]
-    ctx.progress(f"oguchi: {len({j['label'] for j in jobs})} simulated runs of HPA")
-    runs = _run_all(ctx, jobs)
+    return jobs, settings, sync
 
-    def r(p: int, rto: tuple) -> dict:
-        return runs[_label(p, rto)]
 
-    base = r(nodes, default)
-    ample = runs[f"P{nodes} default, ample buffer"]
-    rep = StudyReport(NAME, TITLE, SOURCE)
-    # Table 2
+def _table2(base: dict, ample: dict) -> list[dict]:
+    """Table 2 row by row: the paper's C, L and time per pass beside the default run's (and the ample buffer's time)."""
     t2 = []
     k = 1
     while f"pass{k}_s" in base or k <= len(PAPER_TABLE2):
@@ -592,9 +589,12 @@ def run(ctx: StudyContext) -> StudyReport:
         k += 1
         if k > 12:
             break
-    rep.tables["table2"] = t2
-    rep.tables["runs"] = list(runs.values())
-    rep.tables["calibration"] = [
+    return t2
+
+
+def _calibration_table(calib: dict, cost, nodes: int, sample: int, weight: int) -> list[dict]:
+    """What the CostModel was calibrated to and how much data one simulated node stands for."""
+    return [
         {"quantity": q, "value": v}
         for q, v in {
             **calib,
@@ -609,24 +609,25 @@ def run(ctx: StudyContext) -> StudyReport:
             "transactions_per_node": sample * weight / nodes,
         }.items()
     ]
+
+
+def _figure_tables(runs: dict[str, dict], nodes: int, settings: tuple) -> tuple[list, list, list, list]:
+    """The runs of Figs. 2, 3, 4-5 and 6, each row with the setting it was run at."""
+    default, fig2, fig3, fig4, fig6 = settings
+
+    def r(p: int, rto: tuple) -> dict:
+        return runs[_label(p, rto)]
+
     f2 = [dict(r(nodes, x), min_ms=x[1] * 1e3, max_ms=x[2] * 1e3) for x in fig2]
     f3 = [dict(r(nodes, x), min_ms=x[1] * 1e3, max_ms=x[2] * 1e3) for x in fig3]
     f4 = [dict(r(nodes, x), scheme=x[0], x_ms=x[1] * 1e3) for x in fig4]
     f6 = [dict(r(p, x), scheme="default" if x == default else "random_min 250..350, MAX=MIN+100") for p, x in fig6]
-    rep.tables.update({"fig2": f2, "fig3": f3, "fig4_5": f4, "fig6": f6})
-    rep.figures = [_plot_table2(ctx, t2)] + _plots(ctx, f2, f3, f4, f6)
-    rep.paper_values = paper_data.for_report(NAME)
-    _compare(rep, base, ample, f2, f3, f4, f6, nodes)
-    _notes(rep, calib, cost, nodes, sample, weight, ctx.quick)
-    _why(rep, base, ample, f2)
-    if sync:
-        _compare_sync(rep, base, r(nodes, sync[1]), [runs[f"{_label(nodes, x)}, synchronized scans"] for x in sync])
-    emu, why = _emulation(ctx)
-    if emu:
-        rep.tables["emulation"] = emu
-        _compare_emu(rep, emu)
-    rep.ways = _ways(ctx, base, emu, why, nodes)
-    rep.notes.append(
+    return f2, f3, f4, f6
+
+
+def _emulation_note(why: str) -> str:
+    """How the emulated pass-end exchange is run and read beside its two simulated twins."""
+    return (
         f"Emulation (issue 5 item 5): the pass-end exchange alone (pass_end_skeleton: 4 rounds, 64 KiB to each of 4 "
         f"owners, empty last blocks and a 64-byte broadcast to everyone) on {EMU_HOSTS} namespaces, {EMU_SPEC}, real "
         "Linux TCP (SACK, RACK, TLP on; RTO = srtt + max(4 rttvar, rto_min); MAX below 1 s is clamped to 1 s), beside "
@@ -639,6 +640,46 @@ def run(ctx: StudyContext) -> StudyReport:
         "retransmissions only by timeout and backs off to seconds with MAX = 60 s, the linux twin as the kernel does. "
         + (why or "Table 'emulation'.")
     )
+
+
+def run(ctx: StudyContext) -> StudyReport:
+    plan = _plan(ctx.quick)
+    nodes = plan["nodes"]
+    sample = plan["sample"]
+    weight = WEIGHT
+    path = dataset(ctx, sample, nodes)
+    ctx.progress("oguchi: calibrating the CostModel on Table 2")
+    cost, calib = calibrated_cost(path, nodes, weight)
+
+    jobs, settings, sync = _queue_jobs(ctx, plan, path, cost, weight)
+    default = settings[0]
+    ctx.progress(f"oguchi: {len({j['label'] for j in jobs})} simulated runs of HPA")
+    runs = _run_all(ctx, jobs)
+
+    base = runs[_label(nodes, default)]
+    ample = runs[f"P{nodes} default, ample buffer"]
+    rep = StudyReport(NAME, TITLE, SOURCE)
+    t2 = _table2(base, ample)
+    rep.tables["table2"] = t2
+    rep.tables["runs"] = list(runs.values())
+    rep.tables["calibration"] = _calibration_table(calib, cost, nodes, sample, weight)
+    f2, f3, f4, f6 = _figure_tables(runs, nodes, settings)
+    rep.tables.update({"fig2": f2, "fig3": f3, "fig4_5": f4, "fig6": f6})
+    rep.figures = [_plot_table2(ctx, t2)] + _plots(ctx, f2, f3, f4, f6)
+    rep.paper_values = paper_data.for_report(NAME)
+    _compare(rep, base, ample, f2, f3, f4, f6, nodes)
+    _notes(rep, calib, cost, nodes, sample, weight, ctx.quick)
+    _why(rep, base, ample, f2)
+    if sync:
+        _compare_sync(
+            rep, base, runs[_label(nodes, sync[1])], [runs[f"{_label(nodes, x)}, synchronized scans"] for x in sync]
+        )
+    emu, why = _emulation(ctx)
+    if emu:
+        rep.tables["emulation"] = emu
+        _compare_emu(rep, emu)
+    rep.ways = _ways(ctx, base, emu, why, nodes)
+    rep.notes.append(_emulation_note(why))
     return rep
 
 
@@ -709,7 +750,8 @@ def _compare_emu(rep: StudyReport, emu: list[dict]) -> None:
             )
 
 
-def _plots(ctx, f2, f3, f4, f6) -> list[str]:
+def _plot_fig2_3(ctx, f2: list[dict], f3: list[dict]) -> list[str]:
+    """Figs. 2 and 3: pass 3+4+5 time (left axis) and retransmitted bytes (right) against MIN."""
     plt = ctx.pyplot()
     figs = []
     for rows, name, title in (
@@ -749,6 +791,13 @@ def _plots(ctx, f2, f3, f4, f6) -> list[str]:
         ax.legend().set_visible(False)
         ax.set_title(f"{title} (simulated, {rows[0]['nodes']} nodes)")
         figs.append(ctx.save_figure(fig, name))
+    return figs
+
+
+def _plot_fig4_5(ctx, f4: list[dict]) -> list[str]:
+    """Figs. 4 and 5: time and retransmitted bytes against X for the fixed and the two random schemes."""
+    plt = ctx.pyplot()
+    figs = []
     for key, name, ylab in (
         ("pass3plus_s", "fig4_schemes_time", "pass 3+4+5 time (s)"),
         ("retx_bytes_per_host", "fig5_schemes_retx", "retransmitted bytes per host"),
@@ -767,6 +816,13 @@ def _plots(ctx, f2, f3, f4, f6) -> list[str]:
         ax.set_ylabel(ylab)
         ax.set_title(f"Fig. {4 if key == 'pass3plus_s' else 5} (simulated, {f4[0]['nodes']} nodes)")
         figs.append(ctx.save_figure(fig, name))
+    return figs
+
+
+def _plot_fig6(ctx, f6: list[dict]) -> list[str]:
+    """Fig. 6: total time and passes 3+ against nodes, default and random (nothing when not run)."""
+    plt = ctx.pyplot()
+    figs = []
     if not f6:
         return figs
     fig, (ax, bx) = plt.subplots(1, 2, figsize=(10, 4))
@@ -790,6 +846,11 @@ def _plots(ctx, f2, f3, f4, f6) -> list[str]:
     bx.set_title("the same runs: passes 3+ only")
     figs.append(ctx.save_figure(fig, "fig6_nodes"))
     return figs
+
+
+def _plots(ctx, f2, f3, f4, f6) -> list[str]:
+    """Figs. 2-6, in the report's order."""
+    return _plot_fig2_3(ctx, f2, f3) + _plot_fig4_5(ctx, f4) + _plot_fig6(ctx, f6)
 
 
 def _plot_table2(ctx, t2: list[dict]) -> str:
@@ -862,8 +923,9 @@ def _ways(ctx: StudyContext, base: dict, emu: list[dict], why: str, nodes: int) 
     return rows
 
 
-def _compare(rep: StudyReport, base, ample, f2, f3, f4, f6, nodes) -> None:
-    C = rep.comparisons
+def _compare_table2(base: dict, ample: dict) -> list[Comparison]:
+    """Table 2 and §4.2: pass by pass, then why passes 3+ are slow (cell loss at the 2k-cell port buffer)."""
+    C: list[Comparison] = []
     for k in range(1, 6):
         pp = PAPER_TABLE2[k - 1]
         got = (
@@ -910,6 +972,28 @@ def _compare(rep: StudyReport, base, ample, f2, f3, f4, f6, nodes) -> None:
             base["retx_bytes_per_host_pass1_2"] == 0 and base["retx_bytes_per_host_pass3plus"] > 0,
         )
     )
+    return C
+
+
+def _sharp_rise(rows: list[dict]) -> tuple[bool | None, str]:
+    """Figs. 2-3's claim that retransmitted bytes rise sharply once MIN drops below 200 ms: the verdict
+    and its text, or (None, "") when the sweep has no point on both sides."""
+    lo = [q for q in rows if q["min_ms"] < 200]
+    ref = [q for q in rows if q["min_ms"] == 200]
+    if not lo or not ref:
+        return None, ""
+    a, b = lo[0]["retx_bytes_per_host"], ref[0]["retx_bytes_per_host"]
+    return (
+        a > 2 * b,
+        f"{lo[0]['min_ms']:g} ms: {a / 1e3:.1f} KB, 200 ms: {b / 1e3:.1f} KB per host "
+        f"(passes 1-2: {lo[0]['retx_bytes_per_host_pass1_2'] / 1e3:.1f} vs "
+        f"{ref[0]['retx_bytes_per_host_pass1_2'] / 1e3:.1f} KB)",
+    )
+
+
+def _compare_fig2_3(f2: list[dict], f3: list[dict]) -> list[Comparison]:
+    """Figs. 2 and 3 (§5.1): pass 3+4+5 time and retransmitted bytes against MIN, with MAX 60 s and MIN + 100 ms."""
+    C: list[Comparison] = []
     t = [q["pass3plus_s"] for q in f2]
     C.append(
         Comparison(
@@ -919,21 +1003,7 @@ def _compare(rep: StudyReport, base, ample, f2, f3, f4, f6, nodes) -> None:
             all(b >= a for a, b in zip(t, t[1:])) and t[-1] > t[0],
         )
     )
-
-    def sharp(rows):
-        lo = [q for q in rows if q["min_ms"] < 200]
-        ref = [q for q in rows if q["min_ms"] == 200]
-        if not lo or not ref:
-            return None, ""
-        a, b = lo[0]["retx_bytes_per_host"], ref[0]["retx_bytes_per_host"]
-        return (
-            a > 2 * b,
-            f"{lo[0]['min_ms']:g} ms: {a / 1e3:.1f} KB, 200 ms: {b / 1e3:.1f} KB per host "
-            f"(passes 1-2: {lo[0]['retx_bytes_per_host_pass1_2'] / 1e3:.1f} vs "
-            f"{ref[0]['retx_bytes_per_host_pass1_2'] / 1e3:.1f} KB)",
-        )
-
-    ok, txt = sharp(f2)
+    ok, txt = _sharp_rise(f2)
     if txt:
         C.append(Comparison("Fig. 2: retransmitted bytes when MIN < 200 ms", "rise sharply (text §5.1)", txt, ok))
     both = [(a, b) for a in f2 for b in f3 if a["min_ms"] == b["min_ms"]]
@@ -948,9 +1018,15 @@ def _compare(rep: StudyReport, base, ample, f2, f3, f4, f6, nodes) -> None:
                 "agrees = never longer, and at least 20 % shorter somewhere",
             )
         )
-    ok, txt = sharp(f3)
+    ok, txt = _sharp_rise(f3)
     if txt:
         C.append(Comparison("Fig. 3: retransmitted bytes when MIN < 200 ms", "rise sharply, as in Fig. 2", txt, ok))
+    return C
+
+
+def _compare_fig4_5(f4: list[dict]) -> list[Comparison]:
+    """Figs. 4 and 5 (§5.2): random RTO values per node against a fixed one."""
+    C: list[Comparison] = []
     by = {(q["scheme"], q["x_ms"]): q for q in f4}
     xs = sorted({q["x_ms"] for q in f4})
     for x in xs:
@@ -979,8 +1055,14 @@ def _compare(rep: StudyReport, base, ample, f2, f3, f4, f6, nodes) -> None:
                 b["pass3plus_s"] < a["pass3plus_s"],
             )
         )
+    return C
+
+
+def _compare_fig6(f6: list[dict]) -> list[Comparison]:
+    """Fig. 6 (§5.3): the random setting against the default near 100 nodes (nothing when not run)."""
+    C: list[Comparison] = []
     if not f6:
-        return
+        return C
     big = max(q["nodes"] for q in f6)
     d = next(q for q in f6 if q["nodes"] == big and q["scheme"] == "default")
     rr = next(q for q in f6 if q["nodes"] == big and q["scheme"] != "default")
@@ -996,6 +1078,15 @@ def _compare(rep: StudyReport, base, ample, f2, f3, f4, f6, nodes) -> None:
             "and passes 1-2 within 5 %",
         )
     )
+    return C
+
+
+def _compare(rep: StudyReport, base, ample, f2, f3, f4, f6, nodes) -> None:
+    """The paper's Table 2 and Figs. 2-6 beside the simulated runs, in the report's order."""
+    rep.comparisons += _compare_table2(base, ample)
+    rep.comparisons += _compare_fig2_3(f2, f3)
+    rep.comparisons += _compare_fig4_5(f4)
+    rep.comparisons += _compare_fig6(f6)
 
 
 def _compare_sync(rep: StudyReport, base: dict, rand: dict, sync: list[dict]) -> None:
