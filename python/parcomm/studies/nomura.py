@@ -320,9 +320,9 @@ def _fmt_sizes(sizes: list[int]) -> str:
     return ", ".join(f"{m} B" for m in sizes) if sizes else "none"
 
 
-def _compare(rep: StudyReport, pr: list[dict], procs: int, summary: dict) -> None:
+def _compare_error(pr: list[dict], procs: int, summary: dict, early: list[int], missed: list[int]) -> Comparison:
+    """Fig. 8 and §4.3's claim that PlogP-BR is closer to the actual times than PlogP (mean and median error)."""
     e_p, e_br = _errors(pr, "plogp"), _errors(pr, "plogp-br")
-    early, missed = _rto_split(pr)
     worse = sorted({r["size_bytes"] for r in pr if r["plogp-br_err"] > r["plogp_err"]})
     med_p = statistics.median(r["plogp_err"] for r in pr)
     med_br = statistics.median(r["plogp-br_err"] for r in pr)
@@ -335,24 +335,27 @@ def _compare(rep: StudyReport, pr: list[dict], procs: int, summary: dict) -> Non
         median_err_plogp=med_p,
         median_err_plogp_br=med_br,
     )
-    rep.comparisons.append(
-        Comparison(
-            f"P={procs}: mean absolute relative error vs actual (A and B, {len({r['size_bytes'] for r in pr})} sizes)",
-            "no number printed; Fig. 8 and §4.3: PlogP-BR closer to the actual times than PlogP",
-            f"PlogP {e_p:.1%}, PlogP-BR {e_br:.1%}",
-            e_br < e_p,
-            f"median relative error PlogP {med_p:.1%}, PlogP-BR {med_br:.1%} (a mean is dominated by a few sizes); "
-            f"PlogP-BR adds T_RTO to A where the simulated A had no timeout at: {_fmt_sizes(early)}"
-            + (f"; it predicts none where A timed out at: {_fmt_sizes(missed)}" if missed else ""),
-        )
+    return Comparison(
+        f"P={procs}: mean absolute relative error vs actual (A and B, {len({r['size_bytes'] for r in pr})} sizes)",
+        "no number printed; Fig. 8 and §4.3: PlogP-BR closer to the actual times than PlogP",
+        f"PlogP {e_p:.1%}, PlogP-BR {e_br:.1%}",
+        e_br < e_p,
+        f"median relative error PlogP {med_p:.1%}, PlogP-BR {med_br:.1%} (a mean is dominated by a few sizes); "
+        f"PlogP-BR adds T_RTO to A where the simulated A had no timeout at: {_fmt_sizes(early)}"
+        + (f"; it predicts none where A timed out at: {_fmt_sizes(missed)}" if missed else ""),
     )
+
+
+def _compare_selection(pr: list[dict], procs: int, summary: dict) -> list[Comparison]:
+    """Ineqs. 10 and 12: does each model pick the faster of A and B (and how the cold call changes the verdict)."""
+    C: list[Comparison] = []
     right, total, wrong = _selection(pr, "plogp-br")
     right_p, _, _ = _selection(pr, "plogp")
     summary.update(select_plogp_br=f"{right}/{total}", select_plogp=f"{right_p}/{total}", select_br_wrong=wrong)
     c_p, c_br = _errors(pr, "plogp", "cold_s"), _errors(pr, "plogp-br", "cold_s")
     c_right, c_total, c_wrong = _selection(pr, "plogp-br", actual="cold_s")
     summary.update(cold_mare_plogp=c_p, cold_mare_plogp_br=c_br, cold_select_plogp_br=f"{c_right}/{c_total}")
-    rep.comparisons.append(
+    C.append(
         Comparison(
             f"P={procs}: the same against the first (cold) call",
             "(diagnostic: how the measurement changes the verdict)",
@@ -361,7 +364,7 @@ def _compare(rep: StudyReport, pr: list[dict], procs: int, summary: dict) -> Non
             f"cold A timed out at {_fmt_sizes([r['size_bytes'] for r in pr if r['algo'] == 'A' and r['cold_timeouts'] > 0])}",
         )
     )
-    rep.comparisons.append(
+    C.append(
         Comparison(
             f"P={procs}: faster of A and B picked (sizes where they differ > 20 %)",
             "PlogP-BR picks B where E_q = 1 (ineq. 12); PlogP always picks A (ineq. 10)",
@@ -370,11 +373,17 @@ def _compare(rep: StudyReport, pr: list[dict], procs: int, summary: dict) -> Non
             f"PlogP-BR wrong at: {_fmt_sizes(wrong)}" if wrong else "",
         )
     )
+    return C
+
+
+def _compare_mismatches(pr: list[dict], procs: int, summary: dict) -> list[Comparison]:
+    """§4.3's two mismatches: where the RTO onset falls, and the constant factor at small m."""
+    C: list[Comparison] = []
     inv = [r["size_bytes"] for r in pr if r["algo"] == "A" and r["e_q"] == 1]
     sizes = sorted({r["size_bytes"] for r in pr})
     actual_inv = [m for m in sizes if _pair(pr, m)[1]["actual_s"] < _pair(pr, m)[0]["actual_s"]]
     first_to = [r["size_bytes"] for r in pr if r["algo"] == "A" and r["timeouts"] > 0]
-    rep.comparisons.append(
+    C.append(
         Comparison(
             f"P={procs}: RTO onset in A and the A/B inversion",
             "first mismatch (§4.3): at large P the predicted onset comes at a shorter m than the actual one",
@@ -391,7 +400,7 @@ def _compare(rep: StudyReport, pr: list[dict], procs: int, summary: dict) -> Non
     a, b = _pair(pr, small)
     ra, rb = a["actual_s"] / a["plogp-br_s"], b["actual_s"] / b["plogp-br_s"]
     nc = summary["no_credit_small_m_s"]
-    rep.comparisons.append(
+    C.append(
         Comparison(
             f"P={procs}: actual / PlogP-BR at m = {small} B",
             "second mismatch (§4.3): a constant factor at small m, the same for both algorithms",
@@ -401,34 +410,55 @@ def _compare(rep: StudyReport, pr: list[dict], procs: int, summary: dict) -> Non
             f"(not {a['actual_s'] * 1e3:.3f}), B {nc['B'] * 1e3:.3f} ms (not {b['actual_s'] * 1e3:.3f}); see notes",
         )
     )
-    if early:
-        peaks = ", ".join(
-            f"{r['size_bytes']} B: {r['max_port_bytes']} B" for r in pr if r["algo"] == "A" and r["size_bytes"] in early
-        )
-        rest = [r for r in pr if not (r["algo"] == "A" and r["size_bytes"] in early)]
-        summary.update(
-            mare_plogp_other_sizes=_errors(rest, "plogp"), mare_plogp_br_other_sizes=_errors(rest, "plogp-br")
-        )
-        rep.notes.append(
-            f"P={procs}: eq. 1 adds T_RTO = {RTO_S * 1e3:.0f} ms to A at {_fmt_sizes(early)}, where (n-1)m = "
-            f"{(procs - 2) * min(early)} B or more exceeds q = {summary['q_bytes']:.0f} B, but no simulated run of A "
-            f"timed out there. The fullest switch port per size ({peaks}) stays far below (n-1)m, and where it "
-            f"reaches q the overflow did not strike a phase's last packets: (n-1)m > q is a worst case, not a "
-            f"certainty. Over the other "
-            f"{len(rest)} (size, algorithm) points the errors are PlogP {summary['mare_plogp_other_sizes']:.1%}, "
-            f"PlogP-BR {summary['mare_plogp_br_other_sizes']:.1%} (a diagnostic of where the error comes from, "
-            f"not a replacement for the full mean)."
-        )
+    return C
+
+
+def _note_early_rtos(pr: list[dict], procs: int, summary: dict, early: list[int]) -> str:
+    """Why eq. 1 adds T_RTO at sizes where no simulated run of A timed out, and the error without them."""
+    peaks = ", ".join(
+        f"{r['size_bytes']} B: {r['max_port_bytes']} B" for r in pr if r["algo"] == "A" and r["size_bytes"] in early
+    )
+    rest = [r for r in pr if not (r["algo"] == "A" and r["size_bytes"] in early)]
+    summary.update(mare_plogp_other_sizes=_errors(rest, "plogp"), mare_plogp_br_other_sizes=_errors(rest, "plogp-br"))
+    return (
+        f"P={procs}: eq. 1 adds T_RTO = {RTO_S * 1e3:.0f} ms to A at {_fmt_sizes(early)}, where (n-1)m = "
+        f"{(procs - 2) * min(early)} B or more exceeds q = {summary['q_bytes']:.0f} B, but no simulated run of A "
+        f"timed out there. The fullest switch port per size ({peaks}) stays far below (n-1)m, and where it "
+        f"reaches q the overflow did not strike a phase's last packets: (n-1)m > q is a worst case, not a "
+        f"certainty. Over the other "
+        f"{len(rest)} (size, algorithm) points the errors are PlogP {summary['mare_plogp_other_sizes']:.1%}, "
+        f"PlogP-BR {summary['mare_plogp_br_other_sizes']:.1%} (a diagnostic of where the error comes from, "
+        f"not a replacement for the full mean)."
+    )
+
+
+def _note_partial_timeouts(pr: list[dict], procs: int) -> str | None:
+    """Sizes where only some runs of A timed out: the RTO is a chance event, E_q only 0 or 1."""
     partial = [
         f"{r['size_bytes']} B ({r['runs_with_timeout']}/{r['runs']})"
         for r in pr
         if r["algo"] == "A" and 0 < r["runs_with_timeout"] < r["runs"]
     ]
     if partial:
-        rep.notes.append(
+        return (
             f"P={procs}: only some runs of A timed out at {', '.join(partial)}: the RTO is a chance event whose "
             f"expected count lies between 0 and 1, while eq. 1 gives E_q only 0 or 1."
         )
+    return None
+
+
+def _compare(rep: StudyReport, pr: list[dict], procs: int, summary: dict) -> None:
+    """The paper's claims about PlogP and PlogP-BR at one P, in the report's order (the summary
+    collects the numbers, in the order of its columns)."""
+    early, missed = _rto_split(pr)
+    rep.comparisons.append(_compare_error(pr, procs, summary, early, missed))
+    rep.comparisons += _compare_selection(pr, procs, summary)
+    rep.comparisons += _compare_mismatches(pr, procs, summary)
+    if early:
+        rep.notes.append(_note_early_rtos(pr, procs, summary, early))
+    partial = _note_partial_timeouts(pr, procs)
+    if partial:
+        rep.notes.append(partial)
 
 
 def _score(rep: StudyReport, pr: list[dict], procs: int, profile: str, summary: dict) -> None:
@@ -469,30 +499,20 @@ def _score(rep: StudyReport, pr: list[dict], procs: int, profile: str, summary: 
     )
 
 
-def run(ctx: StudyContext) -> StudyReport:
+def _simulate(ctx: StudyContext) -> tuple[list[dict], list[dict]]:
+    """Fig. 8's sweep on every TCP profile at P = 8 and 64: the measured rows and one summary per (profile, P)."""
     rows, summary = [], []
     for profile in PROFILES:
         for procs in (8, 64):
             r, s = _run_procs(ctx, procs, profile)
             rows += r
             summary.append(s)
-    rep = StudyReport(NAME, TITLE, SOURCE, tables={"fig8": rows, "summary": summary})
-    emu_rep = StudyReport(NAME, TITLE, SOURCE)  # its comparisons and notes go after the simulated ones
-    emu_rows, emu_summary = nomura_emu.emulated_section(ctx, emu_rep, MODELS)
-    if emu_rows:
-        rows += emu_rows
-        summary += emu_summary
-        rep.tables["emitted_rules"] = [e for s in emu_summary for e in s.pop("emitted_rules")]
-    rep.figures = [_plot(ctx, rows, s["procs"], s["profile"]) for s in summary]
-    for s in summary:
-        pr = [r for r in rows if r["procs"] == s["procs"] and r["profile"] == s["profile"]]
-        if s["profile"] == PAPER_PROFILE:
-            _compare(rep, pr, s["procs"], s)
-        _score(rep, pr, s["procs"], s["profile"], s)
-    rep.comparisons += emu_rep.comparisons
-    rep.paper_values = paper_data.for_report(NAME)
-    rep.ways = _ways(ctx, rows)
-    rep.notes += [
+    return rows, summary
+
+
+def _measurement_notes(ctx: StudyContext) -> list[str]:
+    """How the 'actual' times are measured and where the models' parameters come from (nothing fitted)."""
+    return [
         f"Measurement: each 'actual' time is one Alltoall that follows an untimed one, as MPI benchmarks do (IMB "
         f"runs warm-up calls before its timed repetitions and reports their mean, t_max over ranks): {REPS} calls, "
         f"each after a barrier, the latest rank's time, averaged, then averaged over {len(_seeds(ctx))} seed(s). "
@@ -504,6 +524,12 @@ def run(ctx: StudyContext) -> StudyReport:
         "Nothing is fitted: both models use only the parameter file that the measurement procedure wrote "
         "(params_p8.json, params_p64.json); the platform is the seed-001 cluster with Linux 2.6.11's SACK on "
         "(its kernel default).",
+    ]
+
+
+def _model_notes() -> list[str]:
+    """How eqs. 1-8 are read and q measured, and where PlogP-BR loses."""
+    return [
         "Eq. 6 is implemented as eq. 4 (one L outside the sum); as printed, with L inside the sum, A and B would be "
         "predicted equal when E_q = 0, contradicting ineq. 11. Eq. 1 is used as printed, with n = P-1 for A (eq. 6) "
         "and n = 1 for B (eq. 8).",
@@ -521,6 +547,12 @@ def run(ctx: StudyContext) -> StudyReport:
         "bursts) and so let more of the phases overlap; parcomm cannot check that without the real cluster.",
         "Where A does time out, several RTOs often happen one after another, while eq. 4 charges at most one T_RTO "
         "(E_q is 0 or 1): PlogP-BR then under-predicts A, though far less than PlogP, which has no RTO at all.",
+    ]
+
+
+def _mechanism_notes() -> list[str]:
+    """Why eq. 1 and the simulator disagree on A's RTOs, and where the small-m factor comes from."""
+    return [
         "Mechanism (why eq. 1 and the simulator disagree on A's RTOs). SimComm's sends enter the core as whole "
         "messages; the core writes each into its stream's socket buffer as room frees (fill_socket_buffer), and "
         "MPI_Send returns once the last byte is in, so the core is a progress engine that feeds every socket "
@@ -544,23 +576,56 @@ def run(ctx: StudyContext) -> StudyReport:
         "CPU; and in B every phase also pays the receive overhead o_r, which g(m) + L does not contain. So the "
         "factor need not be the same for A and B (see the rows above).",
     ]
-    rep.notes.append(
+
+
+def _plogp_br_plus_note(ctx: StudyContext) -> str:
+    """How PlogP-BR+ (beyond the paper) replaces eq. 1 by a measured probe, and what the penalty means."""
+    return (
         f"PlogP-BR+ (beyond the paper): eq. 1's E_q(m, n)·T_RTO replaced by W·T_RTO, W the expected RTO waits per "
         f"call measured by a probe on the same platform: {PROBE_CALLS} warm calls of A and of B at each of "
         f"{', '.join(map(str, _probe_sizes(ctx.quick)))} B, own seeds, a call's excess over eq. 4/8 without E_q "
         f"counted in units of T_RTO when it is at least T_RTO/2; linear in m between probe sizes. The selection "
         f"penalty is the mean over sizes of actual(pick)/actual(best) - 1."
     )
+
+
+def _costly_pick_notes(rows: list[dict], summary: list[dict]) -> list[str]:
+    """Per (profile, P): the sizes where PlogP-BR+ picks the slower algorithm by more than 50 %."""
+    notes = []
     for s in summary:
         pr = [r for r in rows if r["procs"] == s["procs"] and r["profile"] == s["profile"]]
         misses = _costly_picks(pr, "plogp-br+")
         if misses:
-            rep.notes.append(
+            notes.append(
                 f"P={s['procs']}, {s['profile']}: PlogP-BR+'s costly picks (penalty > 50 %): "
                 + "; ".join(f"{m} B: picked {algo} at W = {w:.2f}, {pen:+.0%}" for m, algo, w, pen in misses)
                 + ". Whether a call waits for an RTO is a chance event and need not grow with m; a size the probe "
                 "did not run at, or few probe calls, can miss it, and one such size dominates a mean penalty."
             )
+    return notes
+
+
+def run(ctx: StudyContext) -> StudyReport:
+    rows, summary = _simulate(ctx)
+    rep = StudyReport(NAME, TITLE, SOURCE, tables={"fig8": rows, "summary": summary})
+    emu_rep = StudyReport(NAME, TITLE, SOURCE)  # its comparisons and notes go after the simulated ones
+    emu_rows, emu_summary = nomura_emu.emulated_section(ctx, emu_rep, MODELS)
+    if emu_rows:
+        rows += emu_rows
+        summary += emu_summary
+        rep.tables["emitted_rules"] = [e for s in emu_summary for e in s.pop("emitted_rules")]
+    rep.figures = [_plot(ctx, rows, s["procs"], s["profile"]) for s in summary]
+    for s in summary:
+        pr = [r for r in rows if r["procs"] == s["procs"] and r["profile"] == s["profile"]]
+        if s["profile"] == PAPER_PROFILE:
+            _compare(rep, pr, s["procs"], s)
+        _score(rep, pr, s["procs"], s["profile"], s)
+    rep.comparisons += emu_rep.comparisons
+    rep.paper_values = paper_data.for_report(NAME)
+    rep.ways = _ways(ctx, rows)
+    rep.notes += _measurement_notes(ctx) + _model_notes() + _mechanism_notes()
+    rep.notes.append(_plogp_br_plus_note(ctx))
+    rep.notes += _costly_pick_notes(rows, summary)
     rep.notes += emu_rep.notes
     if ctx.quick:
         rep.notes.append(
