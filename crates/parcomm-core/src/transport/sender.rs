@@ -200,9 +200,8 @@ impl Sender {
         self.seq.peer_wnd = ack.window;
         let una_before = self.seq.snd_una;
         if let Some(u) = self.undo.as_mut() {
-            if !u.in_loss() && !self.recovery.in_fast_recovery() {
-                u.on_open();
-            }
+            let open = !u.in_loss() && !self.recovery.in_fast_recovery();
+            u.on_ack_start(open);
         }
         let news = {
             let (rec, mut cx) = self.split(now);
