@@ -174,10 +174,15 @@ impl LossUndo {
         self.retrans_stamp.get_or_insert(now);
     }
 
-    /// The ACK found the connection open (no recovery of any kind): the
-    /// episode's first-retransmission stamp is forgotten (tcp_fastretrans_alert(), step D).
-    pub fn on_open(&mut self) {
-        self.retrans_stamp = None;
+    /// Every ACK: the previous ACK's hold is over (a duplicate ACK in
+    /// recovery may retransmit again); if the connection is `open` (no
+    /// recovery of any kind), the episode's first-retransmission stamp is
+    /// forgotten (tcp_fastretrans_alert(), step D).
+    pub fn on_ack_start(&mut self, open: bool) {
+        self.hold = false;
+        if open {
+            self.retrans_stamp = None;
+        }
     }
 
     /// A fast recovery began (tcp_enter_recovery(), tcp_init_undo()), with the
@@ -344,6 +349,9 @@ mod tests {
         // Older than it, but a retransmission is still out: hold.
         assert_eq!(u.on_recovery_ack(true, Some(10 * MS), 1), RecoveryUndo::Hold);
         assert!(u.hold());
+        // The hold lasts one ACK: the next (say, a duplicate) starts without it.
+        u.on_ack_start(false);
+        assert!(!u.hold());
         // Duplicate ACKs never undo.
         assert_eq!(u.on_recovery_ack(false, Some(10 * MS), 0), RecoveryUndo::No);
         assert!(!u.hold());

@@ -220,3 +220,17 @@ fn hystart_leaves_slow_start_near_the_path_bdp_without_a_loss() {
     let exit = on.tx.ssthresh() / MSS;
     assert!((285..=300).contains(&exit), "left slow start at {exit} segments");
 }
+
+#[test]
+fn without_sack_the_timestamp_echo_still_undoes_and_stops_go_back_n() {
+    // NewReno recovery resends everything after a timeout (go-back-N); the undo on the
+    // first ACK after the stall clears the loss, so nothing past the head goes again.
+    let c = |on: bool| TcpConfig { frto: on, tail_loss_probe: false, ..cfg(false, true) };
+    let off = stalled(&c(false));
+    let on = stalled(&c(true));
+    assert_eq!((off.tx.stats().timeouts, off.tx.stats().rto_undos), (1, 0));
+    assert!(off.tx.stats().segments_retransmitted > 5, "{}", off.tx.stats().segments_retransmitted);
+    assert_eq!((on.tx.stats().timeouts, on.tx.stats().rto_undos), (1, 1));
+    assert_eq!(on.tx.stats().segments_retransmitted, 1);
+    assert_eq!(on.tx.ssthresh(), u64::MAX);
+}

@@ -200,9 +200,8 @@ impl Sender {
         self.seq.peer_wnd = ack.window;
         let una_before = self.seq.snd_una;
         if let Some(u) = self.undo.as_mut() {
-            if !u.in_loss() && !self.recovery.in_fast_recovery() {
-                u.on_open();
-            }
+            let open = !u.in_loss() && !self.recovery.in_fast_recovery();
+            u.on_ack_start(open);
         }
         let news = {
             let (rec, mut cx) = self.split(now);
@@ -213,7 +212,7 @@ impl Sender {
         if ack.ack == self.seq.snd_una {
             self.rearm_on_old_sack(now, news);
             self.process_loss(now, &ack, false, news.orig_end, newly_sacked);
-            let before = self.undo_point();
+            let before = self.recovery_entry_point();
             {
                 let (rec, mut cx) = self.split(now);
                 rec.on_duplicate_ack(&mut cx, newly_sacked);
@@ -279,7 +278,7 @@ impl Sender {
         // RFC 6298 (5.2)/(5.3).
         self.rto_deadline =
             if self.seq.snd_una == self.seq.snd_max { None } else { Some(now.saturating_add(self.rto.rto())) };
-        let before = self.undo_point();
+        let before = self.recovery_entry_point();
         {
             let (rec, mut cx) = self.split(now);
             rec.after_cumulative_ack(&mut cx, ack.ack - una_before + newly_sacked);
@@ -297,11 +296,23 @@ impl Sender {
         (in_recovery, Prior { cwnd, ssthresh: current })
     }
 
+    /// Before a call that may enter fast recovery: the window it would be
+    /// undone to, if undo is on and the connection is not in recovery yet.
+    fn recovery_entry_point(&self) -> Option<Prior> {
+        if self.undo.is_none() || self.recovery.in_fast_recovery() {
+            return None;
+        }
+        Some(self.undo_point().1)
+    }
+
     /// A fast recovery began in the call just made (tcp_enter_recovery():
     /// tcp_init_undo() with the window before it).
-    fn note_recovery_entry(&mut self, (was_in_recovery, prior): (bool, Prior)) {
-        if let Some(u) = self.undo.as_mut() {
-            if !was_in_recovery && self.recovery.in_fast_recovery() {
+    fn note_recovery_entry(&mut self, before: Option<Prior>) {
+        let Some(prior) = before else {
+            return;
+        };
+        if self.recovery.in_fast_recovery() {
+            if let Some(u) = self.undo.as_mut() {
                 u.on_enter_recovery(prior);
             }
         }
@@ -376,7 +387,7 @@ impl Sender {
     /// Must be called when `now >= poll_timeout()`; otherwise a no-op.
     pub fn on_timeout(&mut self, now: Time) {
         if self.recovery.timer().is_some_and(|d| now >= d) {
-            let before = self.undo_point();
+            let before = self.recovery_entry_point();
             let entered = {
                 let (rec, mut cx) = self.split(now);
                 rec.on_timer(&mut cx)
