@@ -141,6 +141,15 @@ impl Episode {
     }
 
     /// Common to both strategies at a timeout.
+    /// A reduction found spurious (F-RTO or the timestamp undo): no episode at all.
+    fn undo(&mut self) {
+        self.in_recovery = false;
+        self.rtx_pending = None;
+        self.rto_recovery = false;
+        self.recover = None;
+        self.dupacks = 0;
+    }
+
     fn on_rto(&mut self, snd_max: u64) {
         self.rto_recovery = true;
         self.in_recovery = false;

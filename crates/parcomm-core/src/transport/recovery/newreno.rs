@@ -76,11 +76,7 @@ impl Recovery for NewRenoRecovery {
     }
 
     fn on_undo(&mut self, cx: &mut Ctx) {
-        self.ep.in_recovery = false;
-        self.ep.rtx_pending = None;
-        self.ep.rto_recovery = false;
-        self.ep.recover = None;
-        self.ep.dupacks = 0;
+        self.ep.undo();
         cx.seq.snd_nxt = cx.seq.snd_max; // nothing is lost any more: go-back-N stops
     }
 

@@ -258,11 +258,7 @@ impl Recovery for SackRecovery {
     }
 
     fn on_undo(&mut self, cx: &mut Ctx) {
-        self.ep.in_recovery = false;
-        self.ep.rtx_pending = None;
-        self.ep.rto_recovery = false;
-        self.ep.recover = None;
-        self.ep.dupacks = 0;
+        self.ep.undo();
         self.prr = None;
         self.sb.unmark_lost();
         if let Some(log) = cx.log.as_deref_mut() {
