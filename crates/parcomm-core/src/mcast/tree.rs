@@ -169,6 +169,7 @@ impl Tree {
         Tree::from_spec(&TreeSpec::from_value(&parse(text, "tree")?)?)
     }
 
+    /// The tree of `spec`, checked: every error names the entry and field.
     pub fn from_spec(spec: &TreeSpec) -> Result<Tree, String> {
         if spec.packet_bytes == 0 {
             return Err("packet_bytes must be at least 1".into());
@@ -176,6 +177,16 @@ impl Tree {
         if spec.nodes.is_empty() {
             return Err("nodes: a tree needs a source and at least one receiver".into());
         }
+        let (index, mut nodes) = Self::spec_nodes(spec)?;
+        let source = Self::spec_source(spec, &index, &nodes)?;
+        let networks = Self::spec_networks(spec, &index, &mut nodes, source)?;
+        Self::check_shape(&nodes, source)?;
+        let order = Self::preorder(&nodes, &networks, source)?;
+        Ok(Tree { name: spec.name.clone(), packet_bytes: spec.packet_bytes, source, nodes, networks, order })
+    }
+
+    /// The nodes, each name once, only routers repairing.
+    fn spec_nodes(spec: &TreeSpec) -> Result<(HashMap<&str, u32>, Vec<Node>), String> {
         let mut index: HashMap<&str, u32> = HashMap::new();
         let mut nodes = Vec::with_capacity(spec.nodes.len());
         for (i, n) in spec.nodes.iter().enumerate() {
@@ -196,6 +207,11 @@ impl Tree {
                 children: Vec::new(),
             });
         }
+        Ok((index, nodes))
+    }
+
+    /// The one source, named by `spec.source`, and at least one receiver.
+    fn spec_source(spec: &TreeSpec, index: &HashMap<&str, u32>, nodes: &[Node]) -> Result<u32, String> {
         let source =
             *index.get(spec.source.as_str()).ok_or_else(|| format!("source: unknown node '{}'", spec.source))?;
         if nodes[source as usize].kind != NodeKind::Source {
@@ -216,7 +232,16 @@ impl Tree {
         if !nodes.iter().any(|n| n.kind == NodeKind::Receiver) {
             return Err("nodes: a tree needs at least one receiver".into());
         }
+        Ok(source)
+    }
 
+    /// The networks, each joining a parent to a child that has no other parent.
+    fn spec_networks(
+        spec: &TreeSpec,
+        index: &HashMap<&str, u32>,
+        nodes: &mut [Node],
+        source: u32,
+    ) -> Result<Vec<Network>, String> {
         let mut net_names: HashMap<&str, usize> = HashMap::new();
         let mut networks = Vec::with_capacity(spec.networks.len());
         for (i, l) in spec.networks.iter().enumerate() {
@@ -271,7 +296,11 @@ impl Tree {
                 rate_bps: l.rate_bps,
             });
         }
+        Ok(networks)
+    }
 
+    /// Every node but the source reachable from a parent; only receivers are leaves.
+    fn check_shape(nodes: &[Node], source: u32) -> Result<(), String> {
         for (i, n) in nodes.iter().enumerate() {
             if i as u32 != source && n.parent_net.is_none() {
                 return Err(format!(
@@ -284,7 +313,11 @@ impl Tree {
                 return Err(format!("nodes[{i}]: {} '{}' has no child network", n.kind.as_str(), n.name));
             }
         }
+        Ok(())
+    }
 
+    /// The nodes from the source down, or the cycle that keeps some from being reached.
+    fn preorder(nodes: &[Node], networks: &[Network], source: u32) -> Result<Vec<u32>, String> {
         // Every node but the source has exactly one parent, so a node that a
         // walk down from the source misses lies on (or under) a cycle.
         let mut order = Vec::with_capacity(nodes.len());
@@ -302,9 +335,9 @@ impl Tree {
             }
         }
         if let Some(start) = seen.iter().position(|s| !s) {
-            return Err(format!("networks: cycle {}", describe_cycle(&nodes, &networks, start)));
+            return Err(format!("networks: cycle {}", describe_cycle(nodes, networks, start)));
         }
-        Ok(Tree { name: spec.name.clone(), packet_bytes: spec.packet_bytes, source, nodes, networks, order })
+        Ok(order)
     }
 
     pub fn net_of_child(&self, node: u32, slot: u32) -> u32 {
