@@ -19,7 +19,7 @@ SIZE = 3 * M + 12345  # not a multiple of the piece or the work size
 
 def assert_everyone_has_everything(r, size, skip=()):
     assert r.complete
-    for i in range(r.nodes):
+    for i in range(r.procs):
         if i in skip:
             continue
         assert r.finished_s[i] is not None, f"node {i} unfinished"

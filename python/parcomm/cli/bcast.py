@@ -76,20 +76,21 @@ def _s3_options(f):
 def _s3_config(endpoint_url, region, aws_profile=None, anonymous=False):
     from ..apps.bcast.s3 import S3Config
 
-    if aws_profile is not None and anonymous:
-        raise UserError("--profile and --no-sign-request exclude each other: choose one")
-    return S3Config.from_env(endpoint_url=endpoint_url, region=region, profile=aws_profile, anonymous=anonymous)
+    try:
+        return S3Config.from_env(endpoint_url=endpoint_url, region=region, profile=aws_profile, anonymous=anonymous)
+    except ValueError as exc:
+        raise UserError(str(exc)) from None
 
 
 def _check_manifest_url(manifest_url):
     """A malformed --manifest-url is the user's mistake: say so before any node starts."""
-    from ..apps.bcast.manifest import hash_list_location
+    from ..apps.bcast.manifest import manifest_location
     from ..apps.bcast.s3 import S3Error
 
     if manifest_url is None:
         return None
     try:
-        hash_list_location("s3://-/-", manifest_url)
+        manifest_location(manifest_url)
     except S3Error as exc:
         raise UserError(f"--manifest-url {manifest_url}: {str(exc).split(': ', 1)[-1]}") from None
     return manifest_url

@@ -150,11 +150,11 @@ def bound_for(prof, nodes: int, size: int, cfg: BcastConfig):
 def _row(r: SimResult, prof, cfg: BcastConfig, **extra) -> dict:
     done = [t for t in r.finished_s if t is not None]
     pm = r.phase_means
-    b = bound_for(prof, r.nodes, r.size, cfg)
+    b = bound_for(prof, r.procs, r.size_bytes, cfg)
     row = {
         **extra,
-        "nodes": r.nodes,
-        "size": r.size,
+        "nodes": r.procs,
+        "size": r.size_bytes,
         "algo": r.algo,
         "seed": r.seed,
         "complete": r.complete,
@@ -166,7 +166,7 @@ def _row(r: SimResult, prof, cfg: BcastConfig, **extra) -> dict:
         "phase2_mb_s": pm.get("phase2_mb_s", 0.0),
         "phase1_s": pm.get("phase1_s", 0.0),
         "phase2_s": pm.get("phase2_s", 0.0),
-        "egress_ratio": r.origin_egress_bytes / r.size if r.size else 0.0,
+        "egress_ratio": r.origin_egress_bytes / r.size_bytes if r.size_bytes else 0.0,
         "bound_s": b.seconds,
         "bound_binding": b.binding,
     }

@@ -326,7 +326,7 @@ def run_local(
             elif "error" in result:
                 errors[rank] = result["error"]
             else:
-                reports.append(NodeReport.from_dict(result["report"]))
+                reports.append(NodeReport(**{k: v for k, v in result["report"].items() if k != "throughput_Bps"}))
         return LocalResult(reports, errors, time.monotonic() - start)
     finally:
         for sock in socks:

@@ -183,8 +183,11 @@ def compute(
 def hash_list_location(url: str, manifest_url: str | None = None) -> str:
     """Where the hash list of ``url`` lives: ``manifest_url`` if given (``s3://...``, a
     path, or ``file://`` + path), else the sidecar next to the object."""
-    if manifest_url is None:
-        return sidecar_url(url)
+    return sidecar_url(url) if manifest_url is None else manifest_location(manifest_url)
+
+
+def manifest_location(manifest_url: str) -> str:
+    """``--manifest-url`` checked: an ``s3://BUCKET/KEY``, or a file path (``file://`` dropped)."""
     if manifest_url.startswith("s3://"):
         parse_s3_url(manifest_url)  # a malformed URL is refused here, naming it
         return manifest_url

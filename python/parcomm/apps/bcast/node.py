@@ -123,15 +123,6 @@ class BcastConfig:
         return asdict(self)
 
 
-#: BcastConfig fields whose --json name carries the unit (``strictjson`` vocabulary).
-_JSON_UNITS = {"piece_size": "_bytes", "choke_interval": "_s", "stall_timeout": "_s", "orphan_timeout": "_s"}
-
-
-def config_json(config: dict) -> dict:
-    """A BcastConfig as a dict (``asdict``), with units in the names, for --json."""
-    return {k + _JSON_UNITS.get(k, ""): v for k, v in config.items()}
-
-
 class BcastNode:
     """Rank ``rank`` of ``nranks`` receiving the object described by ``layout``."""
 

@@ -96,10 +96,10 @@ class NodeReport:
     """What one node did, for the summary table and ``--json``."""
 
     rank: int
-    nodes: int
+    procs: int
     algo: str
-    size: int
-    seconds: float = 0.0
+    size_bytes: int
+    run_s: float = 0.0  # from start until this node left (it may serve others after its copy is complete)
     phase1_s: float | None = None
     phase2_s: float | None = None
     bytes_from_storage: int = 0
@@ -116,21 +116,11 @@ class NodeReport:
     @property
     def throughput(self) -> float:
         """Object bytes per second until this node's copy was complete (it may serve others longer)."""
-        took = self.complete_s if self.complete_s is not None else self.seconds
-        return self.size / took if took > 0 else 0.0
+        took = self.complete_s if self.complete_s is not None else self.run_s
+        return self.size_bytes / took if took > 0 else 0.0
 
     def to_dict(self) -> dict:
-        """The --json form: the commands' vocabulary (procs, _bytes, _s)."""
-        d = asdict(self)
-        d["procs"], d["size_bytes"], d["run_s"] = d.pop("nodes"), d.pop("size"), d.pop("seconds")
-        return {**d, "throughput_Bps": self.throughput}
-
-    @classmethod
-    def from_dict(cls, d: dict) -> "NodeReport":
-        """Back from :meth:`to_dict` (a --local child's report)."""
-        d = {k: v for k, v in d.items() if k != "throughput_Bps"}
-        d["nodes"], d["size"], d["seconds"] = d.pop("procs"), d.pop("size_bytes"), d.pop("run_s")
-        return cls(**d)
+        return {**asdict(self), "throughput_Bps": self.throughput}
 
 
 @dataclass(frozen=True)
@@ -298,7 +288,7 @@ class RealNode:
             self._main()
         finally:
             self._shut_down(listener)
-        self.report.seconds = time.monotonic() - start
+        self.report.run_s = time.monotonic() - start
         self.report.cpu_s = _cpu_seconds() - cpu0
         stats = self.client.stats
         self.report.storage_requests = getattr(stats, "requests", 0)

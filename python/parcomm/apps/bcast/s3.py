@@ -125,7 +125,7 @@ class S3Config:
         """
         env = os.environ if environ is None else environ
         if profile is not None and anonymous:
-            raise ValueError("--profile and --no-sign-request exclude each other")
+            raise ValueError("--profile and --no-sign-request exclude each other: choose one")
         env_keys = profile is None and not anonymous
         # A session token from the environment belongs to the environment's keys only.
         token = env.get("AWS_SESSION_TOKEN") if access_key is None and env_keys else None

@@ -56,7 +56,7 @@ from .messages import (
     Start,
     Tick,
 )
-from .node import BcastConfig, BcastNode, config_json
+from .node import BcastConfig, BcastNode
 from .storage_model import MB, Profile, load_profile
 
 STORAGE = -1  # source id of storage flows
@@ -78,10 +78,19 @@ class _Flow:
         self.active = False
 
 
+#: BcastConfig fields whose --json name carries the unit (``strictjson`` vocabulary).
+_JSON_UNITS = {"piece_size": "_bytes", "choke_interval": "_s", "stall_timeout": "_s", "orphan_timeout": "_s"}
+
+
+def _config_json(config: dict) -> dict:
+    """A BcastConfig as a dict (``asdict``), with units in the names, for --json."""
+    return {k + _JSON_UNITS.get(k, ""): v for k, v in config.items()}
+
+
 @dataclass
 class SimResult:
-    nodes: int
-    size: int
+    procs: int
+    size_bytes: int
     algo: str
     profile: str
     seed: int
@@ -108,7 +117,7 @@ class SimResult:
     @property
     def mean_node_mb_s(self) -> float:
         """Mean over nodes of size / completion time (MB/s)."""
-        done = [self.size / self.finished_s[i] / MB for i in self._done() if self.finished_s[i] > 0]
+        done = [self.size_bytes / self.finished_s[i] / MB for i in self._done() if self.finished_s[i] > 0]
         return sum(done) / len(done) if done else 0.0
 
     @property
@@ -137,13 +146,12 @@ class SimResult:
 
     def to_dict(self) -> dict[str, Any]:
         d = {k: getattr(self, k) for k in self.__dataclass_fields__}
-        d["procs"], d["size_bytes"] = d.pop("nodes"), d.pop("size")  # the commands' vocabulary
-        d["config"] = config_json(self.config)
+        d["config"] = _config_json(self.config)
         d.update(
             mean_node_mb_s=self.mean_node_mb_s,
             total_mb_s=self.total_mb_s,
             phase_means=self.phase_means,
-            egress_ratio=self.origin_egress_bytes / self.size if self.size else 0.0,
+            egress_ratio=self.origin_egress_bytes / self.size_bytes if self.size_bytes else 0.0,
         )
         return d
 
@@ -451,8 +459,8 @@ def simulate(
     complete = all(t is not None for t in done_at)
     storage_done = [m.storage_done_at for m in machines]
     return SimResult(
-        nodes=nodes,
-        size=size,
+        procs=nodes,
+        size_bytes=size,
         algo=algo,
         profile=prof.name,
         seed=seed,

@@ -22,7 +22,7 @@ def percentile(values: Sequence[float], q: float) -> float | None:
 def summarize(reports: Sequence, errors: dict | None = None) -> dict:
     """Totals and completion percentiles of the nodes' :class:`~.real.NodeReport`\\ s."""
     done = [r.complete_s for r in reports if r.complete_s is not None]
-    size = reports[0].size if reports else 0
+    size = reports[0].size_bytes if reports else 0
     egress = sum(r.bytes_from_storage for r in reports)
     return {
         "procs": len(reports) + len(errors or {}),
