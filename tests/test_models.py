@@ -238,8 +238,9 @@ def test_measure_cli_runs_unchanged_over_local_tcp_processes(tmp_path):
     assert rc == 0
     p = PlogPParams.load(out)
     assert p.meta["backend"] == "local" and p.sizes == [0, 1024]
-    # Real round trips on a loaded machine are noisy: only sanity here.
-    assert p.L > 0 and all(g >= 0 for g in p.g) and p.g[0] > 0
+    # Real round trips on a loaded machine are noisy: only sanity here. L may come out 0
+    # (L = RTT(0)/2 - g(0), clamped): on a busy machine a burst of 16 sends is slow, g(0) large.
+    assert 0 <= p.L < 1 and all(g >= 0 for g in p.g) and p.g[0] > 0
 
 
 def test_measure_cli_needs_procs_for_real_backends(tmp_path, capsys):

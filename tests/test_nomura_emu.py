@@ -68,3 +68,19 @@ def test_measure_cli_on_the_emulated_platform(tmp_path, capsys):
     # a platform the emulator cannot build is one clear line, not a traceback
     assert main(["measure", "--backend", "emu", "--platform", "opteron:2", "--out", str(out)]) == 2
     assert "netem" in capsys.readouterr().err
+
+
+@needs_netns
+@pytest.mark.skipif(nomura_emu.why_not() is not None, reason=f"{nomura_emu.why_not()}")
+def test_measure_programs_run_under_mpich_across_the_namespaces(tmp_path):
+    from parcomm.emu import EmuCluster
+    from parcomm.measure.emu_mpi import emu_mpi_runner
+    from parcomm.measure.procedure import rtt_program
+
+    plan = nomura_emu.EmuPlan()
+    m = 65536
+    with EmuCluster(nomura_emu.platform(plan, 2)) as cl:
+        rtts = emu_mpi_runner(cl, 2, tmp_path)(rtt_program, {"m": m, "back": m, "reps": 3})
+    assert len(rtts) == 2 and len(rtts[0]) == 3
+    # 64 KiB there and back over the 100 Mbit/s NICs: no round trip beats the wire
+    assert min(rtts[0]) >= 2 * m * 8 / plan.rate_bps

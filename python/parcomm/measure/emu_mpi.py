@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import json
 import os
+import shlex
 import shutil
 import signal
 import subprocess
@@ -82,10 +83,9 @@ def installed_mpich_selection() -> dict:
     return tree
 
 
-def run_mpich(
-    cluster: Any, procs: int, argv: Sequence[str], workdir: Path, *, env: dict | None = None, timeout_s: float = 600.0
-) -> str:
-    """Run ``python ARGV...`` on ``procs`` ranks of ``cluster`` (one per host); rank 0's stdout."""
+def _hydra(cluster: Any, procs: int, workdir: Path, env: dict | None) -> tuple[list[str], dict[str, str], str]:
+    """(mpiexec command up to the program, the launcher's environment, rank 0's
+    namespace) for ``procs`` ranks of ``cluster``, one per host."""
     hosts = cluster.describe()["hosts"][:procs]
     if len(hosts) < procs:
         raise ValueError(f"{procs} ranks need {procs} hosts; the cluster has {len(hosts)}")
@@ -95,28 +95,23 @@ def run_mpich(
     script.chmod(0o700)
     ns_map = " ".join(f"{h['addr']}={h['netns']}" for h in hosts)
     genv = {**MPI_ENV, **(env or {}), "PARCOMM_NS_MAP": ns_map, "PYTHONPATH": os.pathsep.join(p for p in sys.path if p)}
-    cmd = [
-        mpiexec(),
-        "-launcher",
-        "ssh",
-        "-launcher-exec",
-        str(script),
-        "-hosts",
-        ",".join(h["addr"] for h in hosts),
-        "-n",
-        str(procs),
-        "-ppn",
-        "1",
-        "-iface",
-        "eth0",
-    ]
+    cmd = [mpiexec(), "-launcher", "ssh", "-launcher-exec", str(script), "-hosts", ",".join(h["addr"] for h in hosts)]
+    cmd += ["-ppn", "1", "-iface", "eth0"]
     for k, v in genv.items():
         cmd += ["-genv", k, str(v)]
-    cmd += [sys.executable, *argv]
+    return cmd, genv, hosts[0]["netns"]
+
+
+def run_mpich(
+    cluster: Any, procs: int, argv: Sequence[str], workdir: Path, *, env: dict | None = None, timeout_s: float = 600.0
+) -> str:
+    """Run ``python ARGV...`` on ``procs`` ranks of ``cluster`` (one per host); rank 0's stdout."""
+    hydra, genv, ns0 = _hydra(cluster, procs, workdir, env)
+    cmd = [*hydra, "-n", str(procs), sys.executable, *argv]
     log = workdir / "mpiexec.log"
     with open(log, "wb") as err:
         proc = subprocess.Popen(
-            ["ip", "netns", "exec", hosts[0]["netns"], *cmd],
+            ["ip", "netns", "exec", ns0, *cmd],
             stdout=subprocess.PIPE,
             stderr=err,
             stdin=subprocess.DEVNULL,
@@ -177,5 +172,28 @@ def emu_runner(cluster: Any, procs: int, timeout_s: float = 120.0) -> Callable[[
 
     def run(program, kwargs: dict) -> list:
         return cluster.run(program, procs, kwargs=kwargs, timeout_s=timeout_s).results
+
+    return run
+
+
+def emu_mpi_runner(
+    cluster: Any, procs: int, workdir: Path, timeout_s: float = 120.0
+) -> Callable[[Callable[..., Any], dict], list]:
+    """A runner for :func:`parcomm.measure.measure` on ``cluster`` under MPICH: each call
+    is one mpiexec of the rank program (:func:`parcomm.comm.mpi.run_mpi`), its ranks one
+    per host as :func:`run_mpich` places them, so the parameters come from the same
+    library and network path as the MPI programs they predict."""
+    from ..comm.mpi import run_mpi
+
+    hydra, genv, ns0 = _hydra(cluster, procs, workdir, None)
+    # run_mpi starts one executable: a script that enters rank 0's namespace
+    # with the launcher's environment and calls hydra with its arguments.
+    wrapper = workdir / "mpiexec.sh"
+    exports = "".join(f"export {k}={shlex.quote(str(v))}\n" for k, v in genv.items())
+    wrapper.write_text(f'#!/bin/sh\n{exports}exec ip netns exec {shlex.quote(ns0)} {shlex.join(hydra)} "$@"\n')
+    wrapper.chmod(0o700)
+
+    def run(program, kwargs: dict) -> list:
+        return run_mpi(program, procs, kwargs=kwargs, timeout=timeout_s, mpiexec=str(wrapper)).results
 
     return run
