@@ -84,3 +84,15 @@ def test_measure_programs_run_under_mpich_across_the_namespaces(tmp_path):
     assert len(rtts) == 2 and len(rtts[0]) == 3
     # 64 KiB there and back over the 100 Mbit/s NICs: no round trip beats the wire
     assert min(rtts[0]) >= 2 * m * 8 / plan.rate_bps
+
+
+@needs_netns
+@pytest.mark.skipif(nomura_emu.why_not() is not None, reason=f"{nomura_emu.why_not()}")
+def test_measure_cli_under_mpich_on_the_emulated_platform(tmp_path):
+    from parcomm.cli import main
+
+    out = tmp_path / "p.json"
+    argv = ["measure", "--backend", "emu-mpi", "--platform", "star:2", "--sizes", "0,1KiB", "--patterns", "none"]
+    assert main([*argv, "--rel-ci", "0.5", "--out", str(out)]) == 0
+    p = PlogPParams.load(out)
+    assert p.meta["backend"] == "emu-mpi" and p.procs == 2 and p.g[1] > 0

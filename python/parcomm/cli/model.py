@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import tempfile
 from pathlib import Path
 
 import click
@@ -45,18 +46,19 @@ def _pattern_ks(text: str | None) -> list[int] | None:
 @click.command()
 @click.option(
     "--backend",
-    type=click.Choice(["sim", "emu", "local", "mpi"]),
+    type=click.Choice(["sim", "emu", "emu-mpi", "local", "mpi"]),
     default="sim",
     show_default=True,
     help="sim: a simulated platform; emu: the platform emulated in network namespaces (root; "
-    "kernel TCP, socket backend); local: TCP processes on this machine; mpi: ranks under mpiexec",
+    "kernel TCP, socket backend); emu-mpi: the same, ranks under MPICH, one per namespace; "
+    "local: TCP processes on this machine; mpi: ranks under mpiexec",
 )
 @click.option(
     "--platform",
     "platform_spec",
     default="opteron:8",
     show_default=True,
-    help="platform to measure (short form or TOML file; --backend sim or emu)",
+    help="platform to measure (short form or TOML file; --backend sim, emu or emu-mpi)",
 )
 @click.option("--procs", "-n", type=IntIn(1, MAX_MEASURE_PROCS), default=None, help="ranks (default: every host)")
 @click.option(
@@ -119,8 +121,9 @@ def measure(
     rto_s = parse_with(lambda v: parse_duration(v, "--rto", require_unit=True), rto, "--rto")
     ks = _pattern_ks(pattern_ks)
     cluster = None
+    scratch = tempfile.TemporaryDirectory(prefix="parcomm-measure-") if backend == "emu-mpi" else None
     try:
-        if backend in ("sim", "emu"):
+        if backend in ("sim", "emu", "emu-mpi"):
             plat = as_platform(platform_spec)
             n = procs or len(plat["hosts"])
             fc = any(s.get("flow_control") for s in plat.get("switches", []))
@@ -128,10 +131,13 @@ def measure(
                 runner = sim_runner(plat, n, seed)
             else:
                 from ..emu import EmuCluster
-                from ..measure.emu_mpi import emu_runner
+                from ..measure.emu_mpi import emu_mpi_runner, emu_runner
 
                 cluster = EmuCluster(plat).up()
-                runner = emu_runner(cluster, n)
+                if scratch is None:
+                    runner = emu_runner(cluster, n)
+                else:  # hydra's launcher script lives in the scratch directory
+                    runner = emu_mpi_runner(cluster, n, Path(scratch.name))
         else:
             if not procs:
                 raise ValueError(f"--backend {backend} needs --procs")
@@ -159,7 +165,7 @@ def measure(
                 rto_probe=rto_probe,
                 rto_calls=rto_calls,
                 meta={
-                    "platform": platform_spec if backend in ("sim", "emu") else backend,
+                    "platform": platform_spec if backend in ("sim", "emu", "emu-mpi") else backend,
                     "backend": backend,
                     "seed": seed,
                 },
@@ -177,6 +183,8 @@ def measure(
     finally:
         if cluster is not None:
             cluster.down()
+        if scratch is not None:
+            scratch.cleanup()
     q = params.queue_bytes
     overflowed = params.meta.get("queue_overflow_seen")
     bound = " (a lower bound: the flood never overflowed the port)" if overflowed is False else ""

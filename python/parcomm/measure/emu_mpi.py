@@ -35,14 +35,25 @@ ns=$(printf '%s\\n' $PARCOMM_NS_MAP | grep "^$host=" | cut -d= -f2)
 exec ip netns exec "$ns" unshare --uts sh -c "hostname node-$(echo $host | tr . -); $*"
 """
 
-#: MPICH's network path on the emulated cluster (see the module docstring).
-MPI_ENV = {"MPIR_CVAR_NOLOCAL": "1", "MPIR_CVAR_CH4_NETMOD": "ofi", "FI_PROVIDER": "tcp", "FI_TCP_IFACE": "eth0"}
+#: MPICH's network path on the emulated cluster (see the module docstring), and
+#: waiting ranks that give up the CPU: seed 001's hosts had a CPU each, here P
+#: ranks share 2 cores, and MPICH's busy-wait would hand a rank with work the
+#: CPU only at the scheduler's next slice (measured, P = 8, 1 KiB: Alltoall A
+#: 19-44 ms spinning, 2.8 ms with the waits' nanosleep; MPICH documents the
+#: variable as "use nanosleep to ensure other threads have a chance").
+MPI_ENV = {
+    "MPIR_CVAR_NOLOCAL": "1",
+    "MPIR_CVAR_CH4_NETMOD": "ofi",
+    "FI_PROVIDER": "tcp",
+    "FI_TCP_IFACE": "eth0",
+    "MPIR_CVAR_ENABLE_HEAVY_YIELD": "1",
+}
 
 
 def mpiexec() -> str:
     exe = shutil.which("mpiexec.hydra") or shutil.which("mpiexec")
     if not exe:
-        raise RuntimeError("no mpiexec (pip install mpich)")
+        raise ValueError("no mpiexec (pip install mpich)")
     return exe
 
 
