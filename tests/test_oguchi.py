@@ -14,8 +14,9 @@ from parcomm.apps.hpa.apriori import apriori
 from parcomm.apps.hpa.hpa import CostModel, hpa, levels_to_dict, merge_result, spread_scales, work_profile
 from parcomm.apps.hpa.quest import QuestParams, load, write_quest
 from parcomm.comm import CommError, run_sim
+from parcomm.result import HOST_COLUMNS, Result, compare
 from parcomm.studies import STUDIES
-from parcomm.studies.oguchi import _platform, pass_end_skeleton
+from parcomm.studies.oguchi import EMU_HOSTS, _emulation_row, _platform, pass_end_skeleton
 
 P = 32
 OWNERS = (0, 1, 2, 3)  # a pass with few candidates: few owners receive from everyone
@@ -107,3 +108,18 @@ def test_spread_scales_keep_the_mean_and_shrink_the_spread(small_data):
 
 def test_study_is_registered():
     assert STUDIES["oguchi"] == "parcomm.studies.oguchi"
+
+
+def test_the_emulation_table_gives_means_and_ranges_of_compares_summary():
+    def run(time, retx, timeouts, drops):
+        hosts = {k: [0] for k in HOST_COLUMNS}
+        hosts.update(bytes_retransmitted=[retx], timeouts=[timeouts], fast_retransmits=[1])
+        counters = {"hosts": hosts, "ports": {"drops": [drops]}}
+        return Result(way="emu", finish_times=[time], results=[None], counters=counters, wall_s=0)
+
+    runs = [run(1.0, 32_000, 2, 5), run(3.0, 96_000, 4, 1), run(2.0, 64_000, 0, 0)]
+    row = _emulation_row("P32 fixed X=200ms", "emulated (Linux TCP)", compare(runs)["emu"], ["rto_min raised"])
+    assert row["runs"] == 3 and row["time_s"] == 2.0 and (row["time_min_s"], row["time_max_s"]) == (1.0, 3.0)
+    assert row["retx_bytes_per_host"] == 64_000 / EMU_HOSTS and row["retx_max"] == 96_000 / EMU_HOSTS
+    assert row["timeouts"] == 2.0 and row["fast_retransmits"] == 1.0 and row["port_drops"] == 2.0
+    assert row["tcp_notes"] == "1 settings adjusted by the kernel, e.g. rto_min raised"

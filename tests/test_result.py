@@ -84,6 +84,14 @@ def _run(way, time, retx, timeouts=0, drops=0):
     )
 
 
+def test_compare_keeps_every_runs_figures_beside_the_medians():
+    c = compare([_run("emu", 3.0, 5, 2, 1), _run("emu", 1.0, 6, 0, 4)])
+    s = c["emu"]
+    assert s.times_s == [3.0, 1.0] and s.port_drops_s == [1, 4] and s.port_drops == 2.5
+    assert [t["segments_retransmitted"] for t in s.host_totals_s] == [5, 6]
+    assert set(c.rows()["emu"]) == {"time_s", "times_s", "segments_retransmitted", "timeouts", "port_drops"}
+
+
 def test_compare_summarizes_each_way_and_the_ratio():
     c = compare([_run("emu", 3.0, 5), _run("sim", 2.0, 4, 1, 7), _run("emu", 1.0, 6), _run("emu", 2.0, None)])
     assert list(c.ways) == ["sim", "emu"]  # the order of WAYS, not of the input

@@ -171,11 +171,14 @@ def _median(values: Sequence[Any]) -> Any:
 
 @dataclass(frozen=True)
 class WaySummary:
-    """One way's runs of one workload: medians over the runs.
+    """One way's runs of one workload: medians over the runs, and every run's figures.
 
     ``segments_retransmitted`` and ``timeouts`` are medians of
     :meth:`Result.host_totals` (``None`` if a run did not measure them),
-    ``port_drops`` the median of :meth:`Result.port_drops`.
+    ``port_drops`` the median of :meth:`Result.port_drops`. ``times_s``,
+    ``host_totals_s`` and ``port_drops_s`` hold each run's time,
+    :meth:`Result.host_totals` and :meth:`Result.port_drops`, in run order,
+    for a caller that reports another statistic (a mean, a range).
     """
 
     way: str
@@ -185,6 +188,8 @@ class WaySummary:
     segments_retransmitted: float | None
     timeouts: float | None
     port_drops: float
+    host_totals_s: list[dict[str, int | None]] = field(default_factory=list)
+    port_drops_s: list[int] = field(default_factory=list)
 
     @classmethod
     def of(cls, way: str, results: Sequence[Result]) -> "WaySummary":
@@ -192,6 +197,7 @@ class WaySummary:
             raise ValueError(f"no results for way {way!r}")
         times = [r.time for r in results]
         tots = [r.host_totals() for r in results]
+        drops = [r.port_drops() for r in results]
         return cls(
             way=way,
             runs=len(results),
@@ -199,7 +205,9 @@ class WaySummary:
             times_s=times,
             segments_retransmitted=_median([t.get("segments_retransmitted") for t in tots]),
             timeouts=_median([t.get("timeouts") for t in tots]),
-            port_drops=statistics.median(r.port_drops() for r in results),
+            port_drops=statistics.median(drops),
+            host_totals_s=tots,
+            port_drops_s=drops,
         )
 
     def row(self) -> dict[str, Any]:

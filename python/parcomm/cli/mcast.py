@@ -152,39 +152,14 @@ def place(
     plot: str | None,
 ) -> None:
     """Choose repair routers in TREE_FILE for a budget (--routers K or --buffer SIZE)."""
-    from ..apps.mcast import placement as P
-    from ..platform.units import parse_size
-
-    if (routers is None) == (buffer is None):
-        raise UserError("give exactly one budget: --routers K or --buffer SIZE")
-    budget = None
-    if buffer is not None:
-        try:
-            budget = float(parse_size(buffer, "--buffer"))
-        except ValueError as e:
-            raise UserError(str(e)) from None
+    budget = _budget(routers, buffer)
     t = _tree(tree_file)
     if routers is not None:
         routers = min(routers, len(t.routers))  # "at most K": more than the tree has means every one
     B = _rate(rate)
+    want_curve = bool(as_json or plot) or len(t.routers) <= 40
     try:
-        best = P.place(t, routers=routers, buffer_bytes=budget, convention=convention, method=method, rate_bps=B)
-        # The curve is cheap with the DP ("route") or on small trees; the
-        # re-evaluating greedy of other conventions is O(R^2 N), so skip it on large trees.
-        want = as_json or plot or len(t.routers) <= 40
-        cheap = (convention == "route" and method in ("auto", "dp")) or len(t.routers) <= 40
-        curve = (
-            P.tradeoff(
-                t,
-                convention=convention,
-                method=method if method != "exhaustive" or len(t.routers) <= 16 else "auto",
-                rate_bps=B,
-            )
-            if (want and cheap)
-            else []
-        )
-        none = P.evaluate(t, [], convention=convention, rate_bps=B)
-        everywhere = P.evaluate(t, t.routers, convention=convention, rate_bps=B)
+        best, curve, none, everywhere = _placements(t, routers, budget, convention, method, B, want_curve)
     except ValueError as e:
         raise UserError(str(e)) from None
     if plot:
@@ -211,7 +186,51 @@ def place(
         )
         return
     what = f"at most {routers} repair routers" if routers is not None else f"a buffer of {_mb(budget or 0)}"
-    click.echo(f"{t.name}: best placement for {what} ({best.method}, convention {convention})")
+    _print_placement(t.name, what, convention, best, none, everywhere, curve)
+    if plot:
+        click.echo(f"  plot: {plot}")
+
+
+def _budget(routers: int | None, buffer: str | None) -> float | None:
+    """The buffer budget in bytes (None with --routers); exactly one of the two must be given."""
+    from ..platform.units import parse_size
+
+    if (routers is None) == (buffer is None):
+        raise UserError("give exactly one budget: --routers K or --buffer SIZE")
+    if buffer is None:
+        return None
+    try:
+        return float(parse_size(buffer, "--buffer"))
+    except ValueError as e:
+        raise UserError(str(e)) from None
+
+
+def _placements(t, routers: int | None, budget: float | None, convention: str, method: str, B, want_curve: bool):
+    """The best placement for the budget, the trade-off curve (when wanted and affordable), and
+    the two ends: no repair router, and every router repairing."""
+    from ..apps.mcast import placement as P
+
+    best = P.place(t, routers=routers, buffer_bytes=budget, convention=convention, method=method, rate_bps=B)
+    # The curve is cheap with the DP ("route") or on small trees; the
+    # re-evaluating greedy of other conventions is O(R^2 N), so skip it on large trees.
+    cheap = (convention == "route" and method in ("auto", "dp")) or len(t.routers) <= 40
+    curve = (
+        P.tradeoff(
+            t,
+            convention=convention,
+            method=method if method != "exhaustive" or len(t.routers) <= 16 else "auto",
+            rate_bps=B,
+        )
+        if (want_curve and cheap)
+        else []
+    )
+    none = P.evaluate(t, [], convention=convention, rate_bps=B)
+    everywhere = P.evaluate(t, t.routers, convention=convention, rate_bps=B)
+    return best, curve, none, everywhere
+
+
+def _print_placement(name: str, what: str, convention: str, best, none, everywhere, curve) -> None:
+    click.echo(f"{name}: best placement for {what} ({best.method}, convention {convention})")
     names = ", ".join(best.routers[:30]) + (f", ... ({best.k} in all)" if best.k > 30 else "")
     click.echo(f"  repair at    {names or '(none: the source alone, Comet RM)'}")
     for label, p in (("chosen", best), ("no repair", none), ("everywhere", everywhere)):
@@ -223,8 +242,6 @@ def place(
         click.echo(f"  trade-off ({curve[0].method}): k, mean delay, system buffer")
         for p in curve:
             click.echo(f"    {p.k:>4}  {_ms(p.mean_delay_s):>12}  {_mb(p.buffer_total_bytes):>14}")
-    if plot:
-        click.echo(f"  plot: {plot}")
 
 
 def _plot(path: str, name: str, curve, best, none, everywhere) -> None:

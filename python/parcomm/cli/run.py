@@ -318,6 +318,32 @@ def mpi(
     _report(res, as_json)
 
 
+def _mesh_size(n_addresses: int, size: int | None, rank: int) -> int:
+    """The number of ranks (--size, else one per line of the addresses file), checked with --rank."""
+    n = n_addresses if size is None else size
+    if n < 1 or n > n_addresses:
+        raise UserError(f"--size {n} needs between 1 and {n_addresses} ranks (the addresses file has {n_addresses})")
+    if not 0 <= rank < n:
+        raise UserError(f"--rank {rank} is not in 0..{n - 1}")
+    return n
+
+
+def _sock_options(
+    nodelay: bool, sndbuf: str | None, rcvbuf: str | None, rto_min: str | None, rto_max: str | None
+) -> dict[str, Any]:
+    """SocketComm's per-socket options from the command line's."""
+    opts: dict[str, Any] = {"nodelay": True} if nodelay else {}
+    if (b := _bytes(sndbuf, "--sndbuf")) is not None:
+        opts["sndbuf"] = b
+    if (b := _bytes(rcvbuf, "--rcvbuf")) is not None:
+        opts["rcvbuf"] = b
+    if (d := _seconds(rto_min, "--rto-min")) is not None:
+        opts["rto_min_us"] = max(1, round(d * 1e6))
+    if (d := _seconds(rto_max, "--rto-max")) is not None:
+        opts["rto_max_ms"] = max(1, round(d * 1e3))
+    return opts
+
+
 @run.command(name="socket")
 @click.option("--rank", type=int, required=True, help="this process's rank")
 @click.option(
@@ -389,24 +415,12 @@ def socket_cmd(
         addrs = read_addresses(addresses)
     except CommError as e:
         raise UserError(str(e)) from None
-    n = len(addrs) if size is None else size
-    if n < 1 or n > len(addrs):
-        raise UserError(f"--size {n} needs between 1 and {len(addrs)} ranks (the addresses file has {len(addrs)})")
-    if not 0 <= rank < n:
-        raise UserError(f"--rank {rank} is not in 0..{n - 1}")
+    n = _mesh_size(len(addrs), size, rank)
     try:
         key = resolve_key(key_file)
     except JobKeyError as e:
         raise UserError(str(e)) from None
-    opts: dict[str, Any] = {"nodelay": True} if nodelay else {}
-    if (b := _bytes(sndbuf, "--sndbuf")) is not None:
-        opts["sndbuf"] = b
-    if (b := _bytes(rcvbuf, "--rcvbuf")) is not None:
-        opts["rcvbuf"] = b
-    if (d := _seconds(rto_min, "--rto-min")) is not None:
-        opts["rto_min_us"] = max(1, round(d * 1e6))
-    if (d := _seconds(rto_max, "--rto-max")) is not None:
-        opts["rto_max_ms"] = max(1, round(d * 1e3))
+    opts = _sock_options(nodelay, sndbuf, rcvbuf, rto_min, rto_max)
     limit = _seconds(timeout, "--timeout")
     connect_limit = _seconds(connect_timeout, "--connect-timeout") or 30.0
     try:

@@ -429,51 +429,9 @@ def run_mpi(
         with open(call, "wb") as f:
             pickle.dump({"args": tuple(args), "kwargs": dict(kwargs or {})}, f)
         pout = Path(tmp) / "result.pkl"
-        cmd = [
-            exe,
-            *mpiexec_args,
-            "-n",
-            str(size),
-            sys.executable,
-            "-m",
-            "parcomm",
-            "run",
-            "mpi",
-            "--program",
-            ref,
-            "--call-pickle",
-            str(call),
-            "--pickle-out",
-            str(pout),
-            "--spin",
-            str(spin_s),
-        ]
-        cmd += ["--timeout", f"{timeout:g}s" if timeout is not None else "none"]
-        if out is not None:
-            cmd += ["--out", str(Path(out).resolve())]
-        if trace:
-            cmd += ["--trace-ranks"]
+        cmd = [exe, *mpiexec_args, "-n", str(size), *_rank_command(ref, call, pout, spin_s, timeout, out, trace)]
         limit = (timeout if timeout is not None else 1e9) + start_timeout
-        proc = subprocess.Popen(
-            cmd,
-            env=import_path_env(),
-            stdin=subprocess.DEVNULL,
-            stderr=subprocess.PIPE,
-            text=True,
-            start_new_session=True,
-        )
-        try:
-            _, err = proc.communicate(timeout=limit)
-        except subprocess.TimeoutExpired:
-            _kill_group(proc)
-            raise CommTimeout(f"mpiexec -n {size} did not finish within {limit:g} s and was killed") from None
-        except BaseException:
-            _kill_group(proc)
-            raise
-        if proc.returncode != 0:
-            raise _mpi_failure(err, proc.returncode)
-        if err.strip():
-            sys.stderr.write(err)
+        _run_mpiexec(cmd, size, limit)
         try:
             with open(pout, "rb") as f:
                 ranks = pickle.load(f)
@@ -487,6 +445,64 @@ def run_mpi(
         platform=f"mpi:{size}",
         extra={"mpiexec": exe},
     )
+
+
+def _rank_command(
+    ref: str,
+    call: Path,
+    pout: Path,
+    spin_s: float,
+    timeout: float | None,
+    out: str | os.PathLike | None,
+    trace: bool,
+) -> list[str]:
+    """What mpiexec starts in every rank: ``python -m parcomm run mpi ...``."""
+    cmd = [
+        sys.executable,
+        "-m",
+        "parcomm",
+        "run",
+        "mpi",
+        "--program",
+        ref,
+        "--call-pickle",
+        str(call),
+        "--pickle-out",
+        str(pout),
+        "--spin",
+        str(spin_s),
+    ]
+    cmd += ["--timeout", f"{timeout:g}s" if timeout is not None else "none"]
+    if out is not None:
+        cmd += ["--out", str(Path(out).resolve())]
+    if trace:
+        cmd += ["--trace-ranks"]
+    return cmd
+
+
+def _run_mpiexec(cmd: list[str], size: int, limit: float) -> None:
+    """Run ``cmd`` (mpiexec) to its end, killing its process group after ``limit`` seconds;
+    its failure as the ranks' errors, its other output passed on to stderr."""
+    proc = subprocess.Popen(
+        cmd,
+        env=import_path_env(),
+        stdin=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+        start_new_session=True,
+    )
+    try:
+        _, err = proc.communicate(timeout=limit)
+    except subprocess.TimeoutExpired:
+        _kill_group(proc)
+        raise CommTimeout(f"mpiexec -n {size} did not finish within {limit:g} s and was killed") from None
+    except BaseException:
+        _kill_group(proc)
+        raise
+    if proc.returncode != 0:
+        raise _mpi_failure(err, proc.returncode)
+    if err.strip():
+        sys.stderr.write(err)
 
 
 def mpi_runner(procs: int, **run_kw: Any) -> Callable[[Any, dict], list]:

@@ -247,57 +247,22 @@ def run_sim(
     if trace:
         for c in comms:
             c._trace = []
-    kwargs = kwargs or {}
-    coros: list[Coroutine[Any, Any, Any]] = []
-    for c in comms:
-        coro = program(c, *args, **kwargs)
-        if not inspect.iscoroutine(coro):
-            for other in coros:
-                other.close()
-            raise not_async_error(c.rank, program)
-        coros.append(coro)
-    blocked: list[_Block | None] = [None] * size
-    running = [True] * size
-    finish = [0.0] * size
-    results: list[Any] = [None] * size
+    ranks = _Ranks(world, comms, _coroutines(program, comms, args, kwargs or {}))
     wall0 = _time.perf_counter()
-
-    def step(r: int, value: Any) -> None:
-        while True:
-            try:
-                y = coros[r].send(value)
-            except StopIteration as stop:
-                running[r] = False
-                finish[r] = world.sim.now_ns * 1e-9
-                results[r] = stop.value
-                comms[r]._check_awaited()  # a call dropped without await just before returning
-                return
-            except CommError:
-                raise
-            except Exception as e:  # a bug in the rank program: say which rank, and where
-                raise CommError(rank_error(r, e)) from e
-            if not isinstance(y, _Block):
-                raise CommError(f"rank {r} awaited {y!r}; rank programs may only await communicator methods")
-            if all(q.done for q in y.requests):
-                value = [q.value for q in y.requests]
-                continue
-            blocked[r] = y
-            return
-
     try:
         try:
-            _drive(world, coros, step, blocked, running, time_limit)
+            _drive(world, ranks, time_limit)
         except DeadlockError:
             for c in comms:  # the cause is often a call that was never awaited
                 c._check_awaited()
             raise
     finally:
-        for coro in coros:  # on error, end the other ranks' coroutines quietly
+        for coro in ranks.coros:  # on error, end the other ranks' coroutines quietly
             coro.close()
     return Result(
         way="sim",
-        finish_times=finish,
-        results=results,
+        finish_times=ranks.finish,
+        results=ranks.results,
         counters=world.sim.counters(),
         events=world.sim.events_processed,
         wall_s=_time.perf_counter() - wall0,
@@ -308,8 +273,61 @@ def run_sim(
     )
 
 
-def _drive(world: _World, coros: list, step, blocked: list, running: list, time_limit: float | None) -> None:
-    size = len(coros)
+def _coroutines(
+    program: Callable[..., Awaitable[Any]], comms: list[SimComm], args: Sequence[Any], kwargs: dict[str, Any]
+) -> list[Coroutine[Any, Any, Any]]:
+    """``program(comm, *args, **kwargs)`` for every rank; an error if it is not a coroutine function."""
+    coros: list[Coroutine[Any, Any, Any]] = []
+    for c in comms:
+        coro = program(c, *args, **kwargs)
+        if not inspect.iscoroutine(coro):
+            for other in coros:
+                other.close()
+            raise not_async_error(c.rank, program)
+        coros.append(coro)
+    return coros
+
+
+class _Ranks:
+    """The ranks' coroutines and where each stands: blocked on what, still running, finished when,
+    with what result. :meth:`step` resumes one rank until it blocks or returns."""
+
+    def __init__(self, world: _World, comms: list[SimComm], coros: list[Coroutine[Any, Any, Any]]) -> None:
+        size = len(coros)
+        self.world, self.comms, self.coros = world, comms, coros
+        self.blocked: list[_Block | None] = [None] * size
+        self.running = [True] * size
+        self.finish = [0.0] * size
+        self.results: list[Any] = [None] * size
+
+    def step(self, r: int, value: Any) -> None:
+        coro = self.coros[r]
+        while True:
+            try:
+                y = coro.send(value)
+            except StopIteration as stop:
+                self.running[r] = False
+                self.finish[r] = self.world.sim.now_ns * 1e-9
+                self.results[r] = stop.value
+                self.comms[r]._check_awaited()  # a call dropped without await just before returning
+                return
+            except CommError:
+                raise
+            except Exception as e:  # a bug in the rank program: say which rank, and where
+                raise CommError(rank_error(r, e)) from e
+            if not isinstance(y, _Block):
+                raise CommError(f"rank {r} awaited {y!r}; rank programs may only await communicator methods")
+            if all(q.done for q in y.requests):
+                value = [q.value for q in y.requests]
+                continue
+            self.blocked[r] = y
+            return
+
+
+def _drive(world: _World, ranks: _Ranks, time_limit: float | None) -> None:
+    step, running = ranks.step, ranks.running
+    blocked: list = ranks.blocked  # a running rank is blocked whenever the driver looks
+    size = len(ranks.coros)
     for r in range(size):
         step(r, None)
     while any(running):

@@ -337,52 +337,7 @@ class EmuCluster:
             raise EmuError(f"receiver {receiver} is not a host index (0..{n - 1})")
         port = BASE_PORT + (self._runs % 1000)
         tx = [i for i in range(n) if i != receiver][:senders]
-        # The probe imports nothing of parcomm: run it as a file, so each of
-        # the N processes starts in tens of milliseconds, not with the package.
-        probe = [sys.executable, os.path.join(os.path.dirname(__file__), "_probe.py")]
-        specs = [
-            RankSpec(
-                receiver,
-                lay.hosts[receiver].netns,
-                [
-                    *probe,
-                    "recv",
-                    "--port",
-                    str(port),
-                    "--senders",
-                    str(senders),
-                    "--bytes",
-                    str(nbytes),
-                    "--timeout",
-                    str(timeout_s),
-                    "--out",
-                    self._path(f"{receiver}.json"),
-                ],
-                self._path(f"{receiver}.log"),
-            )
-        ]
-        for i in tx:
-            specs.append(
-                RankSpec(
-                    i,
-                    lay.hosts[i].netns,
-                    [
-                        *probe,
-                        "send",
-                        "--to",
-                        lay.hosts[receiver].addr,
-                        "--port",
-                        str(port),
-                        "--bytes",
-                        str(nbytes),
-                        "--timeout",
-                        str(timeout_s),
-                        "--out",
-                        self._path(f"{i}.json"),
-                    ],
-                    self._path(f"{i}.log"),
-                )
-            )
+        specs = self._incast_specs(lay, port, receiver, tx, nbytes, timeout_s)
 
         def work():
             launch(specs, timeout_s + 15)
@@ -408,6 +363,30 @@ class EmuCluster:
             )
 
         return self._measure(work)
+
+    def _incast_specs(
+        self, lay: Layout, port: int, receiver: int, tx: list[int], nbytes: int, timeout_s: float
+    ) -> list[RankSpec]:
+        """The incast's processes: the probe receiving on host ``receiver``, then one sending from each of ``tx``."""
+        # The probe imports nothing of parcomm: run it as a file, so each of
+        # the N processes starts in tens of milliseconds, not with the package.
+        probe = [sys.executable, os.path.join(os.path.dirname(__file__), "_probe.py")]
+        size_time = ["--bytes", str(nbytes), "--timeout", str(timeout_s)]
+        recv = [*probe, "recv", "--port", str(port), "--senders", str(len(tx)), *size_time]
+        specs = [
+            RankSpec(
+                receiver,
+                lay.hosts[receiver].netns,
+                [*recv, "--out", self._path(f"{receiver}.json")],
+                self._path(f"{receiver}.log"),
+            )
+        ]
+        send = [*probe, "send", "--to", lay.hosts[receiver].addr, "--port", str(port), *size_time]
+        for i in tx:
+            specs.append(
+                RankSpec(i, lay.hosts[i].netns, [*send, "--out", self._path(f"{i}.json")], self._path(f"{i}.log"))
+            )
+        return specs
 
     def write_addresses(self, size: int, port: int) -> str:
         """The socket backend's addresses file: line r is ``<host r's address> <port>``."""
@@ -446,56 +425,13 @@ class EmuCluster:
             raise EmuError(f"kwargs must be JSON: {e}") from None
         port = BASE_PORT + (self._runs % 1000)
         addr_file = self.write_addresses(size, port)
-        # The job key: a fresh secret per run in the 0700 work directory (mode 600), named by
-        # path in the ranks' command lines, so the secret itself never appears in argv.
-        key_file = self._path("job.key")
-        if os.path.exists(key_file):
-            os.unlink(key_file)
-        JobKey.generate().write(key_file)
-        py = sys.executable
-        specs = [
-            RankSpec(
-                r,
-                lay.hosts[r].netns,
-                [
-                    py,
-                    *ENTRY_POINT,
-                    "--rank",
-                    str(r),
-                    "--size",
-                    str(size),
-                    "--addresses",
-                    addr_file,
-                    "--program",
-                    ref,
-                    "--kwargs",
-                    kw,
-                    "--out",
-                    self._path(f"{r}.json"),
-                    "--nodelay",
-                    "--key-file",
-                    key_file,
-                    "--timeout",
-                    f"{timeout_s:g}s",
-                    "--connect-timeout",
-                    f"{connect_timeout_s:g}s",
-                ],
-                self._path(f"{r}.log"),
-            )
-            for r in range(size)
-        ]
+        key_file = self._new_job_key()
+        limits = ["--timeout", f"{timeout_s:g}s", "--connect-timeout", f"{connect_timeout_s:g}s"]
+        specs = [self._socket_rank(r, size, addr_file, ref, kw, key_file, limits) for r in range(size)]
 
         def work():
             launch(specs, timeout_s + connect_timeout_s + 30)
-            outs = []
-            for r in range(size):
-                try:
-                    with open(self._path(f"{r}.json")) as f:
-                        outs.append(json.load(f))
-                except (OSError, ValueError) as e:
-                    raise EmuError(f"rank {r} wrote no readable result: {e}") from None
-                if not outs[-1].get("ok", False):
-                    raise EmuError(f"rank {r} failed: {outs[-1].get('error', 'unknown error')}")
+            outs = self._rank_outputs(size)
             t0 = min(o["start_s"] for o in outs)
             finish = [o["finish_s"] - t0 for o in outs]
             return (
@@ -513,6 +449,54 @@ class EmuCluster:
         res = self._measure(work)
         _fill_payload_bytes(res, n)
         return res
+
+    def _new_job_key(self) -> str:
+        """The job key: a fresh secret per run in the 0700 work directory (mode 600), named by
+        path in the ranks' command lines, so the secret itself never appears in argv."""
+        key_file = self._path("job.key")
+        if os.path.exists(key_file):
+            os.unlink(key_file)
+        JobKey.generate().write(key_file)
+        return key_file
+
+    def _socket_rank(
+        self, r: int, size: int, addr_file: str, ref: str, kw: str, key_file: str, limits: list[str]
+    ) -> RankSpec:
+        """Rank r of :meth:`run`: ``python -m parcomm run socket ...`` in host r's namespace."""
+        argv = [
+            sys.executable,
+            *ENTRY_POINT,
+            "--rank",
+            str(r),
+            "--size",
+            str(size),
+            "--addresses",
+            addr_file,
+            "--program",
+            ref,
+            "--kwargs",
+            kw,
+            "--out",
+            self._path(f"{r}.json"),
+            "--nodelay",
+            "--key-file",
+            key_file,
+            *limits,
+        ]
+        return RankSpec(r, self._need_up().hosts[r].netns, argv, self._path(f"{r}.log"))
+
+    def _rank_outputs(self, size: int) -> list[dict]:
+        """Every rank's JSON output; an error naming the first rank that wrote none or failed."""
+        outs = []
+        for r in range(size):
+            try:
+                with open(self._path(f"{r}.json")) as f:
+                    outs.append(json.load(f))
+            except (OSError, ValueError) as e:
+                raise EmuError(f"rank {r} wrote no readable result: {e}") from None
+            if not outs[-1].get("ok", False):
+                raise EmuError(f"rank {r} failed: {outs[-1].get('error', 'unknown error')}")
+        return outs
 
 
 def _fill_payload_bytes(res: Result, n_hosts: int) -> None:

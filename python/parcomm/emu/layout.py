@@ -92,6 +92,27 @@ def _refuse(what: str) -> None:
 def plan(platform: Mapping[str, Any], run: RunName, subnet: str = "10.213.0.0/24") -> Layout:
     """Check that ``platform`` can be emulated and lay it out on namespaces."""
     hosts = platform.get("hosts") or []
+    sw = _the_switch(platform, hosts)
+    swname = sw["name"]
+    buf = dict(sw["buffer"])
+    _check_switch(sw, buf)
+    link_of = _host_links(platform, swname, {h["name"] for h in hosts})
+    net = ipaddress.ip_network(subnet)
+    out, not_emulated = _host_plans(hosts, link_of, swname, run, list(net.hosts()))
+    run.namespaces = [h.netns for h in out] + [run.switch_ns]
+    return Layout(
+        run=run,
+        hosts=out,
+        subnet=str(net),
+        buffer=buf,
+        switch_name=swname,
+        platform_name=str(platform.get("name", "")),
+        not_emulated=not_emulated,
+    )
+
+
+def _the_switch(platform: Mapping[str, Any], hosts: list) -> Mapping[str, Any]:
+    """The one switch of a star platform (hosts on one switch, at most :data:`MAX_HOSTS`)."""
     switches = platform.get("switches") or []
     if platform.get("segments"):
         _refuse("shared segments (CSMA/CD buses): only star platforms (hosts on one switch) are supported")
@@ -103,9 +124,12 @@ def plan(platform: Mapping[str, Any], run: RunName, subnet: str = "10.213.0.0/24
         _refuse("a platform without hosts")
     if len(hosts) > MAX_HOSTS:
         _refuse(f"{len(hosts)} hosts: at most {MAX_HOSTS} fit one /24")
-    sw = switches[0]
+    return switches[0]
+
+
+def _check_switch(sw: Mapping[str, Any], buf: dict) -> None:
+    """Refuse what a Linux bridge with shaped ports cannot do."""
     swname = sw["name"]
-    buf = dict(sw["buffer"])
     if buf["unit"] not in ("bytes", "packets"):
         _refuse(f"switch {swname}: a buffer in {buf['unit']} (ATM cells); use bytes or packets")
     if sw.get("flow_control"):
@@ -115,8 +139,10 @@ def plan(platform: Mapping[str, Any], run: RunName, subnet: str = "10.213.0.0/24
     if float(sw.get("latency_s") or 0) > 0:
         _refuse(f"switch {swname}: latency_s > 0 needs netem, which this kernel lacks")
 
+
+def _host_links(platform: Mapping[str, Any], swname: str, names: set[str]) -> dict[str, Mapping[str, Any]]:
+    """Each host's one link to the switch, by host name; links netem would be needed for are refused."""
     link_of: dict[str, Mapping[str, Any]] = {}
-    names = {h["name"] for h in hosts}
     for ln in platform.get("links") or []:
         a, b = ln["a"], ln["b"]
         host_end = a if b == swname else b if a == swname else None
@@ -135,9 +161,13 @@ def plan(platform: Mapping[str, Any], run: RunName, subnet: str = "10.213.0.0/24
         if ln.get("framing", "ethernet") == "atm":
             _refuse(f"link {a}-{b}: ATM framing")
         link_of[host_end] = ln
+    return link_of
 
-    net = ipaddress.ip_network(subnet)
-    addrs = list(net.hosts())
+
+def _host_plans(
+    hosts: list, link_of: Mapping[str, Mapping[str, Any]], swname: str, run: RunName, addrs: list
+) -> tuple[list[HostPlan], list[str]]:
+    """Each host's namespace, address and link; and what of the hosts is not emulated (sorted)."""
     out: list[HostPlan] = []
     not_emulated: set[str] = set()
     for i, h in enumerate(hosts):
@@ -166,13 +196,4 @@ def plan(platform: Mapping[str, Any], run: RunName, subnet: str = "10.213.0.0/24
         not_emulated.add("tcp.clock_granularity_s (Linux keeps its own timer granularity)")
     if any(h.tcp.get("rto_initial_s") not in (None, 1.0) for h in out):
         not_emulated.add("tcp.rto_initial_s (Linux's initial RTO is 1 s)")
-    run.namespaces = [h.netns for h in out] + [run.switch_ns]
-    return Layout(
-        run=run,
-        hosts=out,
-        subnet=str(net),
-        buffer=buf,
-        switch_name=swname,
-        platform_name=str(platform.get("name", "")),
-        not_emulated=sorted(not_emulated),
-    )
+    return out, sorted(not_emulated)

@@ -346,25 +346,8 @@ def run_studies(
             priority=rank.get(name, len(rank)),
         )
         ctx.out_dir.mkdir(parents=True, exist_ok=True)
-        t0 = time.perf_counter()
-        try:
-            rep: StudyReport = mod.run(ctx)
-        finally:
-            if ctx._plotting:
-                ctx._plotting = False
-                plot_lock.release()
-        rep.wall_s = time.perf_counter() - t0
-        rep.quick = quick
-        written = {f"{stem}.png": text for stem, text in getattr(mod, "CAPTIONS", {}).items()}
-        rep.captions = {**ctx.captions, **{k: v for k, v in written.items() if k in ctx.captions}, **rep.captions}
-        for tname, rows in rep.tables.items():
-            _write_table(ctx.out_dir / tname, rows)
-        if rep.ways:
-            _write_table(ctx.out_dir / "four_ways", [{k: v for k, v in r.items() if k != "skipped"} for r in rep.ways])
-        if rep.paper_values:
-            _write_table(ctx.out_dir / "paper_values", rep.paper_values)
-        (ctx.out_dir / "report.json").write_text(strictjson.dumps(asdict(rep)))
-        (ctx.out_dir / "section.html").write_text(_html_section(rep, ctx.out_dir))
+        rep = _run_study(mod, ctx)
+        _write_study(rep, ctx.out_dir)
         # The index gathers every study on disk, so studies run one at a time add up.
         with index_lock:
             write_index(out, info, order=list(STUDIES))
@@ -380,3 +363,31 @@ def run_studies(
             return [f.result() for f in futures]
     finally:
         shared.close()
+
+
+def _run_study(mod: Any, ctx: StudyContext) -> StudyReport:
+    """``mod.run(ctx)``, timed, with the captions of its figures; the plot lock released after it."""
+    t0 = time.perf_counter()
+    try:
+        rep: StudyReport = mod.run(ctx)
+    finally:
+        if ctx._plotting:
+            ctx._plotting = False
+            ctx.plot_lock.release()
+    rep.wall_s = time.perf_counter() - t0
+    rep.quick = ctx.quick
+    written = {f"{stem}.png": text for stem, text in getattr(mod, "CAPTIONS", {}).items()}
+    rep.captions = {**ctx.captions, **{k: v for k, v in written.items() if k in ctx.captions}, **rep.captions}
+    return rep
+
+
+def _write_study(rep: StudyReport, out_dir: Path) -> None:
+    """A study's tables (CSV and JSON), its report.json and its section of the HTML report."""
+    for tname, rows in rep.tables.items():
+        _write_table(out_dir / tname, rows)
+    if rep.ways:
+        _write_table(out_dir / "four_ways", [{k: v for k, v in r.items() if k != "skipped"} for r in rep.ways])
+    if rep.paper_values:
+        _write_table(out_dir / "paper_values", rep.paper_values)
+    (out_dir / "report.json").write_text(strictjson.dumps(asdict(rep)))
+    (out_dir / "section.html").write_text(_html_section(rep, out_dir))

@@ -72,6 +72,7 @@ from ..apps.hpa.quest import QuestParams, load, quest_info, write_quest
 from ..comm import run_sim
 from ..platform import apply_rto, atm_cluster, set_rto
 from ..platform.atm import AN1000_BUFFER_CELLS, SOLARIS_2_5_1_TCP
+from ..result import WaySummary, compare
 from . import paper_data
 from .framework import NOT_IN_QUICK, Comparison, StudyContext, StudyReport, skip, way_row
 from .paper_data import oguchi as paper
@@ -483,28 +484,30 @@ def _emulation(ctx: StudyContext) -> tuple[list[dict], str]:
             for twin in TWINS
         ]
         for backend, runs in (("emulated (Linux TCP)", ems), *twins):
-            tots = [res.host_totals() for res in runs]
-            times = [res.time for res in runs]
-            retx = [(t["bytes_retransmitted"] or 0) / EMU_HOSTS for t in tots]
             notes = runs[0].extra.get("tcp_notes", []) or [] if backend.startswith("em") else []
-            rows.append(
-                {
-                    "rto": lab,
-                    "backend": backend,
-                    "runs": len(runs),
-                    "time_s": float(np.mean(times)),
-                    "time_min_s": min(times),
-                    "time_max_s": max(times),
-                    "retx_bytes_per_host": float(np.mean(retx)),
-                    "retx_min": min(retx),
-                    "retx_max": max(retx),
-                    "timeouts": float(np.mean([t["timeouts"] for t in tots])),
-                    "fast_retransmits": float(np.mean([t["fast_retransmits"] for t in tots])),
-                    "port_drops": float(np.mean([res.port_drops() for res in runs])),
-                    "tcp_notes": f"{len(notes)} settings adjusted by the kernel, e.g. {notes[0]}" if notes else "",
-                }
-            )
+            rows.append(_emulation_row(lab, backend, compare(runs)[runs[0].way], notes))
     return rows, ""
+
+
+def _emulation_row(lab: str, backend: str, s: WaySummary, tcp_notes: list[str]) -> dict:
+    """One backend's runs of one RTO setting (:func:`parcomm.result.compare`'s summary of them):
+    means and ranges over the runs, retransmitted bytes per host."""
+    retx = [(t["bytes_retransmitted"] or 0) / EMU_HOSTS for t in s.host_totals_s]
+    return {
+        "rto": lab,
+        "backend": backend,
+        "runs": s.runs,
+        "time_s": float(np.mean(s.times_s)),
+        "time_min_s": min(s.times_s),
+        "time_max_s": max(s.times_s),
+        "retx_bytes_per_host": float(np.mean(retx)),
+        "retx_min": min(retx),
+        "retx_max": max(retx),
+        "timeouts": float(np.mean([t["timeouts"] for t in s.host_totals_s])),
+        "fast_retransmits": float(np.mean([t["fast_retransmits"] for t in s.host_totals_s])),
+        "port_drops": float(np.mean(s.port_drops_s)),
+        "tcp_notes": f"{len(tcp_notes)} settings adjusted by the kernel, e.g. {tcp_notes[0]}" if tcp_notes else "",
+    }
 
 
 # ---- the study ----------------------------------------------------------------

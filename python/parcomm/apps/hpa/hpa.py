@@ -128,7 +128,21 @@ async def hpa(
     subset and candidate; not the probes of received itemsets), see
     :func:`work_profile` and :func:`spread_scales`.
     """
-    p, me = comm.size, comm.rank
+    _check_options(block_bytes, weight, payload, wire)
+    weight = int(weight)
+    sim = _is_sim(comm)
+    if cost is None and sim:
+        cost = CostModel()
+    if not sim:
+        cost = None
+        payload = "itemsets"
+    tx = load(path, comm.rank, comm.size)
+    scales = (cpu_scale[comm.rank] if cpu_scale is not None else {}) if cost else {}
+    mode = _PassMode(payload, wire, block_bytes, weight, pace_s)
+    return await _mine(comm, tx, min_support, max_len, cost, scales, mode, sim, itemsets)
+
+
+def _check_options(block_bytes: int, weight: int, payload: str, wire: str) -> None:
     if block_bytes < 64:
         raise ValueError(f"block_bytes must be at least 64, got {block_bytes}")
     if int(weight) != weight or weight < 1:
@@ -137,27 +151,32 @@ async def hpa(
         raise ValueError(f"payload must be 'itemsets' or 'counts', got {payload!r}")
     if wire not in ("itemsets", "index"):
         raise ValueError(f"wire must be 'itemsets' or 'index', got {wire!r}")
-    weight = int(weight)
-    sim = _is_sim(comm)
-    if cost is None and sim:
-        cost = CostModel()
-    if not sim:
-        cost = None
-        payload = "itemsets"
-    tx = load(path, me, p)
-    scales = (cpu_scale[me] if cpu_scale is not None else {}) if cost else {}
+
+
+async def _mine(
+    comm: Any,
+    tx: Transactions,
+    min_support: float,
+    max_len: int | None,
+    cost: CostModel | None,
+    scales: dict,
+    mode: _PassMode,
+    sim: bool,
+    itemsets: str,
+) -> dict:
+    """Every pass on this rank's transactions ``tx``; :func:`hpa`'s result."""
+    me = comm.rank
     snapshots: list[dict] = []
     t_begin = comm.wtime()
     cpu_begin = time.process_time()
     if sim and me == 0:
         snapshots.append(_snapshot_counters(comm, 1))
-    first, d_total, minc = await _pass1(comm, tx, weight, cost, scales.get(1, 1.0), min_support)
+    first, d_total, minc = await _pass1(comm, tx, mode.weight, cost, scales.get(1, 1.0), min_support)
     levels = [(first.rows, first.counts)]
     passes = [first.record]
     # passes k >= 2, until no itemset is large
     rows = first.rows
-    itemsize = 2 if (len(rows) == 0 or int(rows.max()) < 65536) else 4
-    mode = _PassMode(payload, wire, itemsize, block_bytes, weight, pace_s)
+    mode = replace(mode, itemsize=2 if (len(rows) == 0 or int(rows.max()) < 65536) else 4)
     work = tx
     k = 2
     while len(levels[-1][0]) and (max_len is None or k <= max_len):
@@ -178,7 +197,7 @@ async def hpa(
     out_d = {
         "rank": me,
         "n_transactions": d_total,
-        "local_transactions": len(tx) * weight,
+        "local_transactions": len(tx) * mode.weight,
         "min_count": minc,
         "passes": passes,
         "time_s": comm.wtime() - t_begin,
@@ -207,10 +226,10 @@ class _PassMode:
 
     payload: str
     wire: str
-    itemsize: int  # bytes of an item id: 2 while every id < 65536
     block_bytes: int
     weight: int
     pace_s: float
+    itemsize: int = 2  # bytes of an item id: 2 while every id < 65536 (set from L_1)
 
     def per_block(self, k: int) -> int:
         row_bytes = 4 if self.wire == "index" and self.payload == "itemsets" else k * self.itemsize

@@ -236,55 +236,79 @@ def _permutations_emulated(rng: np.random.Generator, ks: list[int]) -> np.ndarra
     cstart = np.cumsum(nc) - nc
     # call c of permutation s (c = cstart[s] .. cstart[s] + k - 2) has i = k - 1 - (c - cstart[s])
     imax = np.repeat(k - 1 + cstart, nc) - np.arange(ncalls, dtype=np.int64)
-    kmax = int(k.max())
+    vals = _random_intervals(bg, imax, int(k.max()))
+    _shuffle(perm, k, off, cstart, vals)
+    return perm
+
+
+def _halves(raw: np.ndarray) -> np.ndarray:
+    """64-bit outputs as the 32-bit values next_uint32 hands out: low half first."""
+    v = np.empty(2 * len(raw), dtype=np.uint64)
+    v[0::2] = raw & np.uint64(0xFFFFFFFF)
+    v[1::2] = raw >> np.uint64(32)
+    return v
+
+
+def _random_intervals(bg: np.random.BitGenerator, imax: np.ndarray, kmax: int) -> np.ndarray:
+    """``random_interval(i)`` for each ``i`` of ``imax`` in order, leaving ``bg`` as those calls would."""
+    ncalls = len(imax)
     masks = np.arange(kmax, dtype=np.int64)  # smallest all-ones mask >= i, by table
     for sh in (1, 2, 4, 8, 16, 32):
         masks |= masks >> sh
     mask = masks[imax]
     st = bg.state
     h0 = int(st["has_uint32"])
-
-    def halves(raw: np.ndarray) -> np.ndarray:
-        v = np.empty(2 * len(raw), dtype=np.uint64)
-        v[0::2] = raw & np.uint64(0xFFFFFFFF)
-        v[1::2] = raw >> np.uint64(32)
-        return v
-
-    v32 = halves(bg.random_raw(ncalls + 64))
+    v32 = _halves(bg.random_raw(ncalls + 64))
     if h0:
         v32 = np.concatenate([np.array([st["uinteger"]], dtype=np.uint64), v32])
     # Only calls whose mask exceeds i can reject; call c takes the value at
     # c + r, r the number of rejections so far.
-    offs = np.zeros(ncalls, dtype=np.int64)
     rej = np.nonzero((masks != np.arange(kmax))[imax])[0]
-    if len(rej):
-        vl = v32.tolist()
-        limit = len(vl)
-        r = 0
-        ev_c: list[int] = []  # calls that rejected, and r after them
-        ev_r: list[int] = []
-        for c, i, m in zip(rej.tolist(), imax[rej].tolist(), mask[rej].tolist()):
-            if (vl[c + r] & m) > i:
-                r += 1
-                while True:
-                    if ncalls + r >= limit:  # ran out of drawn values (very unlikely)
-                        ext = halves(bg.random_raw(ncalls + 64))
-                        v32 = np.concatenate([v32, ext])
-                        vl.extend(ext.tolist())
-                        limit = len(vl)
-                    if (vl[c + r] & m) <= i:
-                        break
-                    r += 1
-                ev_c.append(c)
-                ev_r.append(r)
-        if ev_c:
-            offs[ev_c] = ev_r
-            np.maximum.accumulate(offs, out=offs)
+    offs, v32 = _rejections(bg, v32, rej, imax, mask)
     pos = np.arange(ncalls, dtype=np.int64) + offs
     vals = (v32[pos] & mask.astype(np.uint64)).astype(np.int64)
-    # The bit generator's state after consuming pos[-1] + 1 32-bit values.
-    used = int(pos[-1]) + 1 - h0
     bg.state = st
+    _consume(bg, int(pos[-1]) + 1 - h0, v32, h0)
+    return vals
+
+
+def _rejections(
+    bg: np.random.BitGenerator, v32: np.ndarray, rej: np.ndarray, imax: np.ndarray, mask: np.ndarray
+) -> tuple[np.ndarray, np.ndarray]:
+    """For each call, how many values earlier calls rejected (the offset of its value in ``v32``),
+    and ``v32`` extended if the rejections ran past the values drawn."""
+    ncalls = len(imax)
+    offs = np.zeros(ncalls, dtype=np.int64)
+    if not len(rej):
+        return offs, v32
+    vl = v32.tolist()
+    limit = len(vl)
+    r = 0
+    ev_c: list[int] = []  # calls that rejected, and r after them
+    ev_r: list[int] = []
+    for c, i, m in zip(rej.tolist(), imax[rej].tolist(), mask[rej].tolist()):
+        if (vl[c + r] & m) > i:
+            r += 1
+            while True:
+                if ncalls + r >= limit:  # ran out of drawn values (very unlikely)
+                    ext = _halves(bg.random_raw(ncalls + 64))
+                    v32 = np.concatenate([v32, ext])
+                    vl.extend(ext.tolist())
+                    limit = len(vl)
+                if (vl[c + r] & m) <= i:
+                    break
+                r += 1
+            ev_c.append(c)
+            ev_r.append(r)
+    if ev_c:
+        offs[ev_c] = ev_r
+        np.maximum.accumulate(offs, out=offs)
+    return offs, v32
+
+
+def _consume(bg: np.random.BitGenerator, used: int, v32: np.ndarray, h0: int) -> None:
+    """Put ``bg`` (back at its state before the draws) in the state after consuming ``used``
+    32-bit values beyond the buffered half (``h0``: there was one)."""
     if used <= 0:
         st2 = bg.state
         st2["has_uint32"] = 0
@@ -298,8 +322,11 @@ def _permutations_emulated(rng: np.random.Generator, ks: list[int]) -> np.ndarra
         else:
             st2["has_uint32"] = 0
     bg.state = st2
-    # Fisher-Yates level by level (i from high to low); permutations are
-    # independent, so each level is one vectorised swap over those with k > i.
+
+
+def _shuffle(perm: np.ndarray, k: np.ndarray, off: np.ndarray, cstart: np.ndarray, vals: np.ndarray) -> None:
+    """Fisher-Yates level by level (i from high to low); permutations are
+    independent, so each level is one vectorised swap over those with k > i."""
     order = np.argsort(-k, kind="stable")
     ksorted = k[order]
     for i in range(int(ksorted[0]) - 1, 0, -1):
@@ -310,7 +337,6 @@ def _permutations_emulated(rng: np.random.Generator, ks: list[int]) -> np.ndarra
         tmp = perm[a]
         perm[a] = perm[b]
         perm[b] = tmp
-    return perm
 
 
 _EMULATION_OK: bool | None = None
@@ -371,30 +397,59 @@ def _gen_chunk(
     pat_off, pat_items, plen, corr = prep if prep is not None else _prepare(pats)
     rng = np.random.default_rng([p.seed, chunk])
     sizes = (1 + rng.poisson(p.avg_len - 1, size=n)).tolist()
-    npick = 4 * n + 16
-    nu = 16 * n + 64
-    last = len(cum) - 1
+    draws = _ChunkDraws(rng, cum, n, plen)
+    occ, tx_end = _fill_transactions(draws, sizes, plen, corr)
+    src, start, m_arr = _occurrence_items(occ, draws, pat_off, pat_items, plen)
+    base = int(pat_items.max()) + 1 if len(pat_items) else 1
+    return _sorted_unique_per_transaction(n, src, start, m_arr, tx_end, base)
 
-    def picks(buf: np.ndarray) -> list[int]:
-        return np.minimum(np.searchsorted(cum, buf, side="right"), last).tolist()
 
-    pick = picks(rng.random(npick))
-    uni = rng.random(nu).tolist()
-    # One permutation per corrupted pattern, in draw order: the pattern and
-    # how many of its items are kept (the first m of the permutation).
-    perm_j: list[int] = []
-    perm_m: list[int] = []
-    perm_blocks: list[np.ndarray] = []
-    drawn = 0
+class _ChunkDraws:
+    """A chunk's random stream after the sizes: pattern picks and uniforms in batches, and one
+    permutation per corrupted pattern, drawn in bulk just before a refill (the permutations come
+    first, so the refilled batch is the one the straightforward loop would draw)."""
 
-    def draw_pending() -> None:  # before a refill: the permutations come first
-        nonlocal drawn
-        if drawn < len(perm_j):
-            perm_blocks.append(_permutations(rng, [plen[j] for j in perm_j[drawn:]]))
-            drawn = len(perm_j)
+    def __init__(self, rng: np.random.Generator, cum: np.ndarray, n: int, plen: list[int]) -> None:
+        self.rng, self.cum, self.last, self.plen = rng, cum, len(cum) - 1, plen
+        self.npick = 4 * n + 16
+        self.nu = 16 * n + 64
+        self.pick = self._picks()
+        self.uni: list[float] = rng.random(self.nu).tolist()
+        # One permutation per corrupted pattern, in draw order: the pattern and
+        # how many of its items are kept (the first m of the permutation).
+        self.perm_j: list[int] = []
+        self.perm_m: list[int] = []
+        self.perm_blocks: list[np.ndarray] = []
+        self.drawn = 0
 
-    # Patterns put into transactions: j >= 0 for pattern j whole, -1 - s for
-    # the corrupted pattern of permutation s; tx_end[t] = end of transaction t.
+    def _picks(self) -> list[int]:
+        buf = self.rng.random(self.npick)
+        return np.minimum(np.searchsorted(self.cum, buf, side="right"), self.last).tolist()
+
+    def draw_pending(self) -> None:
+        if self.drawn < len(self.perm_j):
+            self.perm_blocks.append(_permutations(self.rng, [self.plen[j] for j in self.perm_j[self.drawn :]]))
+            self.drawn = len(self.perm_j)
+
+    def refill_picks(self) -> list[int]:
+        self.draw_pending()
+        return self._picks()
+
+    def refill_uniforms(self) -> list[float]:
+        self.draw_pending()
+        return self.rng.random(self.nu).tolist()
+
+
+def _fill_transactions(
+    draws: _ChunkDraws, sizes: list[int], plen: list[int], corr: list[float]
+) -> tuple[list[int], list[int]]:
+    """The lean pass: which patterns go into which transaction, and how many of their items.
+
+    Returns the patterns put into transactions, ``j >= 0`` for pattern j whole and ``-1 - s`` for
+    the corrupted pattern of permutation s, and ``tx_end[t]``, the end of transaction t among them.
+    """
+    pick, uni = draws.pick, draws.uni
+    perm_j, perm_m = draws.perm_j, draws.perm_m
     occ: list[int] = []
     tx_end: list[int] = []
     pending = None
@@ -409,8 +464,7 @@ def _gen_chunk(
             try:
                 j = pick[ip]
             except IndexError:
-                draw_pending()
-                pick, ip = picks(rng.random(npick)), 0
+                pick, ip = draws.refill_picks(), 0
                 j = pick[0]
             ip += 1
             k = plen[j]
@@ -421,8 +475,7 @@ def _gen_chunk(
                 try:
                     u = uni[iu]
                 except IndexError:
-                    draw_pending()
-                    uni, iu = rng.random(nu).tolist(), 0
+                    uni, iu = draws.refill_uniforms(), 0
                     u = uni[0]
                 iu += 1
                 if u >= c:
@@ -441,8 +494,7 @@ def _gen_chunk(
                 try:
                     u = uni[iu]
                 except IndexError:
-                    draw_pending()
-                    uni, iu = rng.random(nu).tolist(), 0
+                    uni, iu = draws.refill_uniforms(), 0
                     u = uni[0]
                 iu += 1
                 if u >= 0.5:
@@ -451,10 +503,15 @@ def _gen_chunk(
             occ.append(code)
             have += k
         tx_end.append(len(occ))
-    draw_pending()
+    draws.draw_pending()
+    return occ, tx_end
 
-    # Gather the kept items: the whole pattern, or the first m entries of its
-    # permutation; then sort and deduplicate within each transaction.
+
+def _occurrence_items(
+    occ: list[int], draws: _ChunkDraws, pat_off: np.ndarray, pat_items: np.ndarray, plen: list[int]
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Where each occurrence's kept items are: ``src[start:start + m]``, the whole pattern or the
+    first m entries of its permutation (each permutation's items follow the patterns in ``src``)."""
     code = np.array(occ, dtype=np.int64)
     cor = code < 0
     whole = ~cor
@@ -464,22 +521,29 @@ def _gen_chunk(
     start[whole] = pat_off[code[whole]]
     m_arr[whole] = np_plen[code[whole]]
     src = pat_items
-    if perm_j:
-        pj = np.array(perm_j, dtype=np.int64)
+    if draws.perm_j:
+        pj = np.array(draws.perm_j, dtype=np.int64)
         pk = np_plen[pj]
         poff = np.cumsum(pk) - pk
         # each permutation's pattern items in permuted order, after the patterns
-        perm_items = pat_items[np.repeat(pat_off[pj], pk) + np.concatenate(perm_blocks)]
+        perm_items = pat_items[np.repeat(pat_off[pj], pk) + np.concatenate(draws.perm_blocks)]
         src = np.concatenate([pat_items, perm_items])
         s_idx = -1 - code[cor]
         start[cor] = len(pat_items) + poff[s_idx]
-        m_arr[cor] = np.array(perm_m, dtype=np.int64)[s_idx]
+        m_arr[cor] = np.array(draws.perm_m, dtype=np.int64)[s_idx]
+    return src, start, m_arr
+
+
+def _sorted_unique_per_transaction(
+    n: int, src: np.ndarray, start: np.ndarray, m_arr: np.ndarray, tx_end: list[int], base: int
+) -> tuple[np.ndarray, np.ndarray]:
+    """Gather the occurrences' items, then sort and deduplicate them within each transaction
+    (one sort of ``transaction * base + item`` keys); ``base`` exceeds every item id."""
     cm = np.cumsum(m_arr)
     total = int(cm[-1]) if len(cm) else 0
     idx = np.repeat(start - (cm - m_arr), m_arr) + np.arange(total, dtype=np.int64)
     # items per transaction (before deduplication), from the occurrence bounds
     per_tx = np.diff(np.concatenate(([0], cm))[np.array([0] + tx_end, dtype=np.int64)])
-    base = int(pat_items.max()) + 1 if len(pat_items) else 1
     key = np.repeat(np.arange(n, dtype=np.int64) * base, per_tx) + src[idx]
     key.sort()
     if total:
