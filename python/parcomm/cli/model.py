@@ -43,6 +43,43 @@ def _pattern_ks(text: str | None) -> list[int] | None:
     return ks
 
 
+#: Backends that build the --platform (the others are this machine's processes).
+EMULATED_OR_SIMULATED = ("sim", "emu", "emu-mpi")
+
+
+def _measure_runner(held, backend: str, platform_spec: str, procs: int | None, seed: int):
+    """(runner, ranks, flow control) for ``parcomm measure``; an emulated cluster and
+    hydra's scratch directory are released by ``held`` (an ExitStack)."""
+    if backend not in EMULATED_OR_SIMULATED:
+        if not procs:
+            raise ValueError(f"--backend {backend} needs --procs")
+        if backend == "local":
+            from ..comm.launch import local_runner
+
+            return local_runner(procs, timeout=120), procs, False
+        from ..comm.mpi import mpi_runner
+
+        return mpi_runner(procs, timeout=120), procs, False
+    from ..platform import as_platform
+
+    plat = as_platform(platform_spec)
+    n = procs or len(plat["hosts"])
+    fc = any(s.get("flow_control") for s in plat.get("switches", []))
+    if backend == "sim":
+        from ..measure import sim_runner
+
+        return sim_runner(plat, n, seed), n, fc
+    from ..emu import EmuCluster
+    from ..measure.emu_mpi import emu_mpi_runner, emu_runner
+
+    cluster = EmuCluster(plat).up()
+    held.callback(cluster.down)
+    if backend == "emu":
+        return emu_runner(cluster, n), n, fc
+    scratch = held.enter_context(tempfile.TemporaryDirectory(prefix="parcomm-measure-"))  # hydra's launcher script
+    return emu_mpi_runner(cluster, n, Path(scratch)), n, fc
+
+
 @click.command()
 @click.option(
     "--backend",
@@ -111,65 +148,38 @@ def measure(
     The procedure is a set of rank programs; the simulator, local TCP
     processes and MPI run them unchanged.
     """
+    from contextlib import ExitStack
+
     from rich.console import Console
 
     from ..measure import measure as do_measure
-    from ..measure import sim_runner
-    from ..platform import as_platform
 
     size_list = parse_with(_sizes, sizes, "--sizes")
     rto_s = parse_with(lambda v: parse_duration(v, "--rto", require_unit=True), rto, "--rto")
     ks = _pattern_ks(pattern_ks)
-    cluster = None
-    scratch = tempfile.TemporaryDirectory(prefix="parcomm-measure-") if backend == "emu-mpi" else None
     try:
-        if backend in ("sim", "emu", "emu-mpi"):
-            plat = as_platform(platform_spec)
-            n = procs or len(plat["hosts"])
-            fc = any(s.get("flow_control") for s in plat.get("switches", []))
-            if backend == "sim":
-                runner = sim_runner(plat, n, seed)
-            else:
-                from ..emu import EmuCluster
-                from ..measure.emu_mpi import emu_mpi_runner, emu_runner
-
-                cluster = EmuCluster(plat).up()
-                if scratch is None:
-                    runner = emu_runner(cluster, n)
-                else:  # hydra's launcher script lives in the scratch directory
-                    runner = emu_mpi_runner(cluster, n, Path(scratch.name))
-        else:
-            if not procs:
-                raise ValueError(f"--backend {backend} needs --procs")
-            n, fc = procs, False
-            if backend == "local":
-                from ..comm.launch import local_runner
-
-                runner = local_runner(n, timeout=120)
-            else:
-                from ..comm.mpi import mpi_runner
-
-                runner = mpi_runner(n, timeout=120)
-        con = Console(stderr=True)
-        with con.status("measuring") as status:
-            params = do_measure(
-                runner,
-                n,
-                size_list,
-                patterns=patterns,
-                pattern_ks=ks,
-                rel_ci=rel_ci,
-                rto_s=rto_s,
-                flow_control=fc,
-                progress=status.update,
-                rto_probe=rto_probe,
-                rto_calls=rto_calls,
-                meta={
-                    "platform": platform_spec if backend in ("sim", "emu", "emu-mpi") else backend,
-                    "backend": backend,
-                    "seed": seed,
-                },
-            )
+        with ExitStack() as held:
+            runner, n, fc = _measure_runner(held, backend, platform_spec, procs, seed)
+            con = Console(stderr=True)
+            with con.status("measuring") as status:
+                params = do_measure(
+                    runner,
+                    n,
+                    size_list,
+                    patterns=patterns,
+                    pattern_ks=ks,
+                    rel_ci=rel_ci,
+                    rto_s=rto_s,
+                    flow_control=fc,
+                    progress=status.update,
+                    rto_probe=rto_probe,
+                    rto_calls=rto_calls,
+                    meta={
+                        "platform": platform_spec if backend in EMULATED_OR_SIMULATED else backend,
+                        "backend": backend,
+                        "seed": seed,
+                    },
+                )
         params.save(out)
     except (ValueError, OSError) as e:
         raise UserError(str(e)) from None
@@ -180,11 +190,6 @@ def measure(
         if isinstance(e, (CommError, EmuError)):
             raise UserError(f"measurement failed on backend {backend}: {e}") from None
         raise
-    finally:
-        if cluster is not None:
-            cluster.down()
-        if scratch is not None:
-            scratch.cleanup()
     q = params.queue_bytes
     overflowed = params.meta.get("queue_overflow_seen")
     bound = " (a lower bound: the flood never overflowed the port)" if overflowed is False else ""
