@@ -90,48 +90,83 @@ def _waits(params, times: dict[str, dict[int, list[float]]]) -> tuple[list[int],
 
 def run_procs(ctx: StudyContext, plan: EmuPlan, procs: int, models: tuple[str, ...]) -> tuple[list[dict], dict]:
     from ..emu import EmuCluster
+
+    with EmuCluster(platform(plan, procs)) as cl:
+        params = _parameters(ctx, cl, plan, procs)
+        actual, mpi, choices = _mpich_runs(ctx, cl, plan, procs, params)
+    emitted = _emitted_penalties(choices[procs], mpi, procs)
+    return _rows(params, actual, plan, procs, models), {
+        "profile": PROFILE,
+        "procs": procs,
+        "q_bytes": params.queue_bytes,
+        "L_s": params.L,
+        "probe_sizes": params.rto_sizes,
+        "rto_waits_probe": params.rto_waits,
+        "port_buffer_bytes": plan.buffer,
+        "rate_bps": plan.rate_bps,
+        "emitted_rules": emitted,
+        "emitted_penalty": statistics.fmean(e["penalty"] for e in emitted),
+    }
+
+
+def _parameters(ctx: StudyContext, cl, plan: EmuPlan, procs: int):
+    """PlogP-BR's parameters by `parcomm measure`'s procedure on the cluster, and
+    PlogP-BR+'s RTO waits from a short MPICH run at the probe sizes."""
     from ..measure import measure
-    from ..measure.emu_mpi import emu_runner, installed_mpich_selection, mpich_alltoall
-    from ..models import make_model
+    from ..measure.emu_mpi import emu_runner, mpich_alltoall
+
+    ctx.progress(f"emulation P={procs}: measuring the parameters (socket backend)")
+    params = measure(
+        emu_runner(cl, procs),
+        procs,
+        plan.measure_sizes,
+        rel_ci=0.1,
+        max_reps=6,
+        rto_s=0.2,
+        pattern_ks=[1, procs // 2, procs - 1],
+        meta={
+            "platform": f"opteron:{procs} at {plan.rate_bps / 1e6:g} Mbit/s, port {plan.buffer} B, emulated",
+            "backend": "emu (socket)",
+        },
+    )
+    ctx.progress(f"emulation P={procs}: RTO probe (MPICH)")
+    work = Path(ctx.out_dir) / f"emu_p{procs}"
+    probe = mpich_alltoall(cl, procs, plan.probe_sizes, plan.probe_calls, work / "probe", timeout_s=plan.timeout_s)
+    params.rto_sizes, params.rto_waits = _waits(params, probe)
+    params.meta.update(rto_probe_calls=plan.probe_calls, rto_probe_backend="emu (MPICH)")
+    params.save(Path(ctx.out_dir) / f"params_emu_p{procs}.json")
+    return params
+
+
+def _mpich_runs(ctx: StudyContext, cl, plan: EmuPlan, procs: int, params):
+    """A and B at the sweep's sizes ("actual"), and MPI_Alltoall with the selection
+    file PlogP-BR+ emitted beside MPI_Alltoall forced to each algorithm."""
+    from ..measure.emu_mpi import installed_mpich_selection, mpich_alltoall
     from ..models.emit import grid_choices, mpich_json
 
     work = Path(ctx.out_dir) / f"emu_p{procs}"
-    with EmuCluster(platform(plan, procs)) as cl:
-        ctx.progress(f"emulation P={procs}: measuring the parameters (socket backend)")
-        params = measure(
-            emu_runner(cl, procs),
-            procs,
-            plan.measure_sizes,
-            rel_ci=0.1,
-            max_reps=6,
-            rto_s=0.2,
-            pattern_ks=[1, procs // 2, procs - 1],
-            meta={
-                "platform": f"opteron:{procs} at {plan.rate_bps / 1e6:g} Mbit/s, port {plan.buffer} B, emulated",
-                "backend": "emu (socket)",
-            },
+    ctx.progress(f"emulation P={procs}: Alltoall A and B (MPICH)")
+    actual = mpich_alltoall(cl, procs, plan.sizes, plan.reps, work / "actual", timeout_s=plan.timeout_s)
+    ctx.progress(f"emulation P={procs}: MPI_Alltoall with the emitted selection file")
+    sel = work / "selection.json"
+    choices = grid_choices({procs: params}, plan.sizes, "plogp-br+")
+    sel.write_text(mpich_json(choices, installed_mpich_selection()))
+    mpi = {
+        name: mpich_alltoall(
+            cl, procs, plan.sizes, plan.reps, work / name, algos=("mpi",), env=env, timeout_s=plan.timeout_s
+        )["mpi"]
+        for name, env in (
+            ("emitted", {"MPIR_CVAR_COLL_SELECTION_TUNING_JSON_FILE": sel}),
+            ("scattered", {"MPIR_CVAR_ALLTOALL_INTRA_ALGORITHM": "scattered"}),
+            ("pairwise", {"MPIR_CVAR_ALLTOALL_INTRA_ALGORITHM": "pairwise"}),
         )
-        ctx.progress(f"emulation P={procs}: RTO probe (MPICH)")
-        probe = mpich_alltoall(cl, procs, plan.probe_sizes, plan.probe_calls, work / "probe", timeout_s=plan.timeout_s)
-        params.rto_sizes, params.rto_waits = _waits(params, probe)
-        params.meta.update(rto_probe_calls=plan.probe_calls, rto_probe_backend="emu (MPICH)")
-        params.save(Path(ctx.out_dir) / f"params_emu_p{procs}.json")
-        ctx.progress(f"emulation P={procs}: Alltoall A and B (MPICH)")
-        actual = mpich_alltoall(cl, procs, plan.sizes, plan.reps, work / "actual", timeout_s=plan.timeout_s)
-        ctx.progress(f"emulation P={procs}: MPI_Alltoall with the emitted selection file")
-        sel = work / "selection.json"
-        choices = grid_choices({procs: params}, plan.sizes, "plogp-br+")
-        sel.write_text(mpich_json(choices, installed_mpich_selection()))
-        mpi = {
-            name: mpich_alltoall(
-                cl, procs, plan.sizes, plan.reps, work / name, algos=("mpi",), env=env, timeout_s=plan.timeout_s
-            )["mpi"]
-            for name, env in (
-                ("emitted", {"MPIR_CVAR_COLL_SELECTION_TUNING_JSON_FILE": sel}),
-                ("scattered", {"MPIR_CVAR_ALLTOALL_INTRA_ALGORITHM": "scattered"}),
-                ("pairwise", {"MPIR_CVAR_ALLTOALL_INTRA_ALGORITHM": "pairwise"}),
-            )
-        }
+    }
+    return actual, mpi, choices
+
+
+def _rows(params, actual: dict, plan: EmuPlan, procs: int, models: tuple[str, ...]) -> list[dict]:
+    from ..models import make_model
+
     mdl = {name: make_model(name, params) for name in models}
     rows = []
     for m in plan.sizes:
@@ -151,10 +186,15 @@ def run_procs(ctx: StudyContext, plan: EmuPlan, procs: int, models: tuple[str, .
                 row[f"{name}_s"] = md.predict(f"alltoall_{algo.lower()}", procs, m)
                 row[f"{name}_err"] = abs(row[f"{name}_s"] - row["actual_s"]) / row["actual_s"]
             rows.append(row)
-    emitted = []
-    for m, algo in choices[procs]:
+    return rows
+
+
+def _emitted_penalties(choices, mpi: dict, procs: int) -> list[dict]:
+    """Per size: the emitted file's MPI_Alltoall against the faster forced algorithm."""
+    out = []
+    for m, algo in choices:
         t = {k: statistics.fmean(v[m]) for k, v in mpi.items()}
-        emitted.append(
+        out.append(
             {
                 "procs": procs,
                 "size_bytes": m,
@@ -163,18 +203,7 @@ def run_procs(ctx: StudyContext, plan: EmuPlan, procs: int, models: tuple[str, .
                 "penalty": t["emitted"] / min(t["scattered"], t["pairwise"]) - 1,
             }
         )
-    return rows, {
-        "profile": PROFILE,
-        "procs": procs,
-        "q_bytes": params.queue_bytes,
-        "L_s": params.L,
-        "probe_sizes": params.rto_sizes,
-        "rto_waits_probe": params.rto_waits,
-        "port_buffer_bytes": plan.buffer,
-        "rate_bps": plan.rate_bps,
-        "emitted_rules": emitted,
-        "emitted_penalty": statistics.fmean(e["penalty"] for e in emitted),
-    }
+    return out
 
 
 def emulated_section(
