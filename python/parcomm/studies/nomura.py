@@ -676,7 +676,7 @@ def _ways(ctx: StudyContext, rows: list[dict]) -> list[dict]:
                     way_row(
                         f"Alltoall {algo}, P = {procs}, m = {m} B: time",
                         model=", ".join(f"{LABELS[k]} {ms(sim[f'{k}_s'])}" for k in reversed(MODELS)),
-                        simulate=f"{ms(sim['actual_s'])} ({sim['timeouts']:g} RTOs per call)",
+                        simulate=f"{ms(sim['actual_s'])} ({sim['timeouts']:.3g} RTOs per call, all sockets)",
                         emulate=emulate,
                         note="models from parameters measured on the simulated platform (Linux 2.6.11 TCP, 1 GbE); "
                         "the emulated cluster runs at 100 Mbit/s, so its times are its own platform's"
