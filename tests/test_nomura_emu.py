@@ -24,6 +24,28 @@ def test_waits_come_from_call_times_against_the_no_rto_time():
     assert waits["alltoall_b"] == [0.0]
 
 
+def test_the_simulator_runs_a_and_b_on_the_emulated_platform(tmp_path):
+    """The simulated column beside emulated MPICH: the same platform, MPICH's rendezvous,
+    no faster than the wire allows, and carried into the rows with its error."""
+    from parcomm.studies import nomura
+    from parcomm.studies.framework import StudyContext
+
+    plan = nomura_emu.EmuPlan()
+    procs, m = 4, 65536
+    sim = nomura.simulate_on(StudyContext(tmp_path, quick=True), nomura_emu.platform(plan, procs), procs, [m])
+    assert set(sim) == {("A", m), ("B", m)}
+    wire = (procs - 1) * m * 8 / plan.rate_bps  # each host sends (P-1)m bytes over its own link
+    for algo in ("A", "B"):
+        assert sim[(algo, m)]["sim_s"] > wire
+    p = PlogPParams(procs=procs, L=1e-4, sizes=[0, m], g=[1e-5, 6e-3], o_s=[0, 0], o_r=[0, 0], rto_s=0.2)
+    p.rto_sizes, p.rto_waits = [m], {"alltoall_a": [0.0], "alltoall_b": [0.0]}
+    actual = {"A": {m: [0.05, 0.07]}, "B": {m: [0.04]}}
+    rows = nomura_emu._rows(p, actual, nomura_emu.EmuPlan(sizes=(m,)), procs, ("plogp",), sim)
+    a = next(r for r in rows if r["algo"] == "A")
+    assert a["sim_s"] == sim[("A", m)]["sim_s"]
+    assert a["sim_err"] == pytest.approx(abs(a["sim_s"] - 0.06) / 0.06)
+
+
 @needs_netns
 @pytest.mark.skipif(nomura_emu.why_not() is not None, reason=f"{nomura_emu.why_not()}")
 def test_mpich_runs_a_and_b_across_the_namespaces(tmp_path):
