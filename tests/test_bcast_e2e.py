@@ -20,6 +20,7 @@ from parcomm.apps.bcast.launch import Job, run_local
 from parcomm.apps.bcast.node import BcastConfig
 from parcomm.apps.bcast.proxy import PacingProxy
 from parcomm.apps.bcast.s3 import S3Client
+from parcomm.apps.bcast.summary import summarize
 from parcomm.auth import JobKey
 
 PIECE = 64 * 1024  # small pieces so small objects still have many pieces and works
@@ -99,6 +100,22 @@ def test_one_and_eight_nodes(versitygw, s3, tmp_path, algo, nodes):
         assert egress == nodes * size
     else:
         assert egress <= 1.05 * size
+
+
+def test_sixteen_nodes_open_connections_on_first_need(versitygw, s3, tmp_path):
+    """16 local node processes: each opens connections only to the ranks it sends
+    to -- its overlay rank ± 2^k (7 ranks of 15), where notices, steals and exchange
+    neighbours go -- not to every other node; every output's sha256 checked."""
+    nodes = 16
+    size = 40 * PIECE * WORK + 4321
+    url, digest = s3(size)
+    result = run_local(_job(versitygw, url, tmp_path, "steal"), nodes)
+    assert result.errors == {}
+    _check(result, tmp_path, nodes, digest)
+    opened = {r.rank: r.connections for r in result.reports}
+    assert len(opened) == nodes and all(0 < c <= 7 for c in opened.values()), opened
+    total = summarize(result.reports)["peer_connections"]
+    assert total == sum(opened.values()) <= 2 * nodes * 4 < nodes * (nodes - 1)
 
 
 def test_503s_from_storage_are_survived(versitygw, s3, tmp_path):

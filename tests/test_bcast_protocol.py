@@ -9,8 +9,6 @@ from parcomm.apps.bcast.messages import (
     MESSAGE_TYPES,
     Bitfield,
     CancelFetch,
-    Complete,
-    Done,
     Drop,
     Failed,
     FetchStorage,
@@ -18,6 +16,7 @@ from parcomm.apps.bcast.messages import (
     GiveWork,
     GrantWorks,
     Have,
+    Notice,
     NoWork,
     PeerJoined,
     PeerLost,
@@ -33,8 +32,10 @@ from parcomm.apps.bcast.messages import (
     Start,
     Tick,
     Unchoke,
+    Watch,
 )
 from parcomm.apps.bcast.node import BcastConfig, BcastNode
+from parcomm.apps.bcast.notices import COMPLETE, DONE, JOINED, LOST
 
 KB = 1024
 
@@ -45,6 +46,11 @@ def sends(actions, kind=None, peer=None):
         for a in actions
         if isinstance(a, Send) and (kind is None or isinstance(a.msg, kind)) and (peer is None or a.peer == peer)
     ]
+
+
+def told(actions, kind, peer=None):
+    """The notices of ``kind`` among ``actions`` (Sends of :class:`Notice`)."""
+    return [a for a in sends(actions, Notice, peer) if a.msg.kind == kind]
 
 
 def fetches(actions):
@@ -142,12 +148,12 @@ def test_message_codes_are_stable_and_plain():
         10: "GiveWork",
         11: "GrantWorks",
         12: "NoWork",
-        13: "Done",
-        14: "Complete",
-        15: "Readmitted",
+        15: "Readmitted",  # 13 and 14 (Done, Complete to every rank) retired with protocol 3
+        16: "Notice",
+        17: "Watch",
     }
     assert {code: cls.__name__ for code, cls in MESSAGE_TYPES.items()} == expected
-    assert Have.FIELDS == ("piece",) and GrantWorks.FIELDS == ("works",) and Done.FIELDS == ()
+    assert Have.FIELDS == ("piece",) and GrantWorks.FIELDS == ("works",) and Notice.FIELDS == ("kind", "rank", "span")
     assert Have(3) == Have(3) and hash(GrantWorks((1, 2))) == hash(GrantWorks((1, 2)))
     with pytest.raises(Exception):
         Have(3).piece = 4  # frozen
@@ -213,7 +219,7 @@ def test_victim_without_works_says_nowork_and_thief_tries_the_next():
     actions = a.handle(0.1, PeerMessage(ask.peer, NoWork()))
     assert sends(actions, GiveWork) == [Send(other, GiveWork())]
     actions = a.handle(0.2, PeerMessage(other, NoWork()))
-    assert sorted(s.peer for s in sends(actions, Done)) == [1, 2]  # nothing anywhere: storage phase over
+    assert sorted(s.peer for s in told(actions, DONE)) == [1, 2]  # nothing anywhere: storage phase over
     assert PhaseDone(1) in actions and a.storage_done_at == 0.2
 
 
@@ -222,9 +228,9 @@ def test_nonsteal_waits_for_every_done_before_the_exchange():
     node = BcastNode(0, 3, layout, "nonsteal")
     (fetch,) = fetches(node.handle(0.0, Start()))
     actions = complete_fetch(node, 1.0, fetch)
-    assert sorted(s.peer for s in sends(actions, Done)) == [1, 2] and not sends(actions, Bitfield)
-    assert not sends(node.handle(2.0, PeerMessage(1, Done())), Bitfield)
-    opened = node.handle(3.0, PeerMessage(2, Done()))
+    assert sorted(s.peer for s in told(actions, DONE)) == [1, 2] and not sends(actions, Bitfield)
+    assert not sends(node.handle(2.0, PeerMessage(1, Notice(DONE, 1, 1))), Bitfield)
+    opened = node.handle(3.0, PeerMessage(1, Notice(DONE, 2, 1)))  # relayed by rank 1: a fact is a fact
     assert sorted(s.peer for s in sends(opened, Bitfield)) == [1, 2]
     assert node.exchange_started_at == 3.0
 
@@ -235,7 +241,7 @@ def test_dead_peer_works_go_to_its_heir_and_granted_works_come_back():
     for n in nodes:
         n.handle(0.0, Start())
     # rank 1 dies: rank 2 is its heir (next live rank), ranks 0 and 3 are not.
-    assert not nodes[0].handle(1.0, PeerLost(1)) and not nodes[3].handle(1.0, PeerLost(1))
+    assert not fetches(nodes[0].handle(1.0, PeerLost(1))) and not fetches(nodes[3].handle(1.0, PeerLost(1)))
     nodes[2].handle(1.0, PeerLost(1))
     assert list(nodes[2].planner.pending) == [5, 2, 3]
     # rank 2 dies too: rank 3 inherits both 1's and 2's works.
@@ -263,9 +269,13 @@ def test_a_rank_counted_out_is_readmitted_with_nothing_of_its_own_to_fetch():
     assert 2 in nodes[3].planner.adopted and {4, 5} <= set(nodes[3].planner.pending) | {
         layout.work_of(f.first_piece) for f in nodes[3].planner.fetches.values()
     }
-    nodes[0].planner.storage_done = True  # rank 0's storage phase is over: the joiner must hear it again
+    # a DONE notice passes rank 0 while rank 2 is out: rank 0 hands rank 2's part of the ring to rank 3
+    passed = nodes[0].handle(1.5, PeerMessage(1, Notice(DONE, 1, 4)))
+    assert 1 in nodes[0].planner.settled and told(passed, DONE, 3) and not told(passed, DONE, 2)
     welcome = nodes[0].handle(2.0, PeerJoined(2))
-    assert sends(welcome, Done, 2) and not sends(welcome, Readmitted)  # rank 0 is not the heir
+    assert not sends(welcome, Readmitted)  # rank 0 is not the heir
+    assert {s.peer for s in told(welcome, JOINED)} == {1, 2}  # it tells the others (2 passes it to 3)
+    assert told(welcome, DONE, 2) == [Send(2, Notice(DONE, 1, 2))]  # and the joiner what it missed
     assert 2 not in nodes[0].planner.dead and 2 in nodes[0].planner.settled
     assert nodes[0].handle(2.1, PeerJoined(2)) == []  # once only
     assert sends(nodes[3].handle(2.0, PeerJoined(2)), Readmitted, 2)  # the heir tells it its share is taken
@@ -289,7 +299,7 @@ def test_a_readmitted_rank_that_finished_is_told_complete_again():
         complete_fetch(node, 1.5, f)
     assert node.finished
     back = node.handle(2.0, PeerJoined(1))
-    assert sends(back, Complete, 1) and sends(back, Readmitted, 1)
+    assert told(back, COMPLETE, 1) and sends(back, Readmitted, 1)
     assert not node.quiescent()  # it waits for the readmitted rank to complete again
 
 
@@ -421,9 +431,9 @@ def test_config_errors_name_the_field():
 
 def test_codec_round_trips_every_message():
     from parcomm.apps.bcast import codec
-    from parcomm.apps.bcast.messages import Bitfield, Complete, Piece
+    from parcomm.apps.bcast.messages import Bitfield, Piece
 
-    samples = [Bitfield(b"\xff\x80"), Have(7), GrantWorks(tuple(range(300))), Done(), Complete(), Piece(5)]
+    samples = [Bitfield(b"\xff\x80"), Have(7), GrantWorks(tuple(range(300))), Notice(3, 2, 1), Watch(), Piece(5)]
     for msg in samples:
         data = b"payload" if isinstance(msg, Piece) else None
         back, payload = codec.decode(codec.encode(msg, data))
@@ -434,7 +444,7 @@ def test_a_finished_node_waits_until_every_rank_is_complete():
     """A node may leave only when every live rank said Complete: a late rank
     may still need pieces that only this node holds."""
     from parcomm.apps.bcast.layout import Layout
-    from parcomm.apps.bcast.messages import Complete, PeerLost, PeerMessage, S3FetchDone, S3Piece, Start
+    from parcomm.apps.bcast.messages import PeerLost, PeerMessage, S3FetchDone, S3Piece, Start
     from parcomm.apps.bcast.node import BcastNode
 
     node = BcastNode(2, 3, Layout(10, 10, 1), "nonsteal")  # one work: rank 2's
@@ -442,7 +452,73 @@ def test_a_finished_node_waits_until_every_rank_is_complete():
     node.handle(0.1, S3Piece(fetch.fetch_id, 0))
     node.handle(0.1, S3FetchDone(fetch.fetch_id))
     assert node.finished and not node.quiescent()
-    node.handle(0.2, PeerMessage(0, Complete()))
+    node.handle(0.2, PeerMessage(0, Notice(COMPLETE, 0, 1)))
     assert not node.quiescent()
     node.handle(0.3, PeerLost(1))
     assert node.quiescent()
+
+
+# ---------------------------------------------------------------- notices (lazy connections)
+
+
+def _spread(n, origin, dead=frozenset(), swallow=frozenset()):
+    """Pass one notice from ``origin`` down its tree; ranks in ``swallow`` receive
+    it and die before forwarding. Returns (states, receipts per rank, edges used)."""
+    from parcomm.apps.bcast.notices import Notices
+
+    states = [Notices(r, n) for r in range(n)]
+    queue = [(origin, s) for s in states[origin].spread(DONE, origin, n, dead)]
+    got, edges = [0] * n, set()
+    while queue:
+        src, send = queue.pop(0)
+        edges.add((src, send.peer))
+        got[send.peer] += 1
+        if send.peer not in swallow:
+            queue += [(send.peer, s) for s in states[send.peer].spread(DONE, origin, send.msg.span, dead)]
+    return states, got, edges
+
+
+@pytest.mark.parametrize("n", [2, 3, 7, 16, 33, 64, 100])
+def test_a_notice_reaches_every_rank_once_over_overlay_edges(n):
+    from parcomm.apps.bcast.notices import overlay
+
+    for origin in {0, 1, n // 2, n - 1}:
+        _, got, edges = _spread(n, origin)
+        assert got == [0 if r == origin else 1 for r in range(n)]  # N - 1 messages, nobody twice
+        assert all((dst - src) % n & ((dst - src) % n - 1) == 0 for src, dst in edges)  # src + 2^k
+        assert all(dst in overlay(src, n) and src in overlay(dst, n) for src, dst in edges)
+
+
+def test_dead_ranks_are_skipped_and_a_cut_off_subtree_is_served_again():
+    n, origin = 64, 5
+    dead = {6, 7, 13, 37}
+    _, got, _ = _spread(n, origin, dead=dead)
+    assert all(got[r] == 1 for r in range(n) if r not in dead | {origin}) and not any(got[r] for r in dead)
+    # rank 37 (origin + 32: the root of half the ring) dies with the notice in hand
+    states, got, _ = _spread(n, origin, swallow={37})
+    missing = {r for r in range(n) if r != origin and not got[r]}
+    assert len(missing) == 31  # its whole subtree
+    now_dead = {37}
+    repairs = [(r, s) for r in range(n) if r != 37 for s in states[r].reroute(37, now_dead)]
+    assert [(r, s.peer, s.msg.span) for r, s in repairs] == [(origin, 38, 31)]  # its parent hands on its range
+    queue = repairs
+    while queue:
+        _, send = queue.pop(0)
+        missing.discard(send.peer)
+        queue += [(send.peer, s) for s in states[send.peer].spread(DONE, origin, send.msg.span, now_dead)]
+    assert not missing
+
+
+def test_notices_out_of_bounds_are_ignored():
+    node = BcastNode(0, 4, Layout(4 * 64 * KB, 64 * KB, 1), "nonsteal")
+    for bad in (Notice(7, 1, 1), Notice(DONE, 4, 1), Notice(DONE, -1, 1), Notice(DONE, 1, 0), Notice(DONE, 1, 5)):
+        assert node.handle(1.0, PeerMessage(1, bad)) == []
+    assert not node.planner.settled
+
+
+def test_a_rank_counted_out_while_alive_says_it_is_back():
+    node = BcastNode(2, 8, Layout(8 * 64 * KB, 64 * KB, 1), "nonsteal")
+    node.handle(0.0, Start())
+    back = node.handle(1.0, PeerMessage(1, Notice(LOST, 2, 1)))
+    assert sorted(s.peer for s in told(back, JOINED)) == [3, 4, 6]  # 2 + 1, 2 + 2, 2 + 4
+    assert not told(back, LOST)

@@ -526,7 +526,7 @@ def _summarize(reports, errors, as_json: bool, to_stderr: bool = False) -> None:
     if not reports:
         return
     table = Table(title="parcomm bcast")
-    for col in ("node", "done s", "MB/s", "from S3 MB", "from peers MB", "S3 GETs", "retries", "output"):
+    for col in ("node", "done s", "MB/s", "from S3 MB", "from peers MB", "S3 GETs", "retries", "conns", "output"):
         table.add_column(col, justify="right" if col not in ("output",) else "left", overflow="fold")
     for r in sorted(reports, key=lambda r: r.rank):
         table.add_row(
@@ -537,6 +537,7 @@ def _summarize(reports, errors, as_json: bool, to_stderr: bool = False) -> None:
             f"{r.bytes_from_peers / 1e6:.1f}",
             str(r.storage_requests),
             str(r.storage_retries),
+            str(r.connections),
             r.output,
         )
     console.print(table)
@@ -553,6 +554,13 @@ def _summarize(reports, errors, as_json: bool, to_stderr: bool = False) -> None:
             f"origin egress {summary['origin_egress_bytes'] / 1e6:.1f} MB = {summary['origin_egress_x']:.2f} x the "
             f"object; from peers {summary['bytes_from_peers'] / 1e6:.1f} MB; "
             f"S3 GETs {summary['storage_requests']}, retries {summary['storage_retries']}",
+            err=to_stderr,
+        )
+    procs = summary["procs"]
+    if procs > 1:
+        click.echo(
+            f"peer connections {summary['peer_connections']} opened, at most {summary['peer_connections_max']} "
+            f"by one node (one per ordered pair would be {procs * (procs - 1)})",
             err=to_stderr,
         )
 

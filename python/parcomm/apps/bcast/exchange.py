@@ -2,7 +2,9 @@
 after Cohen's BitTorrent and the Robber multicast the paper runs).
 
 Overlay. When the exchange opens, a node connects to ``peers`` random ranks
-by sending its possession list (``Bitfield``); a rank receiving a
+of its overlay ``rank ± 2^k`` (:mod:`.notices`: notices use those
+connections anyway; any rank once the overlay is used up) by sending its
+possession list (``Bitfield``); a rank receiving a
 ``Bitfield`` from a stranger accepts it as a neighbour and answers with its
 own, so neighbourhoods are symmetric (about ``2 * peers`` per node). A
 neighbour that is lost, dropped or banned is replaced by a fresh random rank.
@@ -56,6 +58,7 @@ from .messages import (
     Send,
     Unchoke,
 )
+from .notices import overlay
 
 OPTIMISTIC_ROUNDS = 3  # BitTorrent rotates the optimistic unchoke every 30 s = 3 rounds
 
@@ -93,6 +96,8 @@ class PieceExchange:
         rng.shuffle(order)
         self.tiebreak = np.empty(pieces, np.int64)
         self.tiebreak[order] = np.arange(pieces)
+        self.overlay = overlay(rank, nranks)
+        self.near = set(self.overlay)
         self.neighbours: dict[int, Neighbour] = {}
         self.excluded: set[int] = set()  # dead, dropped or banned
         self.banned: set[int] = set()
@@ -117,8 +122,15 @@ class PieceExchange:
         return actions + self._fill_slots(now)
 
     def _strangers(self, count: int) -> list[int]:
-        pool = [r for r in range(self.nranks) if r != self.rank and r not in self.neighbours and r not in self.excluded]
-        return self.rng.sample(pool, min(count, len(pool)))
+        """Random ranks not yet neighbours: from our overlay (``rank ± 2^k``, whose
+        connections notices open anyway) while it has some, then from all ranks."""
+        taken = self.neighbours.keys() | self.excluded
+        near = [r for r in self.overlay if r not in taken]
+        picked = self.rng.sample(near, min(count, len(near)))
+        if len(picked) < count:
+            far = [r for r in range(self.nranks) if r != self.rank and r not in taken and r not in self.near]
+            picked += self.rng.sample(far, min(count - len(picked), len(far)))
+        return picked
 
     def _connect(self, now: float, peer: int) -> list[Action]:
         nb = self.neighbours.get(peer)

@@ -23,12 +23,19 @@ code  class           fields                     meaning
 10    GiveWork        -                          §4.3 giveWork: "I ran out, give me works"
 11    GrantWorks      works: tuple[int, ...]     the works handed over (tail of the list)
 12    NoWork          -                          "I have none to give"
-13    Done            -                          "my storage phase is over" (phase-1 barrier)
-14    Complete        -                          "I hold every piece" (to every rank: a node
-                                                 leaves only when all live ranks said it)
 15    Readmitted      -                          from a rejoining rank's heir: "I adopted your
                                                  share", fetch none of it
+16    Notice          kind, rank, span: int      a fact about ``rank`` every rank must learn
+                                                 (kind 0 done = its storage phase is over,
+                                                 1 complete, 2 lost, 3 joined), passed down a
+                                                 binomial tree: the receiver covers ``span``
+                                                 ring positions from itself (:mod:`.notices`)
+17    Watch           -                          "I am your ring predecessor": opens the
+                                                 connection on which the receiver sees our death
 ====  ==============  =========================  ==========================================
+
+Codes 13 (``Done``) and 14 (``Complete``, both sent to every rank) were
+retired with protocol 3: they travel as :class:`Notice` now.
 
 Integers fit in an unsigned 32-bit word; ``bytes`` and ``tuple`` fields are
 length-prefixed. A ``Piece`` message is just its index here: the sender's
@@ -142,18 +149,21 @@ class NoWork(Message):
 
 
 @_msg
-class Done(Message):
-    TYPE = 13
-
-
-@_msg
-class Complete(Message):
-    TYPE = 14
-
-
-@_msg
 class Readmitted(Message):
     TYPE = 15
+
+
+@_msg
+class Notice(Message):
+    TYPE = 16
+    kind: int
+    rank: int
+    span: int
+
+
+@_msg
+class Watch(Message):
+    TYPE = 17
 
 
 # ---------------------------------------------------------------- events (driver -> node)
@@ -209,17 +219,21 @@ class PeerPiece:
 
 @dataclass(frozen=True, slots=True)
 class PeerLost:
-    """``peer``'s process is gone (connection reset, heartbeat lost, MPI
-    failure). Its works return to the pool; it is never contacted again."""
+    """``peer``'s process is gone (connection reset, connect refused, MPI
+    failure), as this node's own sockets saw it: only ranks that had a
+    connection from it, or tried to send to it, see it. The node tells the
+    others (a ``LOST`` notice). Its works return to the pool."""
 
     peer: int
 
 
 @dataclass(frozen=True, slots=True)
 class PeerJoined:
-    """``peer``, once lost (it started late, or crashed and was restarted), is
-    back: it connected again and proved membership. It is readmitted with no
-    share of its own (its heir adopted it) and served like any other rank."""
+    """``peer`` opened a connection to this node and proved membership. If it
+    was counted out (it started late, or crashed and was restarted) it is
+    back (the node tells the others: a ``JOINED`` notice); otherwise nothing.
+    It is readmitted with no share of its own (its heir adopted it) and
+    served like any other rank."""
 
     peer: int
 

@@ -30,15 +30,25 @@ works of those pieces from storage itself. Healthy runs never get there:
 a node keeps receiving pieces until it is complete.
 
 Elastic membership. A rank the driver cannot reach (it starts late, or died)
-is lost (``PeerLost``): its heir adopts its share. If it shows up again
-(``PeerJoined``: it started late, or was restarted), every rank that had
-counted it out readmits it -- it may be a neighbour again and must announce
-``Complete`` before we leave -- and re-sends what it missed (``Done``,
-``Complete``). The rank that adopted its share (its heir) also sends
-``Readmitted``, which makes it drop that share and the GETs of it under way,
-so it gets the object from the others and origin egress stays one object.
-Only the heir says so: nodes judge liveness from their own sockets, and if
-the heir never counted the rank out, nobody holds its share but itself.
+is lost (``PeerLost``, on the nodes whose sockets saw it): its heir adopts
+its share, and the node tells every rank (a ``LOST`` notice down a binomial
+tree of the overlay ``rank + 2^k``, :mod:`.notices`; ``DONE`` and
+``COMPLETE`` travel the same way). If it shows up again (``PeerJoined``: it
+started late, or was restarted), the node that sees it readmits it and
+tells everyone (``JOINED``); each rank that had counted it out readmits it
+-- it may be a neighbour again and must announce ``COMPLETE`` before we
+leave -- and re-sends it the facts the trees skipped it for
+(:meth:`.Notices.reroute`). The rank that adopted its share (its heir) also
+sends ``Readmitted``, which makes it drop that share and the GETs of it
+under way, so it gets the object from the others and origin egress stays
+one object. Only the heir says so: if the heir never counted the rank out,
+nobody holds its share but itself.
+
+Connections. The node addresses its overlay ``rank ± 2^k`` at start
+(``Watch``: they see it die) and otherwise only the ranks the protocol
+needs -- exchange neighbours and steal victims drawn from the overlay, the
+ranks notices go to -- so a driver that opens connections on first send
+opens O(log N) per node.
 
 Observability: ``storage_done_at`` (this node's storage work ended),
 ``exchange_started_at`` (phase 2 opened here), ``finished_at`` (every piece
@@ -57,13 +67,12 @@ from .exchange import PieceExchange
 from .layout import DEFAULT_PIECE_SIZE, DEFAULT_WORK_PIECES, PAPER_PIECE_SIZE, PAPER_WORK_PIECES, Layout
 from .messages import (
     Action,
-    Complete,
-    Done,
     Event,
     Failed,
     Finished,
     GiveWork,
     GrantWorks,
+    Notice,
     NoWork,
     PeerJoined,
     PeerLost,
@@ -77,7 +86,9 @@ from .messages import (
     Send,
     Start,
     Tick,
+    Watch,
 )
+from .notices import COMPLETE, DONE, JOINED, LOST, Notices, overlay
 from .works import ALGOS, WorkPlanner
 
 
@@ -159,7 +170,10 @@ class BcastNode:
         self.exchange_started_at: float | None = None
         self.finished_at: float | None = None
         self.failed: str | None = None
-        self.complete_ranks: set[int] = set()  # ranks that announced Complete
+        self.complete_ranks: set[int] = set()  # ranks that announced COMPLETE
+        self.notices = Notices(rank, nranks)
+        self._done_told = False  # our DONE notice went out
+        self._ring = (rank, rank)  # (predecessor, successor) among live ranks, as we last watched them
         self.bytes_from_storage = 0
         self.bytes_from_peers = 0
         self.last_gain = 0.0  # time of the last new piece
@@ -173,13 +187,6 @@ class BcastNode:
         if self.failed:
             return []
         self._now = now
-        if type(event) is PeerMessage and type(event.msg) is Done:
-            # N - 1 of these per node: only the last one can change anything
-            if event.peer not in self.planner.dead:
-                self.planner.on_done(event.peer)
-            if self.exchange.started or not self.planner.all_done:
-                return []
-            return self._advance(now, [])
         if isinstance(event, PeerMessage):
             actions = self._on_message(now, event)
         elif isinstance(event, S3Piece):
@@ -191,14 +198,12 @@ class BcastNode:
         elif isinstance(event, Tick):
             actions = self.exchange.tick(now) + self._fetch_orphans(now)
         elif isinstance(event, PeerLost):
-            # forget its possessions first: the heir must not count on them
-            actions = self.exchange.exclude(now, event.peer, None)
-            actions += self.planner.on_peer_lost(event.peer) if event.peer != self.rank else []
+            actions = self._on_peer_lost(event.peer)
         elif isinstance(event, PeerJoined):
             actions = self._on_joined(event.peer)
         elif isinstance(event, Start):
             self._t0 = now
-            actions = self.planner.plan()
+            actions = self.planner.plan() + self._watch_ring() + self._watch_overlay()
         else:
             raise TypeError(f"unknown event {event!r}")
         return self._advance(now, actions)
@@ -230,7 +235,9 @@ class BcastNode:
 
     def _on_message(self, now: float, event: PeerMessage) -> list[Action]:
         peer, msg = event.peer, event.msg
-        if peer in self.planner.dead or peer == self.rank:
+        if type(msg) is Notice:  # a fact, whoever relays it
+            return self._on_notice(msg)
+        if peer in self.planner.dead or peer == self.rank or type(msg) is Watch:
             return []
         if isinstance(msg, GiveWork):
             return self.planner.on_give_work(peer)
@@ -238,31 +245,104 @@ class BcastNode:
             return self.planner.on_grant(peer, msg.works)
         if isinstance(msg, NoWork):
             return self.planner.on_no_work(peer)
-        if isinstance(msg, Complete):
-            self.complete_ranks.add(peer)
-            return []
         if isinstance(msg, Readmitted):
             return self.planner.readmitted()
         if self.algo == "flat":
             return []
         return self.exchange.on_message(now, peer, msg)
 
+    # ------------------------------------------------------------ membership (:mod:`.notices`)
+
+    def _tell(self, kind: int, subject: int, span: int) -> list[Action]:
+        """Cover ``span`` ring positions with a fact (the whole ring: we are its origin)."""
+        if self.algo == "flat":
+            return []
+        return list(self.notices.spread(kind, subject, span, self.planner.dead))
+
+    def _on_notice(self, msg: Notice) -> list[Action]:
+        if not self.notices.valid(msg):
+            return []  # out of bounds: ignored, like a Have of a piece that does not exist
+        kind, subject = msg.kind, msg.rank
+        if subject == self.rank:
+            if kind != LOST:
+                return self._tell(kind, subject, msg.span)
+            # counted out while alive (an unreachable rank is lost to others): say we are back
+            self.notices.forget(JOINED, subject)
+            return self._tell(JOINED, subject, self.nranks)
+        if kind == DONE and subject not in self.planner.dead:
+            self.planner.on_done(subject)
+        elif kind == COMPLETE and subject not in self.planner.dead:
+            self.complete_ranks.add(subject)
+        actions = self._lose(subject) if kind == LOST else self._rejoin(subject) if kind == JOINED else []
+        return actions + self._tell(kind, subject, msg.span)
+
+    def _on_peer_lost(self, peer: int) -> list[Action]:
+        """Our own sockets saw ``peer`` go: tell every rank, unless it had finished
+        (a node leaves once everyone is complete: nobody waits for it)."""
+        if peer == self.rank or peer in self.planner.dead:
+            return []
+        actions = self._lose(peer)
+        if peer not in self.complete_ranks:
+            actions += self._tell(LOST, peer, self.nranks)
+        return actions
+
+    def _lose(self, peer: int) -> list[Action]:
+        if peer == self.rank or peer in self.planner.dead:
+            return []
+        # forget its possessions first: the heir must not count on them
+        actions = self.exchange.exclude(self._now, peer, None)
+        actions += self.planner.on_peer_lost(peer)
+        self.notices.forget(JOINED, peer)
+        if self.algo == "flat":
+            return actions
+        return actions + self.notices.reroute(peer, self.planner.dead) + self._watch_ring()
+
     def _on_joined(self, peer: int) -> list[Action]:
-        """A rank we counted out is back: readmit it with no share (its heir has
-        it), and tell it where we are, since what we sent while it was out is lost."""
+        """``peer`` connected to us: if we counted it out, it is back; tell every rank."""
+        if peer not in self.planner.dead or peer == self.rank:
+            return []
+        return self._rejoin(peer) + self._tell(JOINED, peer, self.nranks)
+
+    def _rejoin(self, peer: int) -> list[Action]:
+        """A rank we counted out is back: readmit it with no share (its heir has it).
+        What it missed while out reaches it by :meth:`.Notices.reroute`."""
         if peer not in self.planner.dead or peer == self.rank:
             return []
         adopted = peer in self.planner.adopted
         self.planner.revive(peer)
         self.exchange.include(peer)
         self.complete_ranks.discard(peer)
+        for kind in (DONE, COMPLETE, LOST):
+            self.notices.forget(kind, peer)
         # Only the rank that took its share says so: if the heir never counted it out (nodes
         # judge liveness by their own sockets), nobody adopted, and it must fetch its share itself.
         actions: list[Action] = [Send(peer, Readmitted())] if adopted else []
-        if self.planner.storage_done and self.algo != "flat":
-            actions.append(Send(peer, Done()))
-        if self.finished and self.algo != "flat":
-            actions.append(Send(peer, Complete()))
+        if self.algo == "flat":
+            return actions
+        return actions + self.notices.reroute(peer, self.planner.dead) + self._watch_ring()
+
+    def _watch_overlay(self) -> list[Action]:
+        """At start, connect to our overlay (``rank ± 2^k``; the successor has its
+        Watch already): they see us die, and, if we were restarted, learn our new
+        address from the connection. Everything else opens on first need."""
+        if self.algo == "flat":
+            return []
+        succ = self._ring[1]
+        return [Send(r, Watch()) for r in overlay(self.rank, self.nranks) if r != succ]
+
+    def _watch_ring(self) -> list[Action]:
+        """Keep a connection to our live successor (it sees us die, and is our heir);
+        probe a new predecessor after ours died (if it is gone too, we see it)."""
+        if self.algo == "flat" or self.nranks == 1:
+            return []
+        dead, n = self.planner.dead, self.nranks
+        succ = next((r for r in ((self.rank + k) % n for k in range(1, n)) if r not in dead), self.rank)
+        pred = next((r for r in ((self.rank - k) % n for k in range(1, n)) if r not in dead), self.rank)
+        old_pred, old_succ = self._ring
+        self._ring = (pred, succ)
+        actions: list[Action] = [Send(succ, Watch())] if succ not in (old_succ, self.rank) else []
+        if pred not in (old_pred, self.rank, succ) and old_pred in dead:
+            actions.append(Send(pred, Watch()))
         return actions
 
     def _clock(self) -> float:
@@ -348,7 +428,14 @@ class BcastNode:
                 actions.append(PhaseDone(1))
             actions += self.planner.close()
             self.reserved[:] = False
-            if self.algo != "flat":
-                actions += [Send(r, Complete()) for r in self.planner.live_others()]
+            actions += self._announce_done()
+            actions += self._tell(COMPLETE, self.rank, self.nranks)
             actions += [PhaseDone(2), Finished()]
-        return actions
+        return actions + self._announce_done()
+
+    def _announce_done(self) -> list[Action]:
+        """Our storage phase is over (once; a later adoption does not take it back)."""
+        if self._done_told or not (self.planner.storage_done or self.finished):
+            return []
+        self._done_told = True
+        return self._tell(DONE, self.rank, self.nranks)

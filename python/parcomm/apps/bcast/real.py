@@ -17,14 +17,19 @@ others, and never through the interpreter one by one:
 Threads only post events (:mod:`.messages`) to the protocol's queue, and the
 protocol's actions only enqueue work for them.
 
-Connections: every node opens one outgoing TCP connection to every other
-node at start (so a node's death is seen by all as a closed connection) and
-sends only on it; it receives on the connections others opened to it. Each
-direction is therefore one ordered stream, as the protocol requires.
+Connections are opened on first need: a node opens an outgoing TCP
+connection to a peer the first time the protocol sends it something (its
+overlay ``rank ± 2^k`` at start, to be watched; exchange neighbours, steal
+victims, the ranks notices go to: O(log N) of them) and sends only on it; it
+receives on the connections others opened to it. Each direction is one
+ordered stream, as the protocol requires. A death is seen by the ranks with
+a connection from the dead one (or that fail to reach it); the others learn
+it from their notices (:mod:`.notices`). ``NodeReport.connections`` counts
+the connections a node opened.
 
 Membership: every connection proves the job's key both ways before anything
 else (:mod:`parcomm.auth`), so a piece, a Have or a rank claim can only come
-from a member; a rank accepts one connection per peer rank.
+from a member; a rank accepts one open connection per peer rank at a time.
 
 Integrity: a piece is stored only after its sha256 matched the hash list
 (``KEY.parcomm.json``); a file output appears at its path only when complete
@@ -54,11 +59,11 @@ from .manifest import Manifest, verify_piece
 from .messages import (
     CancelFetch,
     CancelUpload,
-    Complete,
     Drop,
     Failed,
     FetchStorage,
     Finished,
+    Notice,
     PeerJoined,
     PeerLost,
     PeerMessage,
@@ -73,6 +78,7 @@ from .messages import (
     Tick,
 )
 from .node import BcastConfig, BcastNode
+from .notices import LOST
 from .output import OutputError
 from .s3 import AccessDenied, ObjectChanged, ObjectNotFound, S3Client, S3Error
 from .store import FileStore, MemoryStore, PieceStore, SpoolStore, WholeDigest
@@ -111,6 +117,7 @@ class NodeReport:
     peers_dropped: list[int] = field(default_factory=list)
     output: str = ""
     complete_s: float | None = None  # when the output was verified and published (None: never)
+    connections: int = 0  # peer connections this node opened (handshake done)
     cpu_s: float = 0.0  # this process's user + system CPU time over the run
 
     @property
@@ -270,21 +277,15 @@ class RealNode:
         self.outboxes: dict[int, _Outbox] = {}
         self.senders: list[threading.Thread] = []
         self.links: set[Link] = set()
-        self.incoming_ranks: set[int] = set()
         self.incoming_live: set[int] = set()  # ranks whose connection to us is open now
-        self.lost: set[int] = set()
+        self.unheard: set[int] = set()  # ranks whose loss we posted and the node has not handled yet
         self.dropped: set[int] = set()
-        # Ranks that announced Complete: their connection closing afterwards is a departure, not a loss.
-        self.departed: set[int] = set()
         self.store = self._open_store()
         sink = 1 if isinstance(self.out, str) and self.out == STDOUT else None
         self.digest = WholeDigest(self.store, self.layout.piece_bytes, self.layout.pieces, sink=sink)
         self.pool = ThreadPoolExecutor(max_workers=self.cfg.s3_connections, thread_name_prefix=f"s3-{self.rank}")
         listener = Listener(self.listen, self.hello, self.max_payload, self.key, self._receive)
         try:
-            for peer in range(self.world):
-                if peer != self.rank:
-                    self._open_outbox(peer)
             self._main()
         finally:
             self._shut_down(listener)
@@ -295,7 +296,8 @@ class RealNode:
         self.report.storage_retries = getattr(stats, "retries", 0)
         self.report.bytes_from_storage = self.node.bytes_from_storage
         self.report.bytes_from_peers = self.node.bytes_from_peers
-        self.report.peers_lost = sorted(self.lost - self.departed)  # not those that finished and left first
+        node = self.node  # lost: not those that finished and left first
+        self.report.peers_lost = sorted(r for r in node.planner.dead if r not in node.complete_ranks)
         self.report.peers_dropped = sorted(self.dropped)
         return self.report
 
@@ -331,7 +333,7 @@ class RealNode:
                 raise BcastError(f"rank {self.rank}: no completion within {self.timeout:.0f} s")
             if self.node.finished:
                 finished_at = finished_at if finished_at is not None else now
-                alive = [p for p in range(self.world) if p != self.rank and p not in self.lost]
+                alive = [p for p in range(self.world) if p != self.rank and p not in self.node.planner.dead]
                 if self.node.quiescent() or not alive or now - finished_at > self.linger:
                     self._flush_outboxes()
                     return
@@ -373,10 +375,12 @@ class RealNode:
     # ------------------------------------------------------------------ actions
 
     def _apply(self, event) -> None:
+        if isinstance(event, PeerLost):
+            with self.lock:
+                self.unheard.discard(event.peer)
         for action in self.node.handle(self._now(), event):
             if isinstance(action, Send):
-                if action.peer not in self.lost and action.peer in self.outboxes:
-                    self.outboxes[action.peer].put(action.msg)
+                self._send(action.peer, action.msg)
             elif isinstance(action, FetchStorage):
                 self._start_fetch(action)
             elif isinstance(action, CancelFetch):
@@ -395,6 +399,17 @@ class RealNode:
                 self._commit()
             elif isinstance(action, Failed):
                 raise BcastError(f"rank {self.rank}: {action.reason}")
+        self._refute(event)
+
+    def _refute(self, event) -> None:
+        """A notice counted out a rank whose own connection to us is open: it is
+        alive (a busy machine, not a dead one). Readmit it, which tells everyone."""
+        msg = getattr(event, "msg", None)
+        if type(msg) is Notice and msg.kind == LOST and msg.rank in self.node.planner.dead:
+            with self.lock:
+                alive = msg.rank in self.incoming_live
+            if alive:
+                self._post(PeerJoined(msg.rank))
 
     def _commit(self) -> None:
         """Every piece is held: wait for the in-order hash to catch up, check it, publish."""
@@ -459,14 +474,28 @@ class RealNode:
 
     # ------------------------------------------------------------------ peers: sending
 
-    def _open_outbox(self, peer: int) -> None:
+    def _send(self, peer: int, msg) -> None:
+        """Queue ``msg`` for ``peer``, opening the connection on first need. After a
+        failed one, a new one only once the node heard of the loss: if it still
+        sends, it learned since that the peer is back."""
+        box = self.outboxes.get(peer)
+        if box is None or (box.closed and peer not in self.unheard):
+            if not 0 <= peer < self.world or peer == self.rank:
+                return
+            box = self._open_outbox(peer)
+        box.put(msg)
+
+    def _open_outbox(self, peer: int) -> _Outbox:
         old = self.outboxes.get(peer)
         if old is not None:
             old.close()  # a sender of a connection now dead may still wait on it
-        self.outboxes[peer] = _Outbox()
-        thread = threading.Thread(target=self._sender, args=(peer,), name=f"peer-out-{self.rank}-{peer}", daemon=True)
+        box = self.outboxes[peer] = _Outbox()
+        thread = threading.Thread(
+            target=self._sender, args=(peer, box), name=f"peer-out-{self.rank}-{peer}", daemon=True
+        )
         self.senders.append(thread)
         thread.start()
+        return box
 
     def _connect(self, peer: int) -> Link | None:
         host, port = self.table[peer]
@@ -489,15 +518,15 @@ class RealNode:
                 delay = min(delay * 2, 1.0)
         return None
 
-    def _sender(self, peer: int) -> None:
-        box = self.outboxes[peer]
+    def _sender(self, peer: int, box: _Outbox) -> None:
         link = self._connect(peer)
         if link is None:
+            self._lose(peer, box)  # first: the protocol must not reopen before it hears of it
             box.close()
-            self._lose(peer)
             return
         with self.lock:
             self.links.add(link)
+            self.report.connections += 1
         if self.stopping:
             link.close()
         try:
@@ -510,8 +539,8 @@ class RealNode:
                 finally:
                     box.sent()
         except (OSError, WireError):
+            self._lose(peer, box)
             box.close()
-            self._lose(peer)
 
     def _upload(self, link: Link, piece: int) -> None:
         start, end = self.layout.piece_bytes(piece)
@@ -525,7 +554,8 @@ class RealNode:
     def _flush_outboxes(self) -> None:
         """Give queued control messages (Have, Done...) a moment to leave."""
         end = time.monotonic() + 2.0
-        while time.monotonic() < end and not all(box.idle() for p, box in self.outboxes.items() if p not in self.lost):
+        dead = self.node.planner.dead
+        while time.monotonic() < end and not all(box.idle() for p, box in self.outboxes.items() if p not in dead):
             time.sleep(0.01)
 
     # ------------------------------------------------------------------ peers: receiving
@@ -533,28 +563,10 @@ class RealNode:
     def _receive(self, link: Link) -> None:
         """Serve one incoming connection until it ends (on the listener's thread for it)."""
         peer = link.rank
-        with self.lock:
-            back = peer in self.lost  # it started late or was restarted: readmit it
-            refused = (
-                not 0 <= peer < self.world
-                or peer == self.rank
-                or (peer in self.incoming_ranks and not back)
-                or self.stopping
-            )
-            if not refused:
-                self.incoming_ranks.add(peer)
-                self.incoming_live.add(peer)
-                self.links.add(link)
-                if back:
-                    self.lost.discard(peer)
-                    if link.peer.listen[1]:  # a restarted node listens elsewhere now
-                        self.table[peer] = link.peer.listen
-                    self._open_outbox(peer)
-        if refused:
+        if not self._admit(link):
             link.close()  # a member's bug, not a loss of that peer: its own connection stays
             return
-        if back:
-            self._post(PeerJoined(peer))
+        self._post(PeerJoined(peer))  # the node readmits it if it had counted it out
         scratch = memoryview(bytearray(self.manifest.piece_size))
         try:
             while (head := link.recv_head()) is not None:
@@ -564,9 +576,6 @@ class RealNode:
                 else:
                     payload = link.recv_payload(payload_len) if payload_len is not None else None
                     msg, _ = codec.decode(Record(type_code, fields, payload))
-                    if isinstance(msg, Complete):
-                        with self.lock:
-                            self.departed.add(peer)
                     self._post(PeerMessage(peer, msg))
         except OutputError as exc:  # our disk, not the peer: the whole node fails, at once
             self._fail(exc)
@@ -579,6 +588,23 @@ class RealNode:
                 self.incoming_live.discard(peer)
         if not self.stopping:
             self._lose(peer)
+
+    def _admit(self, link: Link) -> bool:
+        """Accept ``link`` unless its rank is ours, out of range, or already connected
+        to us. A restarted node listens elsewhere now: its next connection from us
+        goes to the address in its Hello."""
+        peer = link.rank
+        with self.lock:
+            if not 0 <= peer < self.world or peer == self.rank or peer in self.incoming_live or self.stopping:
+                return False
+            self.incoming_live.add(peer)
+            self.links.add(link)
+            moved = link.peer.listen[1] and tuple(link.peer.listen) != tuple(self.table[peer])
+            if moved:
+                self.table[peer] = link.peer.listen
+        if moved and peer in self.outboxes:
+            self.outboxes[peer].close()  # to the old address: the next Send opens a new one
+        return True
 
     def _receive_piece(self, link: Link, peer: int, fields, payload_len: int | None, scratch: memoryview) -> None:
         piece = fields[0] if len(fields) == 1 else -1
@@ -597,9 +623,11 @@ class RealNode:
                 self.report.bad_pieces += 1
         self._post(PeerPiece(peer, piece, ok))
 
-    def _lose(self, peer: int) -> None:
+    def _lose(self, peer: int, box: _Outbox | None = None) -> None:
+        """Our socket to or from ``peer`` failed; the node decides what it means.
+        A failed sender no longer current (the peer was readmitted since) is not news."""
         with self.lock:
-            new = peer not in self.lost
-            self.lost.add(peer)
-        if new:
-            self._post(PeerLost(peer))
+            if box is not None and self.outboxes.get(peer) is not box:
+                return
+            self.unheard.add(peer)
+        self._post(PeerLost(peer))

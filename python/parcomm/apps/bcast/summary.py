@@ -1,6 +1,6 @@
 """What a broadcast as a whole did, from its nodes' reports: the tail of node
 completion times (p50/p95/p99/max), origin egress, bytes moved between peers,
-retries. One function, used by the table, ``--json`` and the benchmarks."""
+retries, peer connections opened. One function, used by the table, ``--json`` and the benchmarks."""
 
 from __future__ import annotations
 
@@ -36,4 +36,7 @@ def summarize(reports: Sequence, errors: dict | None = None) -> dict:
         "storage_requests": sum(r.storage_requests for r in reports),
         "storage_retries": sum(r.storage_retries for r in reports),
         "bad_pieces": sum(r.bad_pieces for r in reports),
+        # opened on first need (notices over the overlay rank ± 2^k): O(N log N), not N(N - 1)
+        "peer_connections": sum(r.connections for r in reports),
+        "peer_connections_max": max((r.connections for r in reports), default=0),
     }

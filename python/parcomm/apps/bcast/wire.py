@@ -36,7 +36,7 @@ from typing import NamedTuple
 from ...auth.sockets import recv_exact
 
 MAGIC = b"PCBC"
-PROTOCOL_VERSION = 2  # 2: the Hello carries the listening address (a restarted node moves)
+PROTOCOL_VERSION = 3  # 2: the Hello carries the listening address (a restarted node moves); 3: Notice, Watch
 MAX_FIELDS = 64
 
 _LENGTH = struct.Struct("!I")

@@ -6,11 +6,12 @@
   empty and a storage connection is idle it sends ``GiveWork`` to a victim,
   which hands over the last ``ceil(len/2)`` works of its list (works already
   being fetched are not in the list) or answers ``NoWork``. Each node asks
-  the ranks that started with works in its own seeded random order, one
-  request at a time,
+  the ranks of its overlay (``rank ± 2^k``) that started with works in its
+  own seeded random order, one request at a time,
   skipping those that announced ``Done``, answered ``NoWork`` or died, and
   keeps asking a victim as long as it grants works; when none is left the
-  node's storage phase is over and it announces ``Done`` to every rank.
+  node's storage phase is over and it announces it to every rank (a ``DONE``
+  notice, :mod:`.notices`).
 
 Recovery. When a rank dies (``peer_lost``) its works return to the pool:
 the works *we* granted it come back to our list, and its initially assigned
@@ -55,7 +56,8 @@ from functools import lru_cache
 from typing import Callable
 
 from .layout import Layout
-from .messages import Action, CancelFetch, Done, Failed, FetchStorage, GiveWork, GrantWorks, NoWork, Send
+from .messages import Action, CancelFetch, Failed, FetchStorage, GiveWork, GrantWorks, NoWork, Send
+from .notices import overlay
 
 ALGOS = ("flat", "nonsteal", "steal")
 
@@ -121,8 +123,11 @@ class WorkPlanner:
         self.settled: set[int] = set()  # other ranks done or dead: the phase-1 barrier
         # Only ranks that started with works can be asked: one that started
         # empty holds stolen works at most, and probing every rank would cost
-        # N^2 round trips when N exceeds the number of works.
-        others = [r for r in _ranks_with_works(layout.works, nranks) if r != rank]
+        # N^2 round trips when N exceeds the number of works. And only ranks of
+        # our overlay (rank ± 2^k, :func:`.notices.overlay`): a victim has
+        # 2 log2 N thieves, and stealing opens no connection notices do not.
+        near = set(overlay(rank, nranks))
+        others = [r for r in _ranks_with_works(layout.works, nranks) if r in near]
         rng.shuffle(others)
         self.victim_order = others  # each victim is asked in this (seeded random) order
         self.next_victim = 0
@@ -152,10 +157,7 @@ class WorkPlanner:
             if self.asking is not None:
                 actions.append(Send(self.asking, GiveWork()))
         if not self.fetches and self.asking is None and not self.storage_done:
-            self.storage_done = True
-            if self.algo != "flat":
-                done = Done()
-                actions += [Send(r, done) for r in self.live_others()]
+            self.storage_done = True  # the node announces it (a DONE notice, :mod:`.notices`)
         return actions
 
     def _fetch(self, work: int, first: int, last: int, more: tuple[int, ...] = ()) -> FetchStorage:
