@@ -4,10 +4,12 @@ the same state machines as the real tool, over modelled S3 and network."""
 from __future__ import annotations
 
 import json
+import math
 import random
 
 import pytest
 from parcomm.apps.bcast.node import BcastConfig
+from parcomm.apps.bcast.notices import overlay
 from parcomm.apps.bcast.sim import simulate
 from parcomm.apps.bcast.storage_model import MB, ProfileError, load_profile
 
@@ -124,6 +126,42 @@ def test_thousand_nodes():
     # scalability guard independent of machine load: the N^2 part is the
     # Done barrier, delivered in one batch per sender
     assert r.events < 250_000
+
+
+# ---------------------------------------------------------------- lazy connections
+
+
+def n_log_n_bound(nodes: int) -> int:
+    """2 N ceil(log2 N): every connection a node opens goes to its overlay, rank ± 2^k."""
+    return 2 * nodes * math.ceil(math.log2(nodes))
+
+
+@pytest.mark.parametrize("nodes", [64, 256])
+def test_connections_are_opened_on_first_need_n_log_n_of_them(nodes):
+    """Notices (DONE, COMPLETE) travel down binomial trees, stealing and the exchange
+    pick overlay ranks: no node opens a connection outside its overlay."""
+    r = simulate(nodes, 8 * M, "steal", seed=3, config=SMALL)
+    assert_everyone_has_everything(r, 8 * M)
+    assert r.bad_pieces_kept == 0 and r.origin_egress_bytes == 8 * M
+    assert all(0 < opened <= len(overlay(rank, nodes)) for rank, opened in enumerate(r.connections))
+    assert sum(r.connections) <= n_log_n_bound(nodes) < nodes * (nodes - 1) // 4
+
+
+@pytest.mark.parametrize("nodes", [64, 256])
+@pytest.mark.parametrize("algo", ["nonsteal", "steal"])
+def test_a_tenth_killed_as_the_barrier_passes_still_everyone_completes(nodes, algo):
+    """Ranks die while the DONE notices are on their way (the last storage phase
+    ends): the subtrees they cut off are served again (``Notices.reroute``), those
+    that never connected to a dead rank learn of it by a LOST notice, its heir
+    fetches its share; connections stay O(N log N)."""
+    base = simulate(nodes, 8 * M, algo, seed=3, config=SMALL)
+    dead = random.Random(nodes).sample(range(nodes), math.ceil(nodes / 10))
+    when = max(t for t in base.storage_done_s if t is not None)
+    r = simulate(nodes, 8 * M, algo, seed=3, config=SMALL, faults={"dead": dict.fromkeys(dead, when)})
+    assert_everyone_has_everything(r, 8 * M, skip=set(dead))
+    assert r.bad_pieces_kept == 0 and r.orphan_works == 0  # heirs adopted the shares: no orphan fallback
+    assert r.completion_s < base.completion_s + SMALL.orphan_timeout
+    assert sum(r.connections) <= n_log_n_bound(nodes)
 
 
 # ---------------------------------------------------------------- storage model

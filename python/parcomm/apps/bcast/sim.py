@@ -21,8 +21,15 @@ flow starts or ends:
 Control messages are not flows: they arrive ``message_latency_s`` later, in
 order per pair. Pieces are verified instantly: pieces from a node listed in
 ``faults["corrupt"]`` fail, all others pass. ``faults["dead"] = {rank: t}``
-kills a node at ``t``: its flows stop and every other node gets
-``PeerLost`` ``faults["detect_s"]`` (default 1 s) later. A run stops when
+kills a node at ``t``: its flows stop and ``PeerLost`` reaches
+``faults["detect_s"]`` (default 1 s) later only the nodes the real driver
+would see it on -- those it had opened a connection to -- and, at the same
+delay, any node that sends it something afterwards (the others learn it
+from the nodes' notices, :mod:`.notices`).
+
+Connections are counted as the real driver opens them: one per ordered
+pair (sender, receiver) the first time the sender sends anything to a live
+receiver (``SimResult.connections``, per node and in total). A run stops when
 every honest live node finished, at ``max_time``, or when no byte moved for
 20x the longest protocol timeout (a stuck protocol: ``complete`` is False).
 
@@ -107,6 +114,7 @@ class SimResult:
     failures: dict = field(default_factory=dict)  # rank -> reason
     drops: dict = field(default_factory=dict)  # reason ("failed verification", "stalled", ...) -> count
     orphan_works: int = 0  # works nodes refetched because no neighbour held their pieces
+    connections: list = field(default_factory=list)  # per node: peer connections it opened
     bad_pieces_kept: int = 0  # pieces failing verification that a node nevertheless kept (must be 0)
     events: int = 0
     wall_s: float = 0.0
@@ -152,6 +160,7 @@ class SimResult:
             total_mb_s=self.total_mb_s,
             phase_means=self.phase_means,
             egress_ratio=self.origin_egress_bytes / self.size_bytes if self.size_bytes else 0.0,
+            connections_total=sum(self.connections),
         )
         return d
 
@@ -186,6 +195,10 @@ class _Driver:
         self.idle_limit = 20 * max(cfg.stall_timeout, cfg.orphan_timeout, cfg.choke_interval)
         self.events = 0
         self.waiting = {i for i in range(n) if i not in self.corrupt}  # honest nodes not finished
+        self.links: set[tuple[int, int]] = set()  # (sender, receiver): connections opened
+        self.told: set[tuple[int, int]] = set()  # (node, dead rank): PeerLost on its way
+        self.outgoing = [0] * n  # connections each node opened
+        self.delivery: dict[float, list] = {}  # time -> messages of the one _DELIVER entry then
         for rank, at in dict(faults.get("dead", {})).items():
             self._push(float(at), _KILL, int(rank))
 
@@ -206,6 +219,8 @@ class _Driver:
             self.now = at
             self.events += 1
             if kind == _DELIVER:
+                if self.delivery.get(at) is payload:
+                    del self.delivery[at]
                 for rank, event in payload:
                     if self.alive[rank]:
                         self._handle(rank, event)
@@ -242,6 +257,8 @@ class _Driver:
         for action in actions:
             kind = type(action)
             if kind is Send:
+                if not self._connected(rank, action.peer):
+                    continue
                 if type(action.msg) is Piece:
                     self._queue_piece(rank, action.peer, action.msg.piece)
                 else:
@@ -269,11 +286,34 @@ class _Driver:
                 self.failures[rank] = action.reason
                 self.waiting.discard(rank)
         if messages:
-            self._push(self.now + self.profile.message_latency_s, _DELIVER, messages)
+            self._deliver(self.now + self.profile.message_latency_s, messages)
         deadline = node.next_deadline()
         if deadline is not None and deadline != self.tick_at[rank]:
             self.tick_at[rank] = max(deadline, self.now)
             self._push(self.tick_at[rank], _TICK, rank)
+
+    def _deliver(self, at: float, messages: list) -> None:
+        """Messages due at ``at``: one heap entry per instant (a notice's tree
+        moves in lockstep, so N nodes' forwards share an instant)."""
+        batch = self.delivery.get(at)
+        if batch is not None:
+            batch.extend(messages)
+            return
+        self.delivery[at] = messages
+        self._push(at, _DELIVER, messages)
+
+    def _connected(self, src: int, dst: int) -> bool:
+        """The connection ``src`` -> ``dst`` exists or opens; a dead ``dst`` cannot
+        be reached, and ``src`` sees that (``PeerLost``) after the detection delay."""
+        if not self.alive[dst]:
+            if (src, dst) not in self.told:
+                self.told.add((src, dst))
+                self._push(self.now + self.detect_s, _DELIVER, [(src, PeerLost(dst))])
+            return False
+        if (src, dst) not in self.links:
+            self.links.add((src, dst))
+            self.outgoing[src] += 1
+        return True
 
     def _fetch(self, rank: int, action: FetchStorage) -> None:
         used = {f.slot for f in self.fetches[rank].values()}
@@ -421,8 +461,10 @@ class _Driver:
         for flow in sorted(doomed, key=lambda f: (f.src, f.dst, f.fetch_id)):
             self._stop(flow)
         self.fetches[rank].clear()
-        others = [r for r in range(len(self.nodes)) if r != rank]
-        self._push(self.now + self.detect_s, _DELIVER, [(r, PeerLost(rank)) for r in others])
+        # its connections close: the nodes it had connected to see that; the others learn it by notices
+        seen = sorted(dst for src, dst in self.links if src == rank and (dst, rank) not in self.told)
+        self.told.update((dst, rank) for dst in seen)
+        self._push(self.now + self.detect_s, _DELIVER, [(r, PeerLost(rank)) for r in seen])
 
 
 def simulate(
@@ -477,6 +519,7 @@ def simulate(
         failures=dict(driver.failures),
         drops=dict(sorted(driver.drops.items())),
         orphan_works=sum(m.orphan_fetches for m in machines),
+        connections=list(driver.outgoing),
         bad_pieces_kept=driver.bad_kept,
         events=driver.events,
         wall_s=wall,
