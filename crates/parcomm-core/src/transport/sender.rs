@@ -408,8 +408,12 @@ impl Sender {
         if self.extras.undo().is_none() || !self.recovery.in_fast_recovery() {
             return;
         }
-        let retrans_out = self.extras.txlog().map_or(0, TxLog::retrans_out);
-        let verdict = self.extras.undo_mut().map(|u| u.on_recovery_ack(true, ack.tsecr, retrans_out));
+        let Some(extras) = self.extras.as_deref_mut() else {
+            return;
+        };
+        let log = extras.txlog.as_ref();
+        let retrans_out = || log.map_or(0, TxLog::retrans_out);
+        let verdict = extras.undo.as_mut().map(|u| u.on_recovery_ack(true, ack.tsecr, retrans_out));
         if let Some(RecoveryUndo::Undo(prior)) = verdict {
             self.stats.recovery_undos += 1;
             self.undo_window(now, prior);
