@@ -70,24 +70,19 @@ impl RangeSet {
         (end - start) - held
     }
 
-    /// Forgets everything below `seq` (a range across it keeps its top);
-    /// returns the bytes forgotten.
-    pub fn remove_below(&mut self, seq: u64) -> u64 {
+    /// Forgets everything below `seq` (a range across it keeps its top).
+    pub fn remove_below(&mut self, seq: u64) {
         let below = self.first_at_or_above(seq);
         let Some(last) = below.checked_sub(1) else {
-            return 0;
+            return;
         };
-        let (s, e) = self.ranges[last];
-        let mut forgotten: u64 = self.ranges[..last].iter().map(|&(s, e)| e - s).sum();
+        let (_, e) = self.ranges[last];
         if e > seq {
-            forgotten += seq - s;
             self.ranges[last] = (seq, e);
             self.ranges.drain(..last);
         } else {
-            forgotten += e - s;
             self.ranges.drain(..below);
         }
-        forgotten
     }
 
     /// Removes the ranges that start at or below `seq`, and returns the
@@ -129,9 +124,11 @@ mod tests {
         r.insert(100, 200);
         r.insert(300, 400);
         r.insert(500, 600);
-        assert_eq!(r.remove_below(350), 150);
+        r.remove_below(350);
         assert_eq!(r.as_slice(), &[(350, 400), (500, 600)]);
-        assert_eq!(r.remove_below(450), 50);
+        r.remove_below(450);
+        assert_eq!(r.as_slice(), &[(500, 600)]);
+        r.remove_below(0);
         assert_eq!(r.as_slice(), &[(500, 600)]);
     }
 
