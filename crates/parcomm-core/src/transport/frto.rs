@@ -141,13 +141,19 @@ impl LossUndo {
     /// An ACK in fast recovery (tcp_fastretrans_alert(), TCP_CA_Recovery):
     /// one that advanced snd_una (`advanced`) tries tcp_try_undo_partial()
     /// (or, covering the recovery point, tcp_try_undo_recovery(): the same
-    /// test here). `retrans_out`: retransmitted segments in flight.
-    pub fn on_recovery_ack(&mut self, advanced: bool, tsecr: Option<Time>, retrans_out: u64) -> RecoveryUndo {
+    /// test here). `retrans_out`: retransmitted segments in flight, asked
+    /// only when an undo is possible (counting them walks the send log).
+    pub fn on_recovery_ack(
+        &mut self,
+        advanced: bool,
+        tsecr: Option<Time>,
+        retrans_out: impl FnOnce() -> u64,
+    ) -> RecoveryUndo {
         self.hold = false;
         if !advanced || self.prior.is_none() || !self.packet_delayed(tsecr) {
             return RecoveryUndo::No;
         }
-        if retrans_out > 0 {
+        if retrans_out() > 0 {
             self.hold = true;
             return RecoveryUndo::Hold;
         }
@@ -345,18 +351,18 @@ mod tests {
         u.on_enter_recovery(P);
         u.on_retransmit(50 * MS);
         // The echo of a retransmission: a real loss.
-        assert_eq!(u.on_recovery_ack(true, Some(50 * MS), 0), RecoveryUndo::No);
+        assert_eq!(u.on_recovery_ack(true, Some(50 * MS), || 0), RecoveryUndo::No);
         // Older than it, but a retransmission is still out: hold.
-        assert_eq!(u.on_recovery_ack(true, Some(10 * MS), 1), RecoveryUndo::Hold);
+        assert_eq!(u.on_recovery_ack(true, Some(10 * MS), || 1), RecoveryUndo::Hold);
         assert!(u.hold());
         // The hold lasts one ACK: the next (say, a duplicate) starts without it.
         u.on_ack_start(false);
         assert!(!u.hold());
         // Duplicate ACKs never undo.
-        assert_eq!(u.on_recovery_ack(false, Some(10 * MS), 0), RecoveryUndo::No);
+        assert_eq!(u.on_recovery_ack(false, Some(10 * MS), || 0), RecoveryUndo::No);
         assert!(!u.hold());
-        assert_eq!(u.on_recovery_ack(true, Some(10 * MS), 0), RecoveryUndo::Undo(P));
-        assert_eq!(u.on_recovery_ack(true, Some(10 * MS), 0), RecoveryUndo::No);
+        assert_eq!(u.on_recovery_ack(true, Some(10 * MS), || 0), RecoveryUndo::Undo(P));
+        assert_eq!(u.on_recovery_ack(true, Some(10 * MS), || 0), RecoveryUndo::No);
         // once
     }
 

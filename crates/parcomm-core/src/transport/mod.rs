@@ -22,6 +22,7 @@ mod linux_tests;
 pub mod newreno;
 pub mod prr;
 pub mod rack;
+pub mod ranges;
 pub mod receiver;
 pub mod recovery;
 pub mod rto;

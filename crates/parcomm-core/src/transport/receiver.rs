@@ -1,10 +1,11 @@
 //! The receiving end: reassembly, cumulative ACKs, delayed ACK, and
 //! optionally SACK blocks (RFC 2018).
 
+use super::ranges::RangeSet;
 use super::sack::{SackBlocks, MAX_SACK_BLOCKS};
 use super::{Ack, Segment, TcpConfig};
 use crate::time::Time;
-use std::collections::{BTreeMap, VecDeque};
+use std::collections::VecDeque;
 
 #[derive(Clone, Debug)]
 pub struct Receiver {
@@ -14,8 +15,8 @@ pub struct Receiver {
     delayed_ack_timeout: Time,
     /// Next byte expected; everything below was delivered to the application.
     rcv_nxt: u64,
-    /// Out-of-order data: disjoint, non-adjacent ranges start -> end, all above rcv_nxt.
-    ooo: BTreeMap<u64, u64>,
+    /// Out-of-order data, all above rcv_nxt.
+    ooo: RangeSet,
     ooo_bytes: u64,
     /// In-order bytes received since the last ACK (delayed ACK).
     unacked_bytes: u64,
@@ -53,7 +54,7 @@ impl Receiver {
             delayed_ack: cfg.delayed_ack,
             delayed_ack_timeout: cfg.delayed_ack_timeout,
             rcv_nxt: 0,
-            ooo: BTreeMap::new(),
+            ooo: RangeSet::new(),
             ooo_bytes: 0,
             unacked_bytes: 0,
             delack_deadline: None,
@@ -188,9 +189,8 @@ impl Receiver {
         if !self.sack || self.ooo.is_empty() {
             return out;
         }
-        let recent =
-            self.recent.iter().filter_map(|&seq| self.ooo.range(..=seq).next_back().filter(|&(_, &e)| e > seq));
-        for (&s, &e) in recent.chain(self.ooo.iter()) {
+        let recent = self.recent.iter().filter_map(|&seq| self.ooo.containing(seq));
+        for (s, e) in recent.chain(self.ooo.as_slice().iter().copied()) {
             if out.len() >= self.max_sack_blocks {
                 break;
             }
@@ -203,40 +203,15 @@ impl Receiver {
 
     /// Adds [start, end) to the out-of-order set, merging overlapping and
     /// adjacent ranges.
-    fn insert_ooo(&mut self, mut start: u64, mut end: u64) {
-        if let Some((&s, &e)) = self.ooo.range(..=start).next_back() {
-            if e >= start {
-                if e >= end {
-                    return; // already held
-                }
-                start = s;
-                end = end.max(e);
-                self.ooo.remove(&s);
-                self.ooo_bytes -= e - s;
-            }
-        }
-        while let Some((&s, &e)) = self.ooo.range(start..).next() {
-            if s > end {
-                break;
-            }
-            end = end.max(e);
-            self.ooo.remove(&s);
-            self.ooo_bytes -= e - s;
-        }
-        self.ooo.insert(start, end);
-        self.ooo_bytes += end - start;
+    fn insert_ooo(&mut self, start: u64, end: u64) {
+        self.ooo_bytes += self.ooo.insert(start, end);
     }
 
     /// Moves buffered ranges that became contiguous to the application.
     fn pull_in_order(&mut self) {
-        while let Some((&s, &e)) = self.ooo.iter().next() {
-            if s > self.rcv_nxt {
-                break;
-            }
-            self.ooo.remove(&s);
-            self.ooo_bytes -= e - s;
-            self.rcv_nxt = self.rcv_nxt.max(e);
-        }
+        let (bytes, end) = self.ooo.take_up_to(self.rcv_nxt);
+        self.ooo_bytes -= bytes;
+        self.rcv_nxt = end;
     }
 }
 

@@ -5,7 +5,7 @@
 //! SACKed, what is lost, how much is in the pipe, what to resend next); the
 //! sender decides when recovery starts and ends and does the sending.
 
-use std::collections::BTreeMap;
+use super::ranges::RangeSet;
 
 /// Blocks per ACK. A SACK option takes 2 + 8n bytes of the 40 option bytes,
 /// so 4 fit (RFC 2018 §3); our headers carry no timestamp option, which is
@@ -68,8 +68,8 @@ impl SackBlocks {
 pub struct Scoreboard {
     mss: u64,
     dupthresh: u64,
-    /// SACKed ranges above snd_una: disjoint, non-adjacent, start -> end.
-    sacked: BTreeMap<u64, u64>,
+    /// SACKed ranges above snd_una.
+    sacked: RangeSet,
     /// Every unSACKed byte below this is lost, whatever the SACKs say: set
     /// by a retransmission timeout (everything outstanding was presumed lost).
     lost_floor: u64,
@@ -86,7 +86,7 @@ impl Scoreboard {
         Scoreboard {
             mss: mss.max(1),
             dupthresh: dupthresh.max(1),
-            sacked: BTreeMap::new(),
+            sacked: RangeSet::new(),
             lost_floor: 0,
             high_rxt: 0,
             rescue_rxt: None,
@@ -99,15 +99,15 @@ impl Scoreboard {
     /// is stale, a D-SACK or nonsense: ignored) and is cut at `snd_max`
     /// (never sent). Returns the bytes newly SACKed by this ACK.
     pub fn update(&mut self, snd_una: u64, blocks: &[(u64, u64)], snd_max: u64) -> u64 {
-        self.advance(snd_una);
-        let before = self.sacked_bytes();
+        self.sacked.remove_below(snd_una);
+        let mut newly = 0;
         for &(s, end) in blocks {
             let e = end.min(snd_max);
             if s > snd_una && s < e {
-                self.insert(s, e);
+                newly += self.sacked.insert(s, e);
             }
         }
-        self.sacked_bytes() - before
+        newly
     }
 
     pub fn is_empty(&self) -> bool {
@@ -116,16 +116,16 @@ impl Scoreboard {
 
     /// Total SACKed bytes above snd_una.
     pub fn sacked_bytes(&self) -> u64 {
-        self.sacked.iter().map(|(s, e)| e - s).sum()
+        self.sacked.as_slice().iter().map(|&(s, e)| e - s).sum()
     }
 
     pub fn is_sacked(&self, seq: u64) -> bool {
-        self.containing(seq).is_some()
+        self.sacked.containing(seq).is_some()
     }
 
     /// One past the highest SACKed byte (0 when nothing is SACKed).
     pub fn highest_sacked(&self) -> u64 {
-        self.sacked.iter().next_back().map_or(0, |(_, &e)| e)
+        self.sacked.last().map_or(0, |(_, e)| e)
     }
 
     /// RFC 6675 IsLost(seq): more than (DupThresh - 1)·SMSS bytes, or
@@ -143,7 +143,7 @@ impl Scoreboard {
         let threshold = (self.dupthresh - 1).saturating_mul(self.mss);
         let (mut bytes, mut blocks) = (0u64, 0u64);
         let mut edge = 0;
-        for (&s, &e) in self.sacked.iter().rev() {
+        for &(s, e) in self.sacked.as_slice().iter().rev() {
             bytes += e - s;
             blocks += 1;
             if bytes > threshold || blocks >= self.dupthresh {
@@ -208,7 +208,7 @@ impl Scoreboard {
         // The highest unSACKed byte is just below the top block when that
         // block reaches snd_max, else snd_max - 1.
         let mut end = snd_max;
-        if let Some((&s, &e)) = self.sacked.iter().next_back() {
+        if let Some((s, e)) = self.sacked.last() {
             if e >= snd_max {
                 end = s;
             }
@@ -216,7 +216,7 @@ impl Scoreboard {
         if end <= snd_una {
             return None;
         }
-        let below = self.sacked.range(..end).next_back().map_or(0, |(_, &e)| e);
+        let below = self.sacked.first_at_or_above(end).checked_sub(1).map_or(0, |i| self.sacked.as_slice()[i].1);
         let start = snd_una.max(below).max(end.saturating_sub(self.mss));
         Some((start, end))
     }
@@ -224,7 +224,7 @@ impl Scoreboard {
     /// End of the unSACKed run starting at `seq` (which is not SACKed):
     /// the next SACKed block's start, or `snd_max`.
     pub fn hole_end(&self, seq: u64, snd_max: u64) -> u64 {
-        self.sacked.range(seq..).next().map_or(snd_max, |(&s, _)| s.min(snd_max))
+        self.block_from(seq).map_or(snd_max, |(s, _)| s.min(snd_max))
     }
 
     /// Recovery begins with a retransmission ending at `first_rtx_end`
@@ -267,64 +267,31 @@ impl Scoreboard {
 
     /// First unSACKed range at or above `from` and below `limit`.
     fn hole_from(&self, from: u64, limit: u64) -> Option<(u64, u64)> {
-        let start = self.containing(from).map_or(from, |(_, e)| e);
+        let start = self.sacked.containing(from).map_or(from, |(_, e)| e);
         if start >= limit {
             return None;
         }
-        let end = self.sacked.range(start..).next().map_or(limit, |(&s, _)| s.min(limit));
+        let end = self.block_from(start).map_or(limit, |(s, _)| s.min(limit));
         Some((start, end))
     }
 
-    /// The SACKed block holding `seq`, if any.
-    fn containing(&self, seq: u64) -> Option<(u64, u64)> {
-        self.sacked.range(..=seq).next_back().filter(|&(_, &e)| e > seq).map(|(&s, &e)| (s, e))
+    /// The first SACKed block starting at or above `seq`.
+    fn block_from(&self, seq: u64) -> Option<(u64, u64)> {
+        self.sacked.as_slice().get(self.sacked.first_at_or_above(seq)).copied()
     }
 
     fn sacked_between(&self, a: u64, b: u64) -> u64 {
         if a >= b {
             return 0;
         }
-        let first = self.sacked.range(..a).next_back().map(|(&s, &e)| (s, e));
-        first
-            .into_iter()
-            .chain(self.sacked.range(a..b).map(|(&s, &e)| (s, e)))
-            .map(|(s, e)| e.min(b).saturating_sub(s.max(a)))
+        // From the last block starting below `a` (it may reach into
+        // `[a, b)`) through the last starting below `b`.
+        let from = self.sacked.first_at_or_above(a).saturating_sub(1);
+        self.sacked.as_slice()[from..]
+            .iter()
+            .take_while(|&&(s, _)| s < b)
+            .map(|&(s, e)| e.min(b).saturating_sub(s.max(a)))
             .sum()
-    }
-
-    /// Drops what the cumulative ACK covers.
-    fn advance(&mut self, snd_una: u64) {
-        while let Some((&s, &e)) = self.sacked.iter().next() {
-            if s >= snd_una {
-                break;
-            }
-            self.sacked.remove(&s);
-            if e > snd_una {
-                self.sacked.insert(snd_una, e);
-                break;
-            }
-        }
-    }
-
-    /// Adds `[start, end)`, merging overlapping and adjacent blocks.
-    fn insert(&mut self, mut start: u64, mut end: u64) {
-        if let Some((&s, &e)) = self.sacked.range(..=start).next_back() {
-            if e >= start {
-                if e >= end {
-                    return;
-                }
-                start = s;
-                self.sacked.remove(&s);
-            }
-        }
-        while let Some((&s, &e)) = self.sacked.range(start..).next() {
-            if s > end {
-                break;
-            }
-            end = end.max(e);
-            self.sacked.remove(&s);
-        }
-        self.sacked.insert(start, end);
     }
 }
 

@@ -69,7 +69,7 @@ impl TxLog {
 
     /// `[start, end)` was sent again at `at`: every logged segment it overlaps.
     pub fn on_retransmit(&mut self, start: u64, end: u64, at: Time) {
-        let first = self.segs.partition_point(|s| s.end <= start);
+        let first = self.first_ending_above(start);
         // Segments are contiguous: from the first ending after `start`, each
         // overlaps until (and including) the first that ends at or after `end`.
         self.settled = self.settled.min(start);
@@ -130,6 +130,17 @@ impl TxLog {
         sent.map(|t| now.saturating_sub(t))
     }
 
+    /// Index of the first logged segment ending above `seq`. Usually the
+    /// head (nothing settled, a SACK or resend near snd_una): answered from
+    /// it without a binary search, which on a long log touches a cache line
+    /// per probe on every ACK.
+    fn first_ending_above(&self, seq: u64) -> usize {
+        if self.segs.front().is_none_or(|s| s.end > seq) {
+            return 0;
+        }
+        self.segs.partition_point(|s| s.end <= seq)
+    }
+
     /// When the first outstanding segment (the head, at snd_una) was last sent.
     pub fn head_sent(&self) -> Option<Time> {
         self.segs.front().map(|s| s.at)
@@ -138,7 +149,7 @@ impl TxLog {
     /// Marks as SACKed every segment inside `[start, end)` that was not,
     /// telling `delivered` of each.
     pub fn on_sacked(&mut self, start: u64, end: u64, mut delivered: impl FnMut(Outstanding)) {
-        let first = self.segs.partition_point(|s| s.end <= start);
+        let first = self.first_ending_above(start);
         for s in self.segs.iter_mut().skip(first) {
             if s.start >= end {
                 break;
@@ -162,7 +173,7 @@ impl TxLog {
         mut judge: impl FnMut(Outstanding) -> Verdict,
         mut on_lost: impl FnMut(Outstanding),
     ) -> Option<Time> {
-        let first = self.segs.partition_point(|s| s.end <= self.settled);
+        let first = self.first_ending_above(self.settled);
         let mut prefix = true;
         let mut wait: Option<Time> = None;
         for s in self.segs.iter_mut().skip(first) {
