@@ -626,63 +626,51 @@ class EmuBcast:
         }
         name = f"parcomm-{algo}-c{connections}" + ("-overlap" if overlap else "") + f"-p{peers}"
         run_dir = self.new_run_dir(name)
+        flags = _bcast_flags(opts, timeout) + ["--nodes", str(self.platform.nodes)]
+        flags += ["--endpoint-url", self.ready["endpoint"], "--rendezvous-dir", str(run_dir / "rdv")]
 
         def argv(rank: int) -> list[str]:
-            return [
-                sys.executable,
-                "-m",
-                "parcomm",
-                "bcast",
-                URL,
-                "--out",
-                str(run_dir / "out" / f"object.{rank}"),
-                "--rendezvous-dir",
-                str(run_dir / "rdv"),
-                "--rank",
-                str(rank),
-                "--nodes",
-                str(self.platform.nodes),
-                "--bind",
-                self.node_addr[rank],
-                "--endpoint-url",
-                self.ready["endpoint"],
-                "--algo",
-                algo,
-                "--connections",
-                str(connections),
-                "--work-pieces",
-                str(work_pieces),
-                "--peers",
-                str(peers),
-                "--seed",
-                str(seed),
-                "--overlap" if overlap else "--no-overlap",
-                "--serve",
-                serve,
-                "--choke-interval",
-                f"{choke_interval:g}s",
-                "--requests",
-                str(requests),
-                "--timeout",
-                f"{timeout:g}s",
-                "--json",
-            ]
+            out = str(run_dir / "out" / f"object.{rank}")
+            where = ["--rank", str(rank), "--bind", self.node_addr[rank], "--out", out]
+            return [sys.executable, "-m", "parcomm", "bcast", URL, *where, *flags]
 
         def parse(log: str) -> dict | None:
             doc = _last_json(log)
             nodes = (doc or {}).get("nodes") or []
             return nodes[0] if nodes else None
 
-        label = (
-            f"parcomm {algo} c={connections}"
-            + (" overlap" if overlap else "")
-            + (f" peers={peers}" if peers != 4 else "")
-            + (f" serve={serve}" if serve != "uploaders" else "")
-            + (f" choke={choke_interval:g}s" if choke_interval != 5.0 else "")
-            + (f" requests={requests}" if requests != 4 else "")
-            + f" work={work_pieces}"
-        )
+        label = _bcast_label(opts)
         return self.run_nodes(label, opts, argv, timeout + 60, run_dir, parse_report=parse)
+
+
+def _bcast_flags(opts: dict, timeout: float) -> list[str]:
+    """The options every node of one ``parcomm bcast`` run gets (run_parcomm's keywords)."""
+    named = {
+        "--algo": opts["algo"],
+        "--connections": opts["connections"],
+        "--work-pieces": opts["work_pieces"],
+        "--peers": opts["peers"],
+        "--seed": opts["seed"],
+        "--serve": opts["serve"],
+        "--choke-interval": f"{opts['choke_interval']:g}s",
+        "--requests": opts["requests"],
+        "--timeout": f"{timeout:g}s",
+    }
+    flags = [str(x) for pair in named.items() for x in pair]
+    return flags + ["--overlap" if opts["overlap"] else "--no-overlap", "--json"]
+
+
+def _bcast_label(opts: dict) -> str:
+    """A run's name in tables: what differs from the defaults."""
+    return (
+        f"parcomm {opts['algo']} c={opts['connections']}"
+        + (" overlap" if opts["overlap"] else "")
+        + (f" peers={opts['peers']}" if opts["peers"] != 4 else "")
+        + (f" serve={opts['serve']}" if opts["serve"] != "uploaders" else "")
+        + (f" choke={opts['choke_interval']:g}s" if opts["choke_interval"] != 5.0 else "")
+        + (f" requests={opts['requests']}" if opts["requests"] != 4 else "")
+        + f" work={opts['work_pieces']}"
+    )
 
 
 def cpu_times() -> tuple[float, float]:
