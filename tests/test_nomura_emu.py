@@ -117,4 +117,7 @@ def test_measure_cli_under_mpich_on_the_emulated_platform(tmp_path):
     argv = ["measure", "--backend", "emu-mpi", "--platform", "star:2", "--sizes", "0,1KiB", "--patterns", "none"]
     assert main([*argv, "--rel-ci", "0.5", "--out", str(out)]) == 0
     p = PlogPParams.load(out)
-    assert p.meta["backend"] == "emu-mpi" and p.procs == 2 and p.g[1] > 0
+    assert p.meta["backend"] == "emu-mpi" and p.procs == 2 and p.sizes == [0, 1024]
+    # g(1 KiB) is a difference of two round trips and may clamp to 0 on a loaded machine;
+    # L + g(0) = RTT(0, 0)/2 cannot: a round trip takes time.
+    assert all(x >= 0 for x in p.g) and p.L + p.g[0] > 0
