@@ -23,6 +23,9 @@ pub struct AckHeader {
     pub ack: u64,
     pub window: u64,
     pub sack_slot: u32,
+    /// The RFC 7323 TSecr the receiver echoed (`Ack::tsecr`); the sender's
+    /// timestamp checks (tcp_packet_delayed(), the RACK echo check) read it.
+    pub tsecr: Option<crate::time::Time>,
 }
 
 #[derive(Clone, Copy, Debug)]
@@ -50,7 +53,7 @@ impl Packet {
     /// The blocks themselves are in slot `sack_slot` of the side table (or
     /// `NO_SACK`).
     pub fn ack_in_slot(src: u32, dst: u32, stream: u32, ack: &Ack, sack_slot: u32) -> Packet {
-        let header = AckHeader { ack: ack.ack, window: ack.window, sack_slot };
+        let header = AckHeader { ack: ack.ack, window: ack.window, sack_slot, tsecr: ack.tsecr };
         Packet::new(src, dst, stream, Payload::Ack(header), HEADER_BYTES + ack.sack.option_bytes())
     }
 
@@ -89,5 +92,17 @@ mod tests {
         }
         assert_eq!(sizes, vec![40, 52, 60, 68, 76]);
         assert_eq!(SackBlocks::default().option_bytes(), 0);
+    }
+
+    #[test]
+    fn an_ack_carries_its_timestamp_echo() {
+        // Without it the sender's timestamp checks (tcp_packet_delayed()) never fire.
+        let mut ack = Ack::new(1000, 65535);
+        ack.tsecr = Some(42_000);
+        let pkt = Packet::ack(1, 0, 7, ack);
+        match pkt.payload {
+            Payload::Ack(h) => assert_eq!((h.ack, h.tsecr), (1000, Some(42_000))),
+            Payload::Data(_) => panic!("an ACK became data"),
+        }
     }
 }

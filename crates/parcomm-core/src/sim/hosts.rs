@@ -336,6 +336,7 @@ impl Simulation {
             Payload::Ack(header) => {
                 let mut ack = crate::transport::Ack::new(header.ack, header.window);
                 ack.sack = self.take_sack(header.sack_slot);
+                ack.tsecr = header.tsecr;
                 let st = &mut self.streams[s as usize];
                 let una = st.sender.acked();
                 st.sender.on_ack(now, ack);
