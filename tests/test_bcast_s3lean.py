@@ -245,12 +245,17 @@ with open(report, "w") as f:
 """
 
 
-def test_a_lone_node_never_imports_botocore(versitygw, s3_bucket, tmp_path):
-    url = f"s3://{s3_bucket}/lean/node-object.bin"
+def _small_object(versitygw, url: str) -> bytes:
     data = os.urandom(300_000)
     client = S3Client(versitygw.s3_config())
     client.put_bytes(url, data)
     mf.prepare(url, 64 * 1024, client=client)
+    return data
+
+
+def test_a_lone_node_never_imports_botocore(versitygw, s3_bucket, tmp_path):
+    url = f"s3://{s3_bucket}/lean/node-object.bin"
+    data = _small_object(versitygw, url)
     report, out = tmp_path / "modules.json", tmp_path / "out.bin"
     args = ["bcast", "get", url, "--out", str(out), "--local", "1"]
     env = {**os.environ, **versitygw.environ()}
@@ -265,3 +270,48 @@ def test_a_lone_node_never_imports_botocore(versitygw, s3_bucket, tmp_path):
     result = json.loads(report.read_text())
     assert result == {"exit": 0, "loaded": []}, result
     assert out.read_bytes() == data
+
+
+# Every process that starts with this directory on its path lists its modules when it exits.
+LIST_MODULES_AT_EXIT = """
+import atexit, json, os, sys
+
+def _list():
+    loaded = sorted(m for m in sys.modules if m.partition(".")[0] in ("boto3", "botocore", "urllib3"))
+    with open(os.path.join(os.environ["MODULE_REPORTS"], f"{os.getpid()}.json"), "w") as f:
+        json.dump({"argv": sys.argv[:1], "loaded": loaded}, f)
+
+atexit.register(_list)
+"""
+
+
+def test_local_nodes_never_import_botocore(versitygw, s3_bucket, tmp_path):
+    """``--local 2``: the parent and both node processes (the keys reach them in their environment)."""
+    url = f"s3://{s3_bucket}/lean/nodes-object.bin"
+    data = _small_object(versitygw, url)
+    hook, reports = tmp_path / "hook", tmp_path / "reports"
+    hook.mkdir()
+    reports.mkdir()
+    (hook / "sitecustomize.py").write_text(LIST_MODULES_AT_EXIT)
+    path = os.pathsep.join(p for p in [str(hook), os.environ.get("PYTHONPATH", "")] if p)
+    env = {**os.environ, **versitygw.environ(), "PYTHONPATH": path, "MODULE_REPORTS": str(reports)}
+    out = tmp_path / "out.{rank}"
+    args = ["-m", "parcomm", "bcast", "get", url, "--out", str(out), "--local", "2"]
+    run = subprocess.run([sys.executable, *args], env=env, capture_output=True, text=True, timeout=120)
+    assert run.returncode == 0, run.stderr
+    found = [json.loads(p.read_text()) for p in reports.iterdir()]
+    assert len(found) == 3, found  # the parent and two nodes
+    assert all(r["loaded"] == [] for r in found), found
+    assert all((tmp_path / f"out.{rank}").read_bytes() == data for rank in range(2))
+
+
+def test_node_keys_come_back_from_the_environment():
+    from parcomm.apps.bcast.launch import keys_from_environment
+
+    env = {"AWS_ACCESS_KEY_ID": "ak", "AWS_SECRET_ACCESS_KEY": "sk", "AWS_SESSION_TOKEN": "tok"}
+    public = S3Config(endpoint_url="http://h:1", region="us-east-1")
+    back = keys_from_environment(public, env)
+    assert (back.access_key, back.secret_key, back.session_token) == ("ak", "sk", "tok")
+    for kept in (replace(public, profile="p"), replace(public, anonymous=True), replace(public, access_key="x")):
+        assert keys_from_environment(kept, env) == kept
+    assert keys_from_environment(public, {"AWS_ACCESS_KEY_ID": "ak"}) == public
