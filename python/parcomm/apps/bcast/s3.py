@@ -14,7 +14,7 @@ the client is built once, under a lock, from a private session.
 
 HEAD and ranged GETs skip boto3 when the configuration allows it (explicit keys or unsigned,
 see :func:`.s3http.eligible`): they are signed by :mod:`.sigv4` and sent over ``http.client``
-(:mod:`.s3http`), so a node that only reads never imports botocore (~0.4 CPU s per process).
+(:mod:`.s3http`), so a node that only reads never imports botocore (~0.2 CPU s per process here).
 Profiles, credential chains, PUTs and bucket creation stay on boto3.
 """
 

@@ -1,5 +1,5 @@
 """S3 HEAD and ranged GET over ``http.client``, signed by :mod:`.sigv4`: the node's data path
-without boto3 (whose import and service model cost ~0.4 CPU s per process).
+without boto3 (whose import and client cost ~0.2 CPU s per process here).
 
 One keep-alive connection per thread and host; connect and read timeouts as :class:`.s3.S3Client`
 sets them; a connection whose response was not read to its end is dropped, never reused. No
