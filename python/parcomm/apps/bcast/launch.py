@@ -25,7 +25,7 @@ import tempfile
 import time
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Callable
+from typing import Callable, Mapping
 
 from ...auth import KEY_ENV, JobKey, JobKeyError, resolve_key
 from . import manifest as manifests
@@ -232,6 +232,22 @@ def check_distinct_outputs(comm, path: str) -> None:
 # ---------------------------------------------------------------- --local N
 
 
+def keys_from_environment(s3: S3Config, environ: Mapping[str, str] | None = None) -> S3Config:
+    """The keys :func:`run_local` passed in our environment, back in the configuration: what
+    boto3's chain would find there first, and what lets :class:`S3Client` skip boto3."""
+    env = os.environ if environ is None else environ
+    if s3.profile or s3.anonymous or s3.access_key or not env.get("AWS_ACCESS_KEY_ID"):
+        return s3
+    if not env.get("AWS_SECRET_ACCESS_KEY"):
+        return s3
+    return replace(
+        s3,
+        access_key=env["AWS_ACCESS_KEY_ID"],
+        secret_key=env["AWS_SECRET_ACCESS_KEY"],
+        session_token=env.get("AWS_SESSION_TOKEN") or None,
+    )
+
+
 def child_main(argv: list[str]) -> int:
     """Entry of one ``--local`` child: ``python -m parcomm.apps.bcast.launch SPEC``."""
     spec = json.loads(argv[0])
@@ -248,6 +264,7 @@ def child_main(argv: list[str]) -> int:
 
     try:
         key = resolve_key()  # the parent's fresh key, in our environment
+        job = replace(job, s3=keys_from_environment(job.s3))
         client = S3Client(job.s3, seed=rank)
         manifest = check_object(job, client)
         report = _node(job, rank, table, listen, client, manifest, on_progress, key)
@@ -290,6 +307,8 @@ def run_local(
     ):
         if value is not None:
             env[var] = value
+    if job.s3.access_key is not None and job.s3.session_token is None:
+        env.pop("AWS_SESSION_TOKEN", None)  # the user's token belongs to other keys than ours
     env[KEY_ENV] = JobKey.generate().hex()  # this run's members: our children, nobody else
     public = replace(job, s3=replace(job.s3, access_key=None, secret_key=None, session_token=None))
     try:

@@ -11,6 +11,11 @@ print them as one line: :class:`ObjectNotFound`, :class:`AccessDenied`,
 
 One :class:`S3Client` may be shared by threads: boto3 clients are thread safe and
 the client is built once, under a lock, from a private session.
+
+HEAD and ranged GETs skip boto3 when the configuration allows it (explicit keys or unsigned,
+see :func:`.s3http.eligible`): they are signed by :mod:`.sigv4` and sent over ``http.client``
+(:mod:`.s3http`), so a node that only reads never imports botocore (~0.2 CPU s per process here).
+Profiles, credential chains, PUTs and bucket creation stay on boto3.
 """
 
 from __future__ import annotations
@@ -18,10 +23,13 @@ from __future__ import annotations
 import http.client
 import os
 import random
+import sys
 import threading
 import time
 from dataclasses import dataclass, field
 from typing import Any, Callable
+
+from . import s3http
 
 DEFAULT_CHUNK_SIZE = 256 * 1024
 
@@ -216,20 +224,21 @@ _DENIED_CODES = {
 
 
 def _retryable_exceptions() -> tuple[type[BaseException], ...]:
-    import botocore.exceptions as bex
-    import urllib3.exceptions as uex
-
-    return (
-        bex.ConnectionError,
-        bex.HTTPClientError,
-        bex.ResponseStreamingError,
-        bex.IncompleteReadError,
-        uex.HTTPError,
+    """What a retry may cure; botocore's and urllib3's kinds only once they are loaded (an
+    exception of theirs cannot exist before), so the boto3-free path never imports them."""
+    found: tuple[type[BaseException], ...] = (
         ConnectionError,
         TimeoutError,
         TruncatedBody,
         http.client.HTTPException,  # IncompleteRead from the raw body
     )
+    bex = sys.modules.get("botocore.exceptions")
+    if bex is not None:
+        found += (bex.ConnectionError, bex.HTTPClientError, bex.ResponseStreamingError, bex.IncompleteReadError)
+    uex = sys.modules.get("urllib3.exceptions")
+    if uex is not None:
+        found += (uex.HTTPError,)
+    return found
 
 
 def _error_code(exc: Any) -> tuple[str, int]:
@@ -251,7 +260,10 @@ class S3Client:
         read_timeout: float = 30.0,
         max_pool_connections: int = 16,
         seed: int | None = None,
+        lean: bool | None = None,
     ) -> None:
+        """``lean``: HEAD and GET without boto3 (:mod:`.s3http`); ``None`` (default) whenever
+        the configuration allows it, ``False`` never, ``True`` always (else ValueError)."""
         self.config = config if config is not None else S3Config.from_env()
         self.retry = retry or RetryPolicy()
         self.connect_timeout = connect_timeout
@@ -261,7 +273,10 @@ class S3Client:
         self._rng = random.Random(seed)
         self._lock = threading.Lock()
         self._client: Any = None
-        self._retryable = _retryable_exceptions()
+        if lean and not s3http.eligible(self.config):
+            raise ValueError("this S3 configuration needs boto3 (a profile, a credential chain, a proxy...)")
+        use_lean = s3http.eligible(self.config) if lean is None else lean
+        self._lean = s3http.Transport(self.config, connect_timeout, read_timeout) if use_lean else None
 
     # boto3 is imported lazily: it costs ~0.3 s and the simulator never needs it.
     def _boto(self) -> Any:
@@ -319,47 +334,20 @@ class S3Client:
     # -- the retry loop ----------------------------------------------------
     def _call(self, url: str, what: str, attempt: Callable[[], Any], progress: Callable[[], int] = lambda: 0) -> Any:
         """Run ``attempt`` until it succeeds, a permanent error, or the budget ends."""
-        from botocore.exceptions import ClientError, NoCredentialsError
-
         policy = self.retry
         started = time.monotonic()
         failures = 0
         total_failures = 0
-        last = ""
         while True:
             before = progress()
             try:
                 return attempt()
             except _CallbackFailed as exc:
                 raise exc.__cause__ from None  # type: ignore[misc]
-            except NoCredentialsError:
-                raise AccessDenied(
-                    url,
-                    f"no S3 credentials found for {self.config.describe()} (set AWS_ACCESS_KEY_ID and "
-                    "AWS_SECRET_ACCESS_KEY, choose a --profile, or --no-sign-request for a public bucket)",
-                ) from None
-            except ClientError as exc:
-                code, status = _error_code(exc)
-                self._count(error=code)
-                if code in _DENIED_CODES or status in (401, 403):
-                    raise AccessDenied(
-                        url,
-                        f"access denied ({code}) to requests made as {self.config.describe()}: "
-                        "check the credentials and the endpoint",
-                    ) from None
-                if code in _NOT_FOUND_CODES or status == 404:
-                    what_missing = "bucket" if code == "NoSuchBucket" else "object"
-                    raise ObjectNotFound(url, f"{what_missing} not found") from None
-                if code == "PreconditionFailed" or status == 412:
-                    raise ObjectChanged(url, "the object changed during the transfer (ETag differs)") from None
-                if not (code in _RETRYABLE_CODES or status >= 500 or status == 429):
-                    raise S3Error(
-                        url, f"{what} failed: {code} {exc.response.get('Error', {}).get('Message', '')}".rstrip()
-                    ) from None
-                last = f"{code} (HTTP {status})"
-            except self._retryable as exc:
-                self._count(error=type(exc).__name__)
-                last = f"{type(exc).__name__}: {exc}"
+            except Exception as exc:
+                last = self._failure(url, what, exc)
+                if last is None:
+                    raise
             # Progress made by the failed attempt resets the consecutive-failure count.
             failures = 1 if progress() > before else failures + 1
             total_failures += 1
@@ -372,12 +360,50 @@ class S3Client:
             self._count(retries=1)
             time.sleep(pause)
 
+    def _failure(self, url: str, what: str, exc: Exception) -> str | None:
+        """Raise the permanent error ``exc`` means, or return how to name it if it is worth a
+        retry; ``None``: not ours to handle (the caller re-raises it)."""
+        bex = sys.modules.get("botocore.exceptions")  # a botocore error implies botocore loaded
+        if bex is not None and isinstance(exc, bex.NoCredentialsError):
+            raise AccessDenied(
+                url,
+                f"no S3 credentials found for {self.config.describe()} (set AWS_ACCESS_KEY_ID and "
+                "AWS_SECRET_ACCESS_KEY, choose a --profile, or --no-sign-request for a public bucket)",
+            ) from None
+        if isinstance(exc, s3http.HttpStatusError):
+            code, status, message = exc.code, exc.status, exc.message
+        elif bex is not None and isinstance(exc, bex.ClientError):
+            code, status = _error_code(exc)
+            message = str(exc.response.get("Error", {}).get("Message", ""))
+        elif isinstance(exc, _retryable_exceptions()):
+            self._count(error=type(exc).__name__)
+            return f"{type(exc).__name__}: {exc}"
+        else:
+            return None
+        self._count(error=code)
+        if code in _DENIED_CODES or status in (401, 403):
+            raise AccessDenied(
+                url,
+                f"access denied ({code}) to requests made as {self.config.describe()}: "
+                "check the credentials and the endpoint",
+            ) from None
+        if code in _NOT_FOUND_CODES or status == 404:
+            what_missing = "bucket" if code == "NoSuchBucket" else "object"
+            raise ObjectNotFound(url, f"{what_missing} not found") from None
+        if code == "PreconditionFailed" or status == 412:
+            raise ObjectChanged(url, "the object changed during the transfer (ETag differs)") from None
+        if not (code in _RETRYABLE_CODES or status >= 500 or status == 429):
+            raise S3Error(url, f"{what} failed: {code} {message}".rstrip()) from None
+        return f"{code} (HTTP {status})"
+
     # -- operations --------------------------------------------------------
     def head(self, url: str | S3Url) -> ObjectInfo:
         """Size, ETag (unquoted) and user metadata of an object."""
         loc = parse_s3_url(url)
 
         def attempt() -> ObjectInfo:
+            if self._lean is not None:
+                return self._head_lean(loc)
             from botocore.exceptions import ClientError
 
             self._count(requests=1)
@@ -396,6 +422,34 @@ class S3Client:
             )
 
         return self._call(str(loc), "HEAD", attempt)
+
+    def _head_lean(self, loc: S3Url) -> ObjectInfo:
+        assert self._lean is not None
+        self._count(requests=1)
+        try:
+            with self._lean.exchange("HEAD", loc, {}) as resp:
+                resp.read()  # nothing: ends the exchange, the connection stays open
+                headers = resp.getheaders()
+        except s3http.HttpStatusError as exc:
+            if exc.status == 404 and exc.code == "404":
+                # As below: a 1-byte GET names what is missing (key, bucket, access key).
+                self._count(requests=1)
+                with self._lean.exchange("GET", loc, {"Range": "bytes=0-0"}):
+                    pass
+            raise
+        size = etag = None
+        metadata: dict[str, str] = {}
+        for name, value in headers:
+            lower = name.lower()
+            if lower == "content-length":
+                size = value.strip()
+            elif lower == "etag":
+                etag = value.strip().strip('"')
+            elif lower.startswith("x-amz-meta-"):
+                metadata[lower[len("x-amz-meta-") :]] = value
+        if size is None or not size.isdigit() or len(size) > 20:
+            raise S3Error(str(loc), f"HEAD answered without a valid Content-Length ({(size or '')[:40]!r})")
+        return ObjectInfo(int(size), etag or "", metadata)
 
     def get_range(
         self,
@@ -434,6 +488,8 @@ class S3Client:
     def _fetch(
         self, loc: S3Url, state: dict[str, int], end: int, on_chunk: ChunkCallback, chunk_size: int, etag: str | None
     ) -> None:
+        if self._lean is not None:
+            return self._fetch_lean(loc, state, end, on_chunk, chunk_size, etag)
         offset = state["next"]
         kwargs: dict[str, Any] = {"Bucket": loc.bucket, "Key": loc.key, "Range": f"bytes={offset}-{end - 1}"}
         if etag:
@@ -448,21 +504,44 @@ class S3Client:
             raw = getattr(getattr(body, "_raw_stream", None), "_fp", None)  # http.client's response
             if raw is None or not hasattr(raw, "readinto") or resp.get("ContentEncoding"):
                 raw = body  # not the stack we know, or encoded: the portable (copying) path
-            buf = memoryview(bytearray(min(chunk_size, end - offset)))
-            while offset < end:
-                want = min(chunk_size, end - offset)
-                got = self._read_into(raw, buf[:want])
-                if got < want:
-                    raise TruncatedBody(f"body ended at byte {offset + got}, expected {end}")
-                try:
-                    on_chunk(offset, buf[:want])
-                except BaseException as exc:
-                    raise _CallbackFailed() from exc
-                offset += want
-                state["next"] = offset
+            self._deliver(raw, state, end, on_chunk, chunk_size)
         finally:
             # Closing drops a half-read connection instead of returning it to the pool.
             body.close()
+
+    def _fetch_lean(
+        self, loc: S3Url, state: dict[str, int], end: int, on_chunk: ChunkCallback, chunk_size: int, etag: str | None
+    ) -> None:
+        assert self._lean is not None
+        offset = state["next"]
+        headers = {"Range": f"bytes={offset}-{end - 1}"}
+        if etag:
+            headers["If-Match"] = f'"{etag}"'
+        self._count(requests=1)
+        with self._lean.exchange("GET", loc, headers) as resp:
+            if resp.status != 206 and offset > 0:
+                raise S3Error(str(loc), f"the server ignored the Range header (HTTP {resp.status} to bytes {offset}-)")
+            self._check_content_range(loc, resp.getheader("Content-Range") or "", offset, end)
+            try:
+                self._deliver(resp, state, end, on_chunk, chunk_size)
+            except TimeoutError:
+                raise s3http.ReadTimeoutError(f"Read timeout on the body of {loc}") from None
+
+    def _deliver(self, raw: Any, state: dict[str, int], end: int, on_chunk: ChunkCallback, chunk_size: int) -> None:
+        """Read ``[state["next"], end)`` from ``raw`` into one reused buffer, a chunk at a time."""
+        offset = state["next"]
+        buf = memoryview(bytearray(min(chunk_size, end - offset)))
+        while offset < end:
+            want = min(chunk_size, end - offset)
+            got = self._read_into(raw, buf[:want])
+            if got < want:
+                raise TruncatedBody(f"body ended at byte {offset + got}, expected {end}")
+            try:
+                on_chunk(offset, buf[:want])
+            except BaseException as exc:
+                raise _CallbackFailed() from exc
+            offset += want
+            state["next"] = offset
 
     @staticmethod
     def _check_content_range(loc: S3Url, content_range: str, offset: int, end: int) -> None:
