@@ -352,8 +352,9 @@ def test_spoofed_and_forged_bcast_peers_change_nothing(versitygw, s3_object, tmp
         spoof = [hello(r) for r in range(4)]  # claim every rank, then close
         return spoof + [hello(1) + corrupt, _forged_greeting() + hello(2) + corrupt]
 
-    # 100 kB/s per GET: the run lasts long enough (about 20 s) for the attacker's many rounds of pokes.
-    with PacingProxy(versitygw.endpoint_url, profile=[(1.0, 1e5)], seed=3) as proxy:
+    # 30 kB/s per GET: each node's 768 KiB share over 2 GETs takes about 13 s, long enough for the
+    # attacker's many rounds of pokes even on a loaded machine (at 100 kB/s, ~5 s runs gave it 18).
+    with PacingProxy(versitygw.endpoint_url, profile=[(1.0, 3e4)], seed=3) as proxy:
         env = {
             **os.environ,
             **versitygw.environ(),

@@ -105,7 +105,9 @@ def test_one_and_eight_nodes(versitygw, s3, tmp_path, algo, nodes):
 def test_sixteen_nodes_open_connections_on_first_need(versitygw, s3, tmp_path):
     """16 local node processes: each opens connections only to the ranks it sends
     to -- its overlay rank ± 2^k (7 ranks of 15), where notices, steals and exchange
-    neighbours go -- not to every other node; every output's sha256 checked."""
+    neighbours go, plus at most one more (a neighbour past the overlay once it is used
+    up, or a repair next to a rank counted out on a busy machine): 2 log2 N -- not to
+    every other node; every output's sha256 checked."""
     nodes = 16
     size = 40 * PIECE * WORK + 4321
     url, digest = s3(size)
@@ -113,7 +115,7 @@ def test_sixteen_nodes_open_connections_on_first_need(versitygw, s3, tmp_path):
     assert result.errors == {}
     _check(result, tmp_path, nodes, digest)
     opened = {r.rank: r.connections for r in result.reports}
-    assert len(opened) == nodes and all(0 < c <= 7 for c in opened.values()), opened
+    assert len(opened) == nodes and all(0 < c <= 2 * 4 for c in opened.values()), opened
     total = summarize(result.reports)["peer_connections"]
     assert total == sum(opened.values()) <= 2 * nodes * 4 < nodes * (nodes - 1)
 

@@ -315,3 +315,13 @@ def test_node_keys_come_back_from_the_environment():
     for kept in (replace(public, profile="p"), replace(public, anonymous=True), replace(public, access_key="x")):
         assert keys_from_environment(kept, env) == kept
     assert keys_from_environment(public, {"AWS_ACCESS_KEY_ID": "ak"}) == public
+
+
+def test_s3_config_repr_shows_no_secret():
+    """A config printed in a log line or a traceback names the endpoint, never the keys."""
+    from parcomm.apps.bcast.s3 import S3Config
+
+    cfg = S3Config("http://127.0.0.1:9", access_key="AKIDEXAMPLE", secret_key="s3cr3t-value", session_token="t0k3n")
+    shown = repr(cfg)
+    assert "127.0.0.1:9" in shown
+    assert "s3cr3t-value" not in shown and "t0k3n" not in shown

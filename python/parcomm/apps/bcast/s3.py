@@ -108,8 +108,9 @@ class S3Config:
 
     endpoint_url: str | None = None
     access_key: str | None = None
-    secret_key: str | None = None
-    session_token: str | None = None
+    # Secrets stay out of repr(): a config may end up in a log line or a traceback.
+    secret_key: str | None = field(default=None, repr=False)
+    session_token: str | None = field(default=None, repr=False)
     region: str | None = None
     profile: str | None = None
     anonymous: bool = False
