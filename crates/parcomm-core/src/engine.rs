@@ -9,7 +9,8 @@ use std::collections::{BinaryHeap, VecDeque};
 
 /// A heap entry: the (time, sequence) key packed into one integer, and the
 /// slot of the event in the slab. Events stay put in the slab, so the heap
-/// only moves 24-byte entries, however large an event is.
+/// only moves 32-byte entries (u128 is 16-byte aligned), however large an
+/// event is.
 #[derive(PartialEq, Eq)]
 struct Entry {
     key: u128,
@@ -181,5 +182,11 @@ mod tests {
         q.pop();
         q.schedule(50, 2);
         assert_eq!(q.pop(), Some((100, 2)));
+    }
+
+    #[test]
+    fn a_heap_entry_is_32_bytes() {
+        // What the comment on Entry says: key (16, 16-aligned) + slot (4), padded.
+        assert_eq!(std::mem::size_of::<Entry>(), 32);
     }
 }
