@@ -149,13 +149,7 @@ def _run_procs(ctx: StudyContext, procs: int, profile: str = PAPER_PROFILE) -> t
     params.save(ctx.out_dir / f"params_{_tag(profile, procs)}.json")
     models = {name: make_model(name, params) for name in MODELS}
     rows = []
-    cases = [(m, algo) for m in _sweep(ctx.quick) for algo in ("A", "B")]
-    seeds = _seeds(ctx)
-    done = ctx.map(
-        _bench_job, [(plat, procs, algo, m, s) for m, algo in cases for s in seeds], f"P={procs}: Alltoall A and B"
-    )
-    for k, (m, algo) in enumerate(cases):
-        runs = done[k * len(seeds) : (k + 1) * len(seeds)]
+    for m, algo, runs in _bench_cases(ctx, plat, procs, _sweep(ctx.quick), f"P={procs}: Alltoall A and B"):
         n = len(runs)
         row = {
             "profile": profile,
@@ -245,18 +239,25 @@ def simulate_on(ctx: StudyContext, plat: dict, procs: int, sizes: Sequence[int])
     """A and B by the simulator on another platform (the emulated one), with
     MPICH's sender-driven rendezvous, as the emulated ranks run under MPICH:
     {(algo, m): {"sim_s": mean warm call, "sim_timeouts": RTOs per call}}."""
-    cases = [(m, algo) for m in sizes for algo in ("A", "B")]
-    seeds = _seeds(ctx)
-    jobs = [(plat, procs, algo, m, s, "sender") for m, algo in cases for s in seeds]
-    done = ctx.map(_bench_job, jobs, f"P={procs}: the simulator on the emulated platform")
-    out = {}
-    for k, (m, algo) in enumerate(cases):
-        runs = done[k * len(seeds) : (k + 1) * len(seeds)]
-        out[(algo, m)] = {
+    what = f"P={procs}: the simulator on the emulated platform"
+    return {
+        (algo, m): {
             "sim_s": statistics.fmean(r["warm_s"] for r in runs),
             "sim_timeouts": statistics.fmean(r["warm_timeouts"] for r in runs),
         }
-    return out
+        for m, algo, runs in _bench_cases(ctx, plat, procs, sizes, what, rendezvous="sender")
+    }
+
+
+def _bench_cases(
+    ctx: StudyContext, plat: dict, procs: int, sizes: Sequence[int], what: str, rendezvous: str = RENDEZVOUS
+) -> list[tuple[int, str, list[dict]]]:
+    """A and B at every size, one run per seed of the study, on the executor:
+    [(m, algo, the runs' :func:`_bench` results)] in size order."""
+    cases = [(m, algo) for m in sizes for algo in ("A", "B")]
+    seeds = _seeds(ctx)
+    done = ctx.map(_bench_job, [(plat, procs, algo, m, s, rendezvous) for m, algo in cases for s in seeds], what)
+    return [(m, algo, done[k * len(seeds) : (k + 1) * len(seeds)]) for k, (m, algo) in enumerate(cases)]
 
 
 def _errors(rows: list[dict], model: str, actual: str = "actual_s") -> float:
