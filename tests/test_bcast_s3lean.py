@@ -117,6 +117,28 @@ def test_addressing_and_eligibility():
         S3Client(replace(custom, profile="p"), lean=True)
 
 
+def test_config_file_settings_send_the_node_to_boto3(tmp_path):
+    """boto3 applies the config file's default profile even with keys from the environment:
+    an endpoint or a CA bundle there must not be silently ignored by the lean path."""
+    custom = S3Config(endpoint_url="http://127.0.0.1:7070/", access_key="a", secret_key="b", region="us-east-1")
+    cfg = tmp_path / "config"
+    env = {"AWS_CONFIG_FILE": str(cfg)}
+    assert s3http.eligible(custom, env)  # no file
+    cfg.write_text("[default]\nregion = eu-west-1\noutput = json\n[profile other]\nendpoint_url = http://x\n")
+    assert s3http.eligible(custom, env)  # nothing that changes the request; another profile's settings
+    for extra in ("endpoint_url = http://10.0.0.1:9000", "ca_bundle = /etc/ca.pem", "s3 =\n  addressing_style = virtual"):
+        cfg.write_text(f"[default]\nregion = eu-west-1\n{extra}\n")
+        assert not s3http.eligible(custom, env), extra
+    cfg.write_text("[default\nregion")  # unreadable: boto3 reports it
+    assert not s3http.eligible(custom, env)
+    cfg.write_text("[default]\nregion = eu-west-1\n")
+    assert not s3http.eligible(custom, {**env, "AWS_PROFILE": "other"})
+    assert s3http.eligible(custom, {"HOME": str(tmp_path)})  # ~/.aws/config absent
+    (tmp_path / ".aws").mkdir()
+    (tmp_path / ".aws" / "config").write_text("[default]\nendpoint_url = http://10.0.0.1:9000\n")
+    assert not s3http.eligible(custom, {"HOME": str(tmp_path)})
+
+
 # -- against versitygw -------------------------------------------------------------------
 @pytest.fixture(scope="module")
 def lean_objects(versitygw, s3_bucket):

@@ -11,6 +11,7 @@ any exception raised here.
 
 from __future__ import annotations
 
+import configparser
 import contextlib
 import http.client
 import os
@@ -56,6 +57,14 @@ _DNS_BUCKET = re.compile(r"[a-z0-9][a-z0-9-]{1,61}[a-z0-9]")
 #: Settings botocore honours and this path does not: with any of them set, boto3 it is
 #: (a proxy only if it is for the endpoint's scheme). ``AWS_CA_BUNDLE`` is honoured here.
 _BOTO_ONLY_ENV = ("AWS_USE_FIPS_ENDPOINT", "AWS_USE_DUALSTACK_ENDPOINT")
+#: Keys of the config file's ``[default]`` profile that cannot change where or how a request
+#: signed with explicit keys goes (the region is passed to boto3 explicitly; retries are
+#: :meth:`.s3.S3Client._call`'s). Any other key (``endpoint_url``, ``ca_bundle``, ``s3``,
+#: ``services``...) sends the node to boto3, which applies it.
+_HARMLESS_CONFIG_KEYS = frozenset(
+    {"region", "output", "cli_pager", "retry_mode", "max_attempts", "aws_access_key_id", "aws_secret_access_key", "aws_session_token"}
+)
+_MAX_CONFIG_FILE = 1 << 20  # a config file is a few lines; read at most 1 MiB of it
 
 
 class HttpStatusError(Exception):
@@ -80,8 +89,9 @@ class ReadTimeoutError(TimeoutError):
 
 def eligible(config: S3Config, environ: Mapping[str, str] | None = None) -> bool:
     """Whether this path can serve ``config`` as boto3 would: explicit keys (or unsigned), a
-    region, an http(s) endpoint or none (AWS), and no proxy, CA bundle or endpoint variant
-    from the environment. Profiles and credential chains stay with boto3."""
+    region, an http(s) endpoint or none (AWS), no proxy or endpoint variant from the
+    environment, and nothing in the AWS config file's default profile that boto3 would apply
+    (an endpoint, a CA bundle...). Profiles and credential chains stay with boto3."""
     env = os.environ if environ is None else environ
     if config.profile or not config.region:
         return False
@@ -91,7 +101,29 @@ def eligible(config: S3Config, environ: Mapping[str, str] | None = None) -> bool
     if scheme not in ("http", "https"):
         return False
     proxies = [f"{scheme}_proxy", "all_proxy"]
-    return not any(env.get(name) for name in [*_BOTO_ONLY_ENV, *proxies, *(p.upper() for p in proxies)])
+    if any(env.get(name) for name in [*_BOTO_ONLY_ENV, *proxies, *(p.upper() for p in proxies)]):
+        return False
+    return not _shared_config_applies(env, os.path.expanduser("~") if environ is None else env.get("HOME", ""))
+
+
+def _shared_config_applies(env: Mapping[str, str], home: str) -> bool:
+    """Whether the AWS config file's active profile sets something botocore would apply to
+    these requests (an ``endpoint_url``, a ``ca_bundle``, an ``s3`` or ``services`` section...):
+    boto3 reads it even when the keys come from the environment. Unreadable: assume it does."""
+    if env.get("AWS_PROFILE") or env.get("AWS_DEFAULT_PROFILE"):
+        return True  # a named profile is boto3's to resolve
+    path = env.get("AWS_CONFIG_FILE") or (os.path.join(home, ".aws", "config") if home else "")
+    if not path or not os.path.exists(path):
+        return False
+    parser = configparser.RawConfigParser(default_section="\0none")  # no key is inherited
+    try:
+        with open(path, encoding="utf-8") as fh:
+            parser.read_string(fh.read(_MAX_CONFIG_FILE + 1)[:_MAX_CONFIG_FILE])
+    except (OSError, UnicodeDecodeError, configparser.Error):
+        return True  # boto3 will report what is wrong with it
+    if not parser.has_section("default"):
+        return False
+    return any(key not in _HARMLESS_CONFIG_KEYS for key in parser.options("default"))
 
 
 def target(config: S3Config, bucket: str, key: str) -> tuple[str, str, int, str, str]:
