@@ -153,7 +153,7 @@ def test_message_codes_are_stable_and_plain():
         17: "Watch",
     }
     assert {code: cls.__name__ for code, cls in MESSAGE_TYPES.items()} == expected
-    assert Have.FIELDS == ("piece",) and GrantWorks.FIELDS == ("works",) and Notice.FIELDS == ("kind", "rank", "span")
+    assert Have.FIELDS == ("piece",) and GrantWorks.FIELDS == ("works",) and Notice.FIELDS == ("kind", "rank", "span", "epoch")
     assert Have(3) == Have(3) and hash(GrantWorks((1, 2))) == hash(GrantWorks((1, 2)))
     with pytest.raises(Exception):
         Have(3).piece = 4  # frozen
@@ -519,6 +519,34 @@ def test_notices_out_of_bounds_are_ignored():
 def test_a_rank_counted_out_while_alive_says_it_is_back():
     node = BcastNode(2, 8, Layout(8 * 64 * KB, 64 * KB, 1), "nonsteal")
     node.handle(0.0, Start())
-    back = node.handle(1.0, PeerMessage(1, Notice(LOST, 2, 1)))
+    back = node.handle(1.0, PeerMessage(1, Notice(LOST, 2, 1, epoch=1)))
     assert sorted(s.peer for s in told(back, JOINED)) == [3, 4, 6]  # 2 + 1, 2 + 2, 2 + 4
-    assert not told(back, LOST)
+    assert {s.msg.epoch for s in told(back, JOINED)} == {2} and not told(back, LOST)
+    # the same count-out relayed again, or an older one: already answered
+    assert node.handle(1.1, PeerMessage(5, Notice(LOST, 2, 1, epoch=1))) == []
+
+
+def test_membership_facts_that_cross_apply_in_epoch_order():
+    """Rank 3 is counted out by one node (lost, epoch 1) and readmitted by another (joined,
+    epoch 2); the two notices reach rank 0 in the wrong order: the late count-out is dropped."""
+    node = BcastNode(0, 8, Layout(8 * 64 * KB, 64 * KB, 1), "nonsteal")
+    node.handle(0.0, Start())
+    node.handle(1.0, PeerMessage(1, Notice(JOINED, 3, 1, epoch=2)))
+    assert 3 not in node.planner.dead
+    assert node.handle(1.1, PeerMessage(2, Notice(LOST, 3, 1, epoch=1))) == []
+    assert 3 not in node.planner.dead
+    # a later loss (epoch 3) still counts it out, and we pass it on with its epoch
+    later = node.handle(1.2, PeerMessage(2, Notice(LOST, 3, 2, epoch=3)))
+    assert 3 in node.planner.dead and {s.msg.epoch for s in told(later, LOST)} == {3}
+    # our own sockets seeing it come back originate the next epoch
+    back = node.handle(1.3, PeerJoined(3))
+    assert 3 not in node.planner.dead and {s.msg.epoch for s in told(back, JOINED)} == {4}
+
+
+def test_membership_notices_with_a_wrong_epoch_are_ignored():
+    node = BcastNode(0, 4, Layout(4 * 64 * KB, 64 * KB, 1), "nonsteal")
+    node.handle(0.0, Start())
+    for bad in (Notice(LOST, 1, 1, 0), Notice(LOST, 1, 1, 2), Notice(JOINED, 1, 1, 0), Notice(JOINED, 1, 1, 3)):
+        assert node.handle(1.0, PeerMessage(2, bad)) == [], bad
+    assert node.handle(1.0, PeerMessage(2, Notice(LOST, 1, 1, 1 << 32 | 1))) == []  # past a u32
+    assert 1 not in node.planner.dead

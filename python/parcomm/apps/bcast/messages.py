@@ -25,11 +25,12 @@ code  class           fields                     meaning
 12    NoWork          -                          "I have none to give"
 15    Readmitted      -                          from a rejoining rank's heir: "I adopted your
                                                  share", fetch none of it
-16    Notice          kind, rank, span: int      a fact about ``rank`` every rank must learn
-                                                 (kind 0 done = its storage phase is over,
+16    Notice          kind, rank, span,          a fact about ``rank`` every rank must learn
+                      epoch: int                 (kind 0 done = its storage phase is over,
                                                  1 complete, 2 lost, 3 joined), passed down a
                                                  binomial tree: the receiver covers ``span``
-                                                 ring positions from itself (:mod:`.notices`)
+                                                 ring positions from itself (:mod:`.notices`);
+                                                 ``epoch`` orders lost/joined facts (odd: lost)
 17    Watch           -                          "I am your ring predecessor": opens the
                                                  connection on which the receiver sees our death
 ====  ==============  =========================  ==========================================
@@ -159,6 +160,7 @@ class Notice(Message):
     kind: int
     rank: int
     span: int
+    epoch: int = 0  # of ``rank``'s membership: lost/joined facts apply in epoch order
 
 
 @_msg

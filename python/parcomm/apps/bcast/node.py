@@ -263,17 +263,33 @@ class BcastNode:
         if not self.notices.valid(msg):
             return []  # out of bounds: ignored, like a Have of a piece that does not exist
         kind, subject = msg.kind, msg.rank
-        if subject == self.rank:
-            if kind != LOST:
-                return self._tell(kind, subject, msg.span)
+        if kind in (LOST, JOINED):
+            return self._on_membership(msg)
+        if subject != self.rank and subject not in self.planner.dead:
+            if kind == DONE:
+                self.planner.on_done(subject)
+            elif kind == COMPLETE:
+                self.complete_ranks.add(subject)
+        return self._tell(kind, subject, msg.span)
+
+    def _on_membership(self, msg: Notice) -> list[Action]:
+        """A lost or joined fact: acted on once, in epoch order (an older fact that
+        crossed a newer one on its way is dropped), passed on like any other."""
+        kind, subject = msg.kind, msg.rank
+        if msg.epoch < self.notices.epoch[subject]:
+            return []
+        fresh = self.notices.newer(msg)
+        if fresh and subject == self.rank and kind == LOST:
             # counted out while alive (an unreachable rank is lost to others): say we are back
+            self.notices.enter(subject, msg.epoch + 1)
             self.notices.forget(JOINED, subject)
             return self._tell(JOINED, subject, self.nranks)
-        if kind == DONE and subject not in self.planner.dead:
-            self.planner.on_done(subject)
-        elif kind == COMPLETE and subject not in self.planner.dead:
-            self.complete_ranks.add(subject)
-        actions = self._lose(subject) if kind == LOST else self._rejoin(subject) if kind == JOINED else []
+        actions: list[Action] = []
+        if fresh:
+            self.notices.enter(subject, msg.epoch)
+            actions = self._lose(subject) if kind == LOST else self._rejoin(subject)
+        if subject == self.rank and kind == LOST:
+            return actions  # an old count-out, already answered
         return actions + self._tell(kind, subject, msg.span)
 
     def _on_peer_lost(self, peer: int) -> list[Action]:
@@ -281,6 +297,7 @@ class BcastNode:
         (a node leaves once everyone is complete: nobody waits for it)."""
         if peer == self.rank or peer in self.planner.dead:
             return []
+        self.notices.enter(peer, self.notices.next_epoch(peer))
         actions = self._lose(peer)
         if peer not in self.complete_ranks:
             actions += self._tell(LOST, peer, self.nranks)
@@ -301,6 +318,7 @@ class BcastNode:
         """``peer`` connected to us: if we counted it out, it is back; tell every rank."""
         if peer not in self.planner.dead or peer == self.rank:
             return []
+        self.notices.enter(peer, self.notices.next_epoch(peer))
         return self._rejoin(peer) + self._tell(JOINED, peer, self.nranks)
 
     def _rejoin(self, peer: int) -> list[Action]:

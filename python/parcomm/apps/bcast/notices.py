@@ -22,8 +22,16 @@ laid over the ring of ranks:
   a notice again only when it covers more of the ring than before, so
   these repairs stop where the fact already went.
 
-The state is one small array per node (the span covered, per kind and
-subject): memory O(N), whatever the number of notices.
+Lost and joined facts about one rank can cross on their way (a rank counted
+out by one node and readmitted by another): each carries the subject's
+membership *epoch*, the number of such transitions, so odd epochs say lost
+and even ones joined. A node acts on a lost or joined fact only if its epoch
+is newer than the one it knows (:meth:`Notices.newer`), and originates the
+next transition at its epoch + 1, so two facts of one epoch always agree.
+
+The state is two small arrays per node (the span covered per kind and
+subject, and each subject's epoch): memory O(N), whatever the number of
+notices.
 """
 
 from __future__ import annotations
@@ -74,10 +82,28 @@ class Notices:
     def __init__(self, rank: int, nranks: int) -> None:
         self.rank, self.nranks = rank, nranks
         self.covered = np.zeros((len(KINDS), nranks), np.int64)
+        self.epoch = np.zeros(nranks, np.int64)  # each rank's membership epoch: odd = lost
 
     def valid(self, msg: Notice) -> bool:
         """Fields from the network within bounds (anything else is ignored)."""
-        return 0 <= msg.kind < len(KINDS) and 0 <= msg.rank < self.nranks and 1 <= msg.span <= self.nranks
+        in_bounds = 0 <= msg.kind < len(KINDS) and 0 <= msg.rank < self.nranks and 1 <= msg.span <= self.nranks
+        # a lost fact has an odd epoch, a joined fact an even one (> 0); the epoch fits a u32
+        parity = msg.epoch % 2 == 1 if msg.kind == LOST else msg.epoch % 2 == 0 if msg.kind == JOINED else True
+        return in_bounds and 0 <= msg.epoch < 1 << 32 and (msg.kind not in (LOST, JOINED) or msg.epoch > 0) and parity
+
+    def newer(self, msg: Notice) -> bool:
+        """A lost or joined fact we have not acted on yet (an older one crossing it is not)."""
+        return bool(msg.epoch > self.epoch[msg.rank])
+
+    def next_epoch(self, subject: int) -> int:
+        """The epoch of the next transition of ``subject`` we originate (lost if it is alive
+        in our view, joined if not)."""
+        return int(self.epoch[subject]) + 1
+
+    def enter(self, subject: int, epoch: int) -> None:
+        """``subject`` is now lost (odd ``epoch``) or back (even); the facts of the old epoch
+        were forgotten by the caller."""
+        self.epoch[subject] = epoch
 
     def known(self, kind: int, subject: int) -> bool:
         return bool(self.covered[kind, subject])
@@ -92,7 +118,8 @@ class Notices:
         if span <= self.covered[kind, subject]:
             return []
         self.covered[kind, subject] = span
-        return [Send(t, Notice(kind, subject, s)) for t, s in children(self.rank, span, self.nranks, dead)]
+        epoch = int(self.epoch[subject])
+        return [Send(t, Notice(kind, subject, s, epoch)) for t, s in children(self.rank, span, self.nranks, dead)]
 
     def reroute(self, changed: int, dead) -> list[Send]:
         """``changed`` died or came back: send each fact whose sub-range holds it
@@ -107,5 +134,5 @@ class Notices:
             hi = min(2 * step, int(self.covered[kind, subject]))
             target = _first_live(self.rank, step, hi, self.nranks, dead)
             if target is not None:
-                sends.append(Send(target[0], Notice(kind, subject, target[1])))
+                sends.append(Send(target[0], Notice(kind, subject, target[1], int(self.epoch[subject]))))
         return sends

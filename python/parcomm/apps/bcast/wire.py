@@ -36,7 +36,7 @@ from typing import NamedTuple
 from ...auth.sockets import recv_exact
 
 MAGIC = b"PCBC"
-PROTOCOL_VERSION = 3  # 2: the Hello carries the listening address (a restarted node moves); 3: Notice, Watch
+PROTOCOL_VERSION = 4  # 2: the Hello carries the listening address (a restarted node moves); 3: Notice, Watch; 4: Notice.epoch
 MAX_FIELDS = 64
 
 _LENGTH = struct.Struct("!I")
