@@ -62,7 +62,16 @@ _BOTO_ONLY_ENV = ("AWS_USE_FIPS_ENDPOINT", "AWS_USE_DUALSTACK_ENDPOINT")
 #: :meth:`.s3.S3Client._call`'s). Any other key (``endpoint_url``, ``ca_bundle``, ``s3``,
 #: ``services``...) sends the node to boto3, which applies it.
 _HARMLESS_CONFIG_KEYS = frozenset(
-    {"region", "output", "cli_pager", "retry_mode", "max_attempts", "aws_access_key_id", "aws_secret_access_key", "aws_session_token"}
+    {
+        "region",
+        "output",
+        "cli_pager",
+        "retry_mode",
+        "max_attempts",
+        "aws_access_key_id",
+        "aws_secret_access_key",
+        "aws_session_token",
+    }
 )
 _MAX_CONFIG_FILE = 1 << 20  # a config file is a few lines; read at most 1 MiB of it
 
