@@ -36,7 +36,9 @@ from typing import NamedTuple
 from ...auth.sockets import recv_exact
 
 MAGIC = b"PCBC"
-PROTOCOL_VERSION = 4  # 2: the Hello carries the listening address (a restarted node moves); 3: Notice, Watch; 4: Notice.epoch
+# 2: the Hello carries the listening address (a restarted node moves); 3: Notice, Watch;
+# 4: Notice.epoch (lost/joined facts in order)
+PROTOCOL_VERSION = 4
 MAX_FIELDS = 64
 
 _LENGTH = struct.Struct("!I")
