@@ -153,7 +153,11 @@ def test_message_codes_are_stable_and_plain():
         17: "Watch",
     }
     assert {code: cls.__name__ for code, cls in MESSAGE_TYPES.items()} == expected
-    assert Have.FIELDS == ("piece",) and GrantWorks.FIELDS == ("works",) and Notice.FIELDS == ("kind", "rank", "span", "epoch")
+    assert (
+        Have.FIELDS == ("piece",)
+        and GrantWorks.FIELDS == ("works",)
+        and Notice.FIELDS == ("kind", "rank", "span", "epoch")
+    )
     assert Have(3) == Have(3) and hash(GrantWorks((1, 2))) == hash(GrantWorks((1, 2)))
     with pytest.raises(Exception):
         Have(3).piece = 4  # frozen

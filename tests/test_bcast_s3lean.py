@@ -126,7 +126,11 @@ def test_config_file_settings_send_the_node_to_boto3(tmp_path):
     assert s3http.eligible(custom, env)  # no file
     cfg.write_text("[default]\nregion = eu-west-1\noutput = json\n[profile other]\nendpoint_url = http://x\n")
     assert s3http.eligible(custom, env)  # nothing that changes the request; another profile's settings
-    for extra in ("endpoint_url = http://10.0.0.1:9000", "ca_bundle = /etc/ca.pem", "s3 =\n  addressing_style = virtual"):
+    for extra in (
+        "endpoint_url = http://10.0.0.1:9000",
+        "ca_bundle = /etc/ca.pem",
+        "s3 =\n  addressing_style = virtual",
+    ):
         cfg.write_text(f"[default]\nregion = eu-west-1\n{extra}\n")
         assert not s3http.eligible(custom, env), extra
     cfg.write_text("[default\nregion")  # unreadable: boto3 reports it
