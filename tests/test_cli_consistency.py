@@ -16,8 +16,9 @@ KNOWN_WITHOUT_HELP: set = set()
 
 def _commands(cmd=cli, path=()):
     if isinstance(cmd, click.Group):
-        for name, sub in cmd.commands.items():
-            yield from _commands(sub, (*path, name))
+        ctx = click.Context(cmd)
+        for name in cmd.list_commands(ctx):  # the top group loads its commands on demand
+            yield from _commands(cmd.get_command(ctx, name), (*path, name))
     else:
         yield " ".join(path), cmd
 

@@ -6,26 +6,45 @@ a one-line error and exit status 2; they never show a traceback.
 
 from __future__ import annotations
 
+import importlib
 import sys
 
 import click
 
-from .bcast import bcast
 from .common import UserError
-from .compare import compare
-from .conformance import conformance
-from .emu import emu
-from .heat import heat
-from .keygen import keygen
-from .mcast import mcast
-from .mine import mine
-from .model import measure, model
-from .repro import repro
-from .run import run
-from .sim import sim
+
+#: Each command and the module (of this package) that defines it, in the order of the help.
+#: A command's module is imported only when that command runs (or the help lists it): a
+#: ``parcomm bcast get`` on every node of a job need not load the studies, the emulator or MPI.
+COMMANDS = {
+    "model": "model",
+    "measure": "model",
+    "sim": "sim",
+    "repro": "repro",
+    "emu": "emu",
+    "compare": "compare",
+    "conformance": "conformance",
+    "run": "run",
+    "mcast": "mcast",
+    "mine": "mine",
+    "heat": "heat",
+    "bcast": "bcast",
+    "keygen": "keygen",
+}
 
 
-@click.group(context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})
+class _LazyGroup(click.Group):
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return list(COMMANDS)
+
+    def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
+        module = COMMANDS.get(cmd_name)
+        if module is None:
+            return None
+        return getattr(importlib.import_module(f".{module}", __name__), cmd_name)
+
+
+@click.group(cls=_LazyGroup, context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})
 @click.version_option(package_name="parcomm")
 def cli() -> None:
     """parcomm: model, simulate, emulate and run communication in parallel and
@@ -49,21 +68,6 @@ def cli() -> None:
 
     Run `parcomm COMMAND --help` for each command's options.
     """
-
-
-cli.add_command(model)
-cli.add_command(measure)
-cli.add_command(sim)
-cli.add_command(repro)
-cli.add_command(emu)
-cli.add_command(compare)
-cli.add_command(conformance)
-cli.add_command(run)
-cli.add_command(mcast)
-cli.add_command(mine)
-cli.add_command(heat)
-cli.add_command(bcast)
-cli.add_command(keygen)
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -14,15 +14,50 @@ written once (:mod:`parcomm.comm.communicator`, :mod:`parcomm.collectives`).
 does not initialize MPI.
 """
 
-from ..result import Result
-from .aio import CommTimeout, ProgramError, RankResult, resolve_program
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
 from .base import ANY_SOURCE, ANY_TAG, CommError, DeadlockError, Status
 from .communicator import Communicator, Request
-from .launch import run_local, run_rank
-from .mpi import MPIComm, run_mpi
 from .ops import MAX, MAXLOC, MIN, MINLOC, MPI, PROD, SUM, Op
-from .sim import SimComm, run_sim
-from .socket import SocketComm
+
+if TYPE_CHECKING:
+    from ..result import Result
+    from .aio import CommTimeout, ProgramError, RankResult, resolve_program
+    from .launch import run_local, run_rank
+    from .mpi import MPIComm, run_mpi
+    from .sim import SimComm, run_sim
+    from .socket import SocketComm
+
+#: The backends load on first use: a process that only needs the Communicator's base
+#: (``parcomm.collectives`` registering itself, a ``parcomm bcast`` node) skips asyncio's
+#: event loop machinery, the socket mesh and MPI's module (~40 ms of CPU per process).
+_LAZY = {
+    "Result": "..result",
+    "CommTimeout": ".aio",
+    "ProgramError": ".aio",
+    "RankResult": ".aio",
+    "resolve_program": ".aio",
+    "run_local": ".launch",
+    "run_rank": ".launch",
+    "MPIComm": ".mpi",
+    "run_mpi": ".mpi",
+    "SimComm": ".sim",
+    "run_sim": ".sim",
+    "SocketComm": ".socket",
+}
+
+
+def __getattr__(name: str) -> Any:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(module, __name__), name)
+    globals()[name] = value  # once: later lookups are plain attribute reads
+    return value
+
 
 __all__ = [
     "ANY_SOURCE",
