@@ -31,7 +31,7 @@ __all__ = [
     "DETERMINISTIC_WAYS",
     "HOST_COLUMNS",
     "WAYS",
-    "Comparison",
+    "WayComparison",
     "RankTiming",
     "Result",
     "WaySummary",
@@ -222,7 +222,7 @@ class WaySummary:
 
 
 @dataclass(frozen=True)
-class Comparison:
+class WayComparison:
     """Results of one workload by way (:data:`WAYS` order)."""
 
     ways: dict[str, WaySummary]
@@ -244,11 +244,11 @@ class Comparison:
         return {w: s.row() for w, s in self.ways.items()}
 
 
-def compare(results: Iterable[Result]) -> Comparison:
+def compare(results: Iterable[Result]) -> WayComparison:
     """Group ``results`` (one workload, any ways, any number of runs each) by way and summarize each."""
     by: dict[str, list[Result]] = {}
     for r in results:
         by.setdefault(r.way, []).append(r)
     if not by:
         raise ValueError("compare() needs at least one result")
-    return Comparison({w: WaySummary.of(w, by[w]) for w in WAYS if w in by})
+    return WayComparison({w: WaySummary.of(w, by[w]) for w in WAYS if w in by})

@@ -14,7 +14,7 @@ from typing import Any
 import click
 
 from ..platform.units import parse_duration, parse_size
-from ..result import Comparison, Result
+from ..result import Result, WayComparison
 from ..result import compare as compare_results
 from .common import UserError, emit_json, load_platform, parse_with
 from .emu import EMU_PLATFORM_HELP, SCHEMES, check_emulable, make_progress
@@ -43,7 +43,7 @@ def _backends(text: str) -> list[str]:
     return names
 
 
-def _compared(rows: list[dict], runs: list[list[Result]]) -> list[Comparison]:
+def _compared(rows: list[dict], runs: list[list[Result]]) -> list[WayComparison]:
     """Each point's results compared; its row gets every way's summary (sim first, as in the JSON)."""
     out = []
     for row, results in zip(rows, runs):
@@ -59,7 +59,9 @@ def _n(x: Any) -> str:
     return "-" if x is None else f"{x:g}"
 
 
-def _print(rows: list[dict], comparisons: list[Comparison], keys: list[str], title: str, backends: list[str]) -> None:
+def _print(
+    rows: list[dict], comparisons: list[WayComparison], keys: list[str], title: str, backends: list[str]
+) -> None:
     from rich.console import Console
     from rich.table import Table
 
