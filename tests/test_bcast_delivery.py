@@ -39,14 +39,17 @@ def obj(versitygw, s3_bucket):
     return url, data
 
 
-def test_out_dash_streams_the_object_in_order_to_a_pipe(versitygw, obj, tmp_path):
+@pytest.mark.parametrize("verify", ["whole", "pieces"])
+def test_out_dash_streams_the_object_in_order_to_a_pipe(versitygw, obj, tmp_path, verify):
     url, data = obj
     env = {**os.environ, **versitygw.environ()}
-    cmd = f'"{sys.executable}" -m parcomm bcast get {url} --out - --local 1 | sha256sum'
+    cmd = f'"{sys.executable}" -m parcomm bcast get {url} --out - --local 1 --verify {verify} | sha256sum'
     run = subprocess.run(cmd, shell=True, env=env, capture_output=True, text=True, timeout=120)
     assert run.returncode == 0, run.stderr
     assert run.stdout.split()[0] == hashlib.sha256(data).hexdigest()
     assert "completion p50" in run.stderr  # the summary goes to stderr, never into the stream
+    said = {"whole": "verified every piece's sha256 and the whole object's", "pieces": "(--verify pieces)"}
+    assert said[verify] in run.stderr
     assert list(tmp_path.iterdir()) == []
 
 
@@ -64,14 +67,16 @@ def test_out_dash_usage_errors():
         assert run.returncode == 2 and needle in run.stderr and "Traceback" not in run.stderr
 
 
-def test_broadcast_into_a_numpy_buffer_verifies_without_a_disk_write(versitygw, obj, tmp_path, monkeypatch):
+@pytest.mark.parametrize("verify", ["whole", "pieces"])
+def test_broadcast_into_a_numpy_buffer_verifies_without_a_disk_write(versitygw, obj, tmp_path, monkeypatch, verify):
     url, data = obj
     monkeypatch.chdir(tmp_path)
     s3 = versitygw.s3_config()
     buf = np.zeros(object_size(url, s3), dtype=np.uint8)
-    report = broadcast_into(buf, url, s3=s3, config=BcastConfig(piece_size=PIECE, work_pieces=3))
+    report = broadcast_into(buf, url, s3=s3, config=BcastConfig(piece_size=PIECE, work_pieces=3), verify=verify)
     assert buf.tobytes() == data
     assert report.bytes_from_storage == SIZE and report.complete_s is not None
+    assert report.verify == verify
     assert list(tmp_path.iterdir()) == []  # nothing on disk
 
 
@@ -145,6 +150,24 @@ def test_whole_digest_hashes_in_order_whatever_the_arrival_order():
     os.close(sink_r)
     assert streamed == data  # in order, once
     digest.stop()
+
+
+def test_in_order_pass_without_hashing_streams_only():
+    data = np.random.default_rng(3).bytes(5 * 1000 + 3)
+    layout = Layout(len(data), piece_size=1000, work_pieces=2)
+    store = MemoryStore(bytearray(data), len(data))
+    sink_r, sink_w = os.pipe()
+    stream = WholeDigest(store, layout.piece_bytes, layout.pieces, sink=sink_w, hashing=False)
+    for piece in reversed(range(layout.pieces)):
+        stream.mark(piece)
+    assert stream.wait(timeout=10) and stream.result(timeout=0) is None  # done, no digest
+    os.close(sink_w)
+    streamed = b""
+    while chunk := os.read(sink_r, 1 << 16):
+        streamed += chunk
+    os.close(sink_r)
+    assert streamed == data
+    stream.stop()
 
 
 def test_whole_digest_waits_for_a_missing_piece():

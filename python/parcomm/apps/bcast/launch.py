@@ -49,6 +49,7 @@ class Job:
     join_timeout: float = 30.0  # s: a rank not reachable by then is counted out (it may join later)
     faults: dict = dataclasses.field(default_factory=dict)  # rank -> [fault, ...] (tests)
     manifest_url: str | None = None  # where the hash list is, if not the sidecar next to the object
+    verify: str = "whole"  # "whole": pieces and the whole object's sha256; "pieces": pieces only
 
     def out_for(self, rank: int) -> str:
         return self.out.replace("{rank}", str(rank))
@@ -103,6 +104,7 @@ def _node(
         linger=job.linger,
         join_timeout=job.join_timeout,
         faults=tuple(job.faults.get(rank, ())),
+        verify=job.verify,
     )
     return node.run()
 
