@@ -192,3 +192,16 @@ def test_percentiles_are_nearest_rank_and_summary_counts_failures():
     s = summarize(reports, {2: "killed"})
     assert s["procs"] == 3 and s["procs_failed"] == 1 and s["origin_egress_x"] == 1.0
     assert s["completion_s"] == {"p50": 1.0, "p95": 2.0, "p99": 2.0, "max": 2.0}
+
+
+def test_a_stored_piece_is_never_written_again():
+    """The end game's second copy of a piece (or a GET racing a peer) is not written: the
+    piece's bytes stay those first stored while peers may be reading them."""
+    import threading as th
+
+    node = RealNode.__new__(RealNode)  # only the write path: no sockets, no S3
+    buf = bytearray(2000)
+    node.store, node.store_lock, node.stored, node.digest = MemoryStore(buf, 2000), th.Lock(), bytearray(2), None
+    node._stored(1, 1000, b"a" * 1000)
+    node._stored(1, 1000, b"b" * 1000)
+    assert bytes(buf[1000:]) == b"a" * 1000 and bytes(buf[:1000]) == bytes(1000)
