@@ -233,8 +233,10 @@ class OutputWriter:
     """Write an object of ``size`` bytes to ``path``; publish it only if its sha256 matches.
 
     ``direct``: write block-aligned pieces with O_DIRECT (where the filesystem is a
-    local disk one), past the page cache: for a writer that reads nothing back but
-    the pieces it serves. Others go through the page cache as usual."""
+    local disk one), past the page cache: the disk takes them from the caller's
+    buffer, nothing is copied. Others go through the page cache as usual. The
+    published file is then mostly not in the page cache: a later read of it
+    goes to the disk."""
 
     def __init__(
         self, path: str | os.PathLike[str], size: int, expected_sha256: bytes | None, *, direct: bool = False

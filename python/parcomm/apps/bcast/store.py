@@ -24,10 +24,13 @@ import mmap
 import os
 import tempfile
 import threading
-from typing import Protocol
+from typing import Iterator, Protocol
 
 from .links import Link
-from .output import OutputError, OutputWriter
+from .output import DIRECT_ALIGN, OutputError, OutputWriter
+
+#: Bytes the in-order pass reads back at once with O_DIRECT (one reused, aligned buffer).
+_READ_CHUNK = 8 << 20
 
 
 class PieceStore(Protocol):
@@ -38,6 +41,9 @@ class PieceStore(Protocol):
 
     def view(self, start: int, end: int) -> memoryview:
         """Bytes ``[start, end)`` already written, without a copy."""
+
+    def chunks(self, start: int, end: int) -> Iterator[memoryview]:
+        """Bytes ``[start, end)`` already written, in order, in pieces (each valid until the next)."""
 
     def send(self, link: Link, type_code: int, fields: tuple[int, ...], start: int, end: int) -> None:
         """Send bytes ``[start, end)`` as the payload of one frame on ``link``."""
@@ -73,6 +79,9 @@ class _MappedFile(_Guarded):
     def view(self, start: int, end: int) -> memoryview:
         return memoryview(self._map)[start:end] if self._map is not None else memoryview(b"")
 
+    def chunks(self, start: int, end: int) -> Iterator[memoryview]:
+        yield self.view(start, end)
+
     def send(self, link: Link, type_code: int, fields: tuple[int, ...], start: int, end: int) -> None:
         link.send_file(type_code, fields, self._serve_fd, start, end - start)
 
@@ -93,6 +102,36 @@ class FileStore(_MappedFile):
         # Our own descriptor of the partial file: it stays valid across the rename at
         # commit, so the node goes on serving peers from the published file.
         self._map_file(os.open(self.writer.temp_path, os.O_RDONLY | getattr(os, "O_CLOEXEC", 0)), size)
+        # Pieces written past the page cache are read back past it too (the in-order hash):
+        # the disk DMAs them into one reused buffer, instead of faulting in fresh cache pages.
+        self._direct_read: int | None = None
+        self._read_buf: mmap.mmap | None = None
+        if self.writer.direct:
+            try:
+                self._direct_read = os.open(self.writer.temp_path, os.O_RDONLY | os.O_DIRECT | os.O_CLOEXEC)
+            except OSError:
+                pass
+
+    def chunks(self, start: int, end: int) -> Iterator[memoryview]:
+        if self._direct_read is None or start % DIRECT_ALIGN:
+            yield from super().chunks(start, end)
+            return
+        if self._read_buf is None:
+            self._read_buf = mmap.mmap(-1, _READ_CHUNK)
+        buf = memoryview(self._read_buf)
+        pos = start
+        while pos < end:
+            want = min(_READ_CHUNK, end - pos)
+            span = -(-want // DIRECT_ALIGN) * DIRECT_ALIGN  # whole blocks; past the end it reads short
+            try:
+                got = os.preadv(self._direct_read, [buf[:span]], pos)
+            except OSError:
+                yield from super().chunks(pos, end)  # the filesystem refused after all: through the cache
+                return
+            if got < want:
+                raise OutputError(f"{self.writer.temp_path.name}: read {got} of {want} bytes at {pos}")
+            yield buf[:want]
+            pos += want
 
     @property
     def path(self):
@@ -118,6 +157,13 @@ class FileStore(_MappedFile):
                 self.writer.abort()
         self._unmap()
         os.close(self._serve_fd)
+        if self._direct_read is not None:
+            os.close(self._direct_read)
+        if self._read_buf is not None:
+            try:
+                self._read_buf.close()
+            except BufferError:
+                pass  # the in-order pass still holds a view: the GC unmaps it
 
 
 class MemoryStore(_Guarded):
@@ -148,6 +194,9 @@ class MemoryStore(_Guarded):
 
     def view(self, start: int, end: int) -> memoryview:
         return self._view[start:end]
+
+    def chunks(self, start: int, end: int) -> Iterator[memoryview]:
+        yield self._view[start:end]
 
     def send(self, link: Link, type_code: int, fields: tuple[int, ...], start: int, end: int) -> None:
         link.send_view(type_code, fields, self._view[start:end])
@@ -249,12 +298,11 @@ class WholeDigest:
                     while last + 1 < self.pieces and self._ready[last + 1] and last - first < 63:
                         last += 1  # a run of ready pieces: one update, fewer wake-ups
                 start, end = self._bounds(first)[0], self._bounds(last)[1]
-                view = self.store.view(start, end)
-                if self._hash is not None:
-                    self._hash.update(view)  # releases the GIL for large buffers
-                if self.sink is not None:
-                    _write_all(self.sink, view)
-                view.release()
+                for chunk in self.store.chunks(start, end):
+                    if self._hash is not None:
+                        self._hash.update(chunk)  # releases the GIL for large buffers
+                    if self.sink is not None:
+                        _write_all(self.sink, chunk)
                 with self._cond:
                     self._next = last + 1
                     self._cond.notify_all()
