@@ -302,13 +302,21 @@ class RealNode:
         self.unheard: set[int] = set()  # ranks whose loss we posted and the node has not handled yet
         self.dropped: set[int] = set()
         self.store = self._open_store()
+        self.commit_pending = False  # every piece held; the output waits for the in-order pass
         self.store_lock = threading.Lock()
         self.stored = bytearray(self.layout.pieces)  # pieces written: never written again
         sink = 1 if isinstance(self.out, str) and self.out == STDOUT else None
         hashing = self.verify == "whole"
         # The in-order pass: hashes the whole object (verify "whole") and/or streams it (--out -).
         self.digest = (
-            WholeDigest(self.store, self.layout.piece_bytes, self.layout.pieces, sink=sink, hashing=hashing)
+            WholeDigest(
+                self.store,
+                self.layout.piece_bytes,
+                self.layout.pieces,
+                sink=sink,
+                hashing=hashing,
+                on_done=lambda: self._post(Tick()),  # wakes the protocol thread to commit
+            )
             if hashing or sink is not None
             else None
         )
@@ -361,7 +369,8 @@ class RealNode:
             now = self._now()
             if now > self.timeout:
                 raise BcastError(f"rank {self.rank}: no completion within {self.timeout:.0f} s")
-            if self.node.finished:
+            self._try_commit()
+            if self.node.finished and not self.commit_pending:
                 finished_at = finished_at if finished_at is not None else now
                 alive = [p for p in range(self.world) if p != self.rank and p not in self.node.planner.dead]
                 if self.node.quiescent() or not alive or now - finished_at > self.linger:
@@ -442,16 +451,23 @@ class RealNode:
                 self._post(PeerJoined(msg.rank))
 
     def _commit(self) -> None:
-        """Every piece is held: wait for the in-order pass (hash, stream) to catch up,
-        check the whole digest (verify "whole"), publish."""
+        """Every piece is held: commit once the in-order pass (hash, stream) caught up.
+        The protocol thread does not wait for it: it goes on answering peers meanwhile
+        (blocking here held up every node still fetching from this one)."""
+        self.commit_pending = True
+        self._try_commit()
+
+    def _try_commit(self) -> None:
+        """If a commit is pending and the in-order pass is done: check the whole digest
+        (verify "whole"), publish. The job's timeout bounds the wait (``_main``)."""
+        if not self.commit_pending:
+            return
         digest = None
         if self.digest is not None:
-            while not self.digest.wait(timeout=1.0):
-                if self._now() > self.timeout:
-                    raise BcastError(
-                        f"rank {self.rank}: the output's hash did not complete within {self.timeout:.0f} s"
-                    )
+            if not self.digest.wait(timeout=0):
+                return  # its thread posts a Tick when it is done
             digest = self.digest.result(timeout=0)
+        self.commit_pending = False
         if self.verify == "whole" and (digest is None or not hmac.compare_digest(digest, self.manifest.sha256)):
             raise BcastError(
                 f"rank {self.rank}: sha256 {digest.hex() if digest else '?'} of the assembled object does not match "

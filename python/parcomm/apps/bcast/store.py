@@ -24,7 +24,7 @@ import mmap
 import os
 import tempfile
 import threading
-from typing import Iterator, Protocol
+from typing import Callable, Iterator, Protocol
 
 from .links import Link
 from .output import DIRECT_ALIGN, OutputError, OutputWriter
@@ -260,9 +260,17 @@ class WholeDigest:
     """
 
     def __init__(
-        self, store: PieceStore, piece_bounds, pieces: int, sink: int | None = None, *, hashing: bool = True
+        self,
+        store: PieceStore,
+        piece_bounds,
+        pieces: int,
+        sink: int | None = None,
+        *,
+        hashing: bool = True,
+        on_done: Callable[[], None] | None = None,
     ) -> None:
         self.store, self.pieces, self.sink = store, pieces, sink
+        self.on_done = on_done  # called on its thread once the last piece is done (or the pass failed)
         self._bounds = piece_bounds  # piece -> (start, end)
         self._ready = bytearray(pieces)
         self._next = 0
@@ -293,7 +301,8 @@ class WholeDigest:
                         self._cond.wait()
                     if self._stopped or self._next >= self.pieces:
                         self._cond.notify_all()
-                        return
+                        done = self._next >= self.pieces and not self._stopped
+                        break
                     first = last = self._next
                     while last + 1 < self.pieces and self._ready[last + 1] and last - first < 63:
                         last += 1  # a run of ready pieces: one update, fewer wake-ups
@@ -311,6 +320,9 @@ class WholeDigest:
                 self.error = exc
                 self._stopped = True
                 self._cond.notify_all()
+            done = True
+        if done and self.on_done is not None:
+            self.on_done()
 
     def wait(self, timeout: float | None = None) -> bool:
         """True once every piece is hashed (and streamed); False if not within ``timeout``."""
