@@ -13,6 +13,8 @@ the machine's drift hits all of them alike:
   same sha256 and fsync.
 * ``parcomm``: ``parcomm bcast get --local N`` (steal; per-piece verification,
   whole sha256 computed as it arrives, fsync, atomic rename).
+* ``parcomm --verify pieces``: the same with per-piece verification only (the
+  hash list vouches for the whole; one sha256 pass fewer).
 
 With ``--nodes N`` > 1 the baselines run N copies at once (each node pulls the
 whole object: origin egress N x); parcomm's N nodes pull it once (1 x) and
@@ -100,10 +102,23 @@ def commands(name: str, nodes: int, outdir: Path, s5cmd: str | None, endpoint: s
         ]
     if name == "boto3":
         return [[sys.executable, "-c", BOTO3_NODE, str(outdir / f"out.{r}")] for r in range(nodes)]
-    if name == "parcomm":
+    if name.startswith("parcomm"):
         out = str(outdir / "out.{rank}")
+        extra = name.split()[1:]  # "parcomm --verify pieces"
         return [
-            [sys.executable, "-m", "parcomm", "bcast", "get", "s3://bench/obj", "--out", out, "--local", str(nodes)]
+            [
+                sys.executable,
+                "-m",
+                "parcomm",
+                "bcast",
+                "get",
+                "s3://bench/obj",
+                "--out",
+                out,
+                "--local",
+                str(nodes),
+                *extra,
+            ]
         ]
     raise ValueError(name)
 
@@ -132,11 +147,12 @@ def main() -> int:
     args = ap.parse_args()
     size = parse_size(args.size)
     s5cmd = find_s5cmd()
-    contenders = (["s5cmd"] if s5cmd else []) + ["boto3", "parcomm"]
+    contenders = (["s5cmd"] if s5cmd else []) + ["boto3", "parcomm", "parcomm --verify pieces"]
     if not s5cmd:
         print("s5cmd not found: that contender is skipped", file=sys.stderr)
     binary = ensure_versitygw(install=False)
     samples: dict[str, list[tuple[float, float]]] = {c: [] for c in contenders}
+    load_start = os.getloadavg()  # the machine is shared: say how busy it was
     with tempfile.TemporaryDirectory(prefix="parcomm-dataplane-", dir=os.environ.get("BENCH_DIR")) as tmp:
         root, outdir = Path(tmp, "s3"), Path(tmp, "out")
         root.mkdir()
@@ -160,7 +176,7 @@ def main() -> int:
                         raise RuntimeError(f"{name}: outputs missing or wrong ({[p.name for p in outs]})")
                     if rnd:
                         samples[name].append((wall, cpu))
-                    print(f"round {rnd} {name:8} {wall:6.2f} s  cpu {cpu:6.2f} s", file=sys.stderr, flush=True)
+                    print(f"round {rnd} {name:23} {wall:6.2f} s  cpu {cpu:6.2f} s", file=sys.stderr, flush=True)
     rows = {}
     for name, runs in samples.items():
         wall = statistics.median(w for w, _ in runs)
@@ -169,15 +185,17 @@ def main() -> int:
             "wall_s": wall,
             "per_node_MBps": size / wall / 1e6,
             "cpu_s_per_GB": cpu / (size * args.nodes / 1e9),
-            "egress_x": 1.0 if name == "parcomm" else float(args.nodes),
+            "egress_x": 1.0 if name.startswith("parcomm") else float(args.nodes),
             "samples": runs,
         }
     base = rows.get("s5cmd")
+    load = " / ".join(f"{a:.2f}" for a in os.getloadavg())
     print(f"\n{size / 2**20:.0f} MiB object, {args.nodes} node(s), median of {args.repeat} interleaved rounds")
-    print(f"{'':8} {'MB/s/node':>10} {'CPU s/GB':>9} {'egress':>7} {'vs s5cmd':>9}")
+    print(f"load average at start {' / '.join(f'{a:.2f}' for a in load_start)}, at end {load}")
+    print(f"{'':23} {'MB/s/node':>10} {'CPU s/GB':>9} {'egress':>7} {'vs s5cmd':>9}")
     for name, r in rows.items():
         ratio = f"{r['per_node_MBps'] / base['per_node_MBps']:.2f}x" if base else "-"
-        print(f"{name:8} {r['per_node_MBps']:10.0f} {r['cpu_s_per_GB']:9.2f} {r['egress_x']:6.2f}x {ratio:>9}")
+        print(f"{name:23} {r['per_node_MBps']:10.0f} {r['cpu_s_per_GB']:9.2f} {r['egress_x']:6.2f}x {ratio:>9}")
     out = args.out or HERE / "results" / f"bcast_dataplane_n{args.nodes}.json"
     out.write_text(
         json.dumps(
@@ -187,6 +205,8 @@ def main() -> int:
                 "repeat": args.repeat,
                 "machine": {"cpus": os.cpu_count(), "python": platform.python_version()},
                 "s5cmd": s5cmd,
+                "loadavg_start": load_start,
+                "loadavg_end": os.getloadavg(),
                 "rows": rows,
             },
             indent=2,

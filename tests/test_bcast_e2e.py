@@ -132,16 +132,50 @@ def test_503s_from_storage_are_survived(versitygw, s3, tmp_path):
     assert sum(r.storage_retries for r in result.reports) >= stats.injected_errors - 1
 
 
-def test_corrupting_peer_is_caught(versitygw, s3, tmp_path):
+@pytest.mark.parametrize("verify", ["whole", "pieces"])
+def test_corrupting_peer_is_caught(versitygw, s3, tmp_path, verify):
     size = 10 * PIECE * WORK + 5
     url, digest = s3(size)
-    job = _job(versitygw, url, tmp_path, "steal", faults={1: ["corrupt-uploads"]})
+    job = _job(versitygw, url, tmp_path, "steal", faults={1: ["corrupt-uploads"]}, verify=verify)
     result = run_local(job, 4)
     honest = [r for r in result.reports if r.rank != 1]
     assert len(honest) == 3, result.errors
     _check(result, tmp_path, 4, digest, skip=(1,))  # the liar's own fate does not matter
     assert sum(r.bad_pieces for r in honest) > 0  # its lies reached someone and were refused
     assert all(1 in r.peers_dropped for r in honest if r.bad_pieces)
+    assert {r.verify for r in honest} == {verify}
+
+
+@pytest.mark.parametrize("verify", ["whole", "pieces"])
+def test_both_verify_modes_deliver_the_object_and_say_which_ran(versitygw, s3, tmp_path, verify):
+    size = 9 * PIECE * WORK + 4321
+    url, digest = s3(size)
+    result = run_local(_job(versitygw, url, tmp_path, "steal", verify=verify), 4)
+    assert result.errors == {}
+    _check(result, tmp_path, 4, digest)
+    assert [r.verify for r in result.reports] == [verify] * 4
+    assert summarize(result.reports)["verify"] == verify
+
+
+@pytest.mark.parametrize("verify", ["whole", "pieces"])
+def test_a_piece_storage_serves_wrong_is_refused_and_nothing_is_published(versitygw, s3, tmp_path, verify):
+    """Storage's bytes of one piece do not match the hash list (a corrupted disk, a
+    tampered object under the same ETag): every GET of that piece is refused, the
+    node gives up, and no output appears -- under --verify pieces too."""
+    size = 4 * PIECE * WORK + 77
+    url, digest = s3(size)
+    good = mf.load(url, client=S3Client(versitygw.s3_config()))
+    pieces = list(good.piece_digests)
+    pieces[5] = bytes(b ^ 0xFF for b in pieces[5])
+    lying = tmp_path / "lying.parcomm.json"
+    lying.write_text(mf.Manifest(good.size, good.etag, good.piece_size, tuple(pieces), good.sha256).to_json())
+    out = tmp_path / "out"
+    out.mkdir()
+    job = _job(versitygw, url, out, "steal", manifest_url=str(lying), verify=verify)
+    result = run_local(job, 1)
+    assert 0 in result.errors and not result.reports, result.errors
+    assert "bad pieces" in result.errors[0], result.errors
+    assert list(out.iterdir()) == []  # neither the output nor a partial file
 
 
 def _paced_env(gw, proxy) -> dict:
@@ -306,6 +340,7 @@ def test_cli_usage_errors():
         (["s3://b/k", "--out", "x", "--local", "2", "--mpi"], "choose exactly one"),
         (["s3://b/k", "--out", "x", "--local", "2", "--requests", "0"], "--requests must be > 0"),
         (["s3://b/k", "--out", "x", "--local", "2", "--connections", "0"], "--connections must be > 0"),
+        (["s3://b/k", "--out", "x", "--local", "2", "--verify", "both"], "'--verify': 'both' is not one of"),
     ]:
         run = _cli(*args)
         assert run.returncode == 2, run.stderr

@@ -453,6 +453,39 @@ def test_output_commit(tmp_path):
     assert list(tmp_path.iterdir()) == [target]
 
 
+def test_output_direct_writes_aligned_pieces_past_the_cache_and_the_rest_through_it(tmp_path):
+    """--verify pieces writes with O_DIRECT where the filesystem allows: aligned pieces from an
+    aligned buffer go to the disk, anything else (the unaligned tail, a bytes object) through
+    the page cache; either way the file holds exactly the object."""
+    import mmap
+
+    from parcomm.apps.bcast.output import DIRECT_ALIGN, filesystem_type
+
+    piece = 4 * DIRECT_ALIGN
+    data = _blob(5 * piece + 1234)
+    target = tmp_path / "out.bin"
+    with OutputWriter(target, len(data), hashlib.sha256(data).digest(), direct=True) as out:
+        local_disk = filesystem_type(tmp_path) in ("ext4", "xfs", "btrfs", "f2fs")
+        assert out.direct == local_disk  # never on tmpfs, network or FUSE filesystems
+        aligned = memoryview(mmap.mmap(-1, piece))  # page-aligned, as the receivers' buffers are
+        for offset, chunk in reversed(_pieces(data, piece)):
+            if offset == piece:
+                out.write_piece(offset, chunk)  # bytes: maybe unaligned in memory, still written
+                continue
+            aligned[: len(chunk)] = chunk
+            out.write_piece(offset, aligned[: len(chunk)])
+        out.commit()
+    assert target.read_bytes() == data
+    assert list(tmp_path.iterdir()) == [target]
+
+
+def test_filesystem_type_of_a_path():
+    from parcomm.apps.bcast.output import filesystem_type
+
+    assert filesystem_type("/proc/self") == "proc"
+    assert filesystem_type("/") not in (None, "proc")
+
+
 def test_output_zero_bytes(tmp_path):
     target = tmp_path / "empty.bin"
     with OutputWriter(target, 0, hashlib.sha256(b"").digest()) as out:

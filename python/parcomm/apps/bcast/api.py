@@ -8,8 +8,9 @@
 Every rank of ``comm`` (an mpi4py communicator) gets the object into its own
 buffer, fetching 1/N from storage and the rest from the other ranks, with the
 same verification as the command line: every piece against the hash list,
-the whole object against its sha256, before the call returns. Nothing is
-written to disk. Without ``comm`` this process alone fetches the object.
+and (``verify="whole"``, the default) the whole object against its sha256,
+before the call returns. Nothing is written to disk. Without ``comm`` this
+process alone fetches the object.
 """
 
 from __future__ import annotations
@@ -37,6 +38,7 @@ def broadcast_into(
     bind: str = "127.0.0.1",
     advertise: str | None = None,
     manifest_url: str | None = None,
+    verify: str = "whole",
 ) -> NodeReport:
     """Fill ``buffer`` (writable, contiguous, exactly the object's size) with the
     object at ``url``, verified; returns this node's report.
@@ -47,7 +49,10 @@ def broadcast_into(
     ``comm`` spanning hosts, give ``bind``/``advertise`` an address the other
     ranks can reach (the default binds loopback: ranks on this host only).
     ``manifest_url`` is where the hash list is when it is not the sidecar next to
-    the object (``s3://...`` or a file every rank can read).
+    the object (``s3://...`` or a file every rank can read). ``verify`` is
+    ``"whole"`` (every piece's sha256 and the whole object's) or ``"pieces"``
+    (every piece's only: one sha256 pass fewer; the hash list, made in one pass
+    over the object, vouches for the whole through its pieces).
     """
     from .launch import run_one
 
@@ -59,6 +64,7 @@ def broadcast_into(
         s3 or S3Config.from_env(),
         timeout=timeout,
         manifest_url=manifest_url,
+        verify=verify,
     )
     if comm is None:
         return run_one(job, rank=0, nodes=1, bind=bind, advertise=advertise, out=buffer)

@@ -49,6 +49,7 @@ class Job:
     join_timeout: float = 30.0  # s: a rank not reachable by then is counted out (it may join later)
     faults: dict = dataclasses.field(default_factory=dict)  # rank -> [fault, ...] (tests)
     manifest_url: str | None = None  # where the hash list is, if not the sidecar next to the object
+    verify: str = "whole"  # "whole": pieces and the whole object's sha256; "pieces": pieces only
 
     def out_for(self, rank: int) -> str:
         return self.out.replace("{rank}", str(rank))
@@ -103,6 +104,7 @@ def _node(
         linger=job.linger,
         join_timeout=job.join_timeout,
         faults=tuple(job.faults.get(rank, ())),
+        verify=job.verify,
     )
     return node.run()
 
@@ -310,6 +312,9 @@ def run_local(
     if job.s3.access_key is not None and job.s3.session_token is None:
         env.pop("AWS_SESSION_TOKEN", None)  # the user's token belongs to other keys than ours
     env[KEY_ENV] = JobKey.generate().hex()  # this run's members: our children, nobody else
+    # A node does no linear algebra: numpy's OpenBLAS threads would only start and spin at
+    # import (~0.06 CPU s per child here). A user's own setting stands.
+    env.setdefault("OPENBLAS_NUM_THREADS", "1")
     public = replace(job, s3=replace(job.s3, access_key=None, secret_key=None, session_token=None))
     try:
         for rank, sock in enumerate(socks):

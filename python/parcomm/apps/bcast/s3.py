@@ -21,6 +21,7 @@ Profiles, credential chains, PUTs and bucket creation stay on boto3.
 from __future__ import annotations
 
 import http.client
+import mmap
 import os
 import random
 import sys
@@ -531,7 +532,8 @@ class S3Client:
     def _deliver(self, raw: Any, state: dict[str, int], end: int, on_chunk: ChunkCallback, chunk_size: int) -> None:
         """Read ``[state["next"], end)`` from ``raw`` into one reused buffer, a chunk at a time."""
         offset = state["next"]
-        buf = memoryview(bytearray(min(chunk_size, end - offset)))
+        # Page-aligned (an anonymous mapping, not a bytearray): an O_DIRECT write can take it as is.
+        buf = memoryview(mmap.mmap(-1, max(1, min(chunk_size, end - offset))))
         while offset < end:
             want = min(chunk_size, end - offset)
             got = self._read_into(raw, buf[:want])

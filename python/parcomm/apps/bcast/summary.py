@@ -39,4 +39,6 @@ def summarize(reports: Sequence, errors: dict | None = None) -> dict:
         # opened on first need (notices over the overlay rank ± 2^k): O(N log N), not N(N - 1)
         "peer_connections": sum(r.connections for r in reports),
         "peer_connections_max": max((r.connections for r in reports), default=0),
+        # "whole": every piece's sha256 and the whole object's; "pieces": every piece's only
+        "verify": "/".join(sorted({getattr(r, "verify", "whole") for r in reports})) or None,
     }
