@@ -13,8 +13,10 @@ the machine's drift hits all of them alike:
   same sha256 and fsync.
 * ``parcomm``: ``parcomm bcast get --local N`` (steal; per-piece verification,
   whole sha256 computed as it arrives, fsync, atomic rename).
-* ``parcomm --verify pieces``: the same with per-piece verification only (the
-  hash list vouches for the whole; one sha256 pass fewer).
+* ``parcomm --write direct``: the same, the output written with O_DIRECT
+  (no page-cache copy; the file is not left in memory).
+* ``parcomm --verify pieces --write direct``: and per-piece verification only
+  (the hash list vouches for the whole; one sha256 pass fewer).
 
 With ``--nodes N`` > 1 the baselines run N copies at once (each node pulls the
 whole object: origin egress N x); parcomm's N nodes pull it once (1 x) and
@@ -104,7 +106,7 @@ def commands(name: str, nodes: int, outdir: Path, s5cmd: str | None, endpoint: s
         return [[sys.executable, "-c", BOTO3_NODE, str(outdir / f"out.{r}")] for r in range(nodes)]
     if name.startswith("parcomm"):
         out = str(outdir / "out.{rank}")
-        extra = name.split()[1:]  # "parcomm --verify pieces"
+        extra = name.split()[1:]  # "parcomm --verify pieces --write direct"
         return [
             [
                 sys.executable,
@@ -147,7 +149,12 @@ def main() -> int:
     args = ap.parse_args()
     size = parse_size(args.size)
     s5cmd = find_s5cmd()
-    contenders = (["s5cmd"] if s5cmd else []) + ["boto3", "parcomm", "parcomm --verify pieces"]
+    contenders = (["s5cmd"] if s5cmd else []) + [
+        "boto3",
+        "parcomm",
+        "parcomm --write direct",
+        "parcomm --verify pieces --write direct",
+    ]
     if not s5cmd:
         print("s5cmd not found: that contender is skipped", file=sys.stderr)
     binary = ensure_versitygw(install=False)

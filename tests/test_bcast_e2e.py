@@ -146,15 +146,23 @@ def test_corrupting_peer_is_caught(versitygw, s3, tmp_path, verify):
     assert {r.verify for r in honest} == {verify}
 
 
-@pytest.mark.parametrize("verify", ["whole", "pieces"])
-def test_both_verify_modes_deliver_the_object_and_say_which_ran(versitygw, s3, tmp_path, verify):
+@pytest.mark.parametrize("verify,write", [("whole", "cached"), ("pieces", "direct"), ("whole", "direct")])
+def test_both_verify_modes_deliver_the_object_and_say_which_ran(versitygw, s3, tmp_path, verify, write):
     size = 9 * PIECE * WORK + 4321
     url, digest = s3(size)
-    result = run_local(_job(versitygw, url, tmp_path, "steal", verify=verify), 4)
+    result = run_local(_job(versitygw, url, tmp_path, "steal", verify=verify, write=write), 4)
     assert result.errors == {}
     _check(result, tmp_path, 4, digest)
-    assert [r.verify for r in result.reports] == [verify] * 4
+    assert [(r.verify, r.write) for r in result.reports] == [(verify, write)] * 4
     assert summarize(result.reports)["verify"] == verify
+
+
+def test_the_cli_offers_what_a_node_accepts():
+    """The CLI keeps its own copy of the choices (it starts without the data plane)."""
+    from parcomm.apps.bcast import real
+    from parcomm.cli import bcast as cli_bcast
+
+    assert cli_bcast.VERIFY_MODES == real.VERIFY_MODES and cli_bcast.WRITE_MODES == real.WRITE_MODES
 
 
 @pytest.mark.parametrize("verify", ["whole", "pieces"])

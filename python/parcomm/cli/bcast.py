@@ -21,6 +21,8 @@ from .common import Duration, RunFailed, UserError, emit_json, parse_with
 ALGOS = ("flat", "nonsteal", "steal")
 #: --verify choices (parcomm.apps.bcast.real.VERIFY_MODES; not imported here: the CLI starts fast)
 VERIFY_MODES = ("whole", "pieces")
+#: --write choices (parcomm.apps.bcast.real.WRITE_MODES)
+WRITE_MODES = ("cached", "direct")
 
 
 class _DefaultGet(click.Group):
@@ -255,6 +257,14 @@ def _check_out(out: str, ranks: range) -> None:
     help="whole: each piece's sha256 and the whole object's (one more pass, ~0.5 CPU s/GB); pieces: each piece's"
     " only -- the hash list is the root of trust either way, the extra pass guards only against our own write bugs",
 )
+@click.option(
+    "--write",
+    type=click.Choice(WRITE_MODES),
+    default="cached",
+    show_default=True,
+    help="how --out is written: cached (the page cache, as cp: a reader right after finds it in memory) or direct"
+    " (O_DIRECT on local disk filesystems: 0.4-1.4 CPU s/GB less here, but the output is not left in memory)",
+)
 @click.option("--json", "as_json", is_flag=True, help="print the per-node reports as JSON")
 def get(
     url,
@@ -285,6 +295,7 @@ def get(
     manifest_url,
     key_file,
     verify,
+    write,
     as_json,
 ) -> None:
     """Download s3://BUCKET/KEY to --out on every node, cooperatively.
@@ -319,6 +330,7 @@ def get(
         join_timeout=join_timeout,
         manifest_url=_check_manifest_url(manifest_url),
         verify=verify,
+        write=write,
     )
     try:
         ran = _run_nodes(job, meet, key, as_json)

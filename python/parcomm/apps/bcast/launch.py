@@ -50,6 +50,7 @@ class Job:
     faults: dict = dataclasses.field(default_factory=dict)  # rank -> [fault, ...] (tests)
     manifest_url: str | None = None  # where the hash list is, if not the sidecar next to the object
     verify: str = "whole"  # "whole": pieces and the whole object's sha256; "pieces": pieces only
+    write: str = "cached"  # "cached": through the page cache; "direct": O_DIRECT (real.WRITE_MODES)
 
     def out_for(self, rank: int) -> str:
         return self.out.replace("{rank}", str(rank))
@@ -105,6 +106,7 @@ def _node(
         join_timeout=job.join_timeout,
         faults=tuple(job.faults.get(rank, ())),
         verify=job.verify,
+        write=job.write,
     )
     return node.run()
 
