@@ -82,6 +82,14 @@ METHODS: dict[str, tuple[str, dict]] = {
         "parcomm",
         {"algo": "steal", "connections": 2, "overlap": True, "serve": "neediest", "choke_interval": 1.0, "requests": 1},
     ),
+    # The same with the data plane's cheaper settings (issue 17): one sha256 pass, O_DIRECT output.
+    "parcomm-steal-overlap-neediest-r1-pieces": (
+        "parcomm",
+        {
+            **{"algo": "steal", "connections": 2, "overlap": True, "serve": "neediest", "choke_interval": 1.0},
+            **{"requests": 1, "verify": "pieces", "write": "direct"},
+        },
+    ),
     "parcomm-steal-overlap-r1": ("parcomm", {"algo": "steal", "connections": 2, "overlap": True, "requests": 1}),
     "parcomm-steal-c4-overlap-neediest": (
         "parcomm",

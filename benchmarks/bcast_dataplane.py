@@ -15,8 +15,8 @@ the machine's drift hits all of them alike:
   whole sha256 computed as it arrives, fsync, atomic rename).
 * ``parcomm --write direct``: the same, the output written with O_DIRECT
   (no page-cache copy; the file is not left in memory).
-* ``parcomm --verify pieces --write direct``: and per-piece verification only
-  (the hash list vouches for the whole; one sha256 pass fewer).
+* ``parcomm --verify pieces``: per-piece verification only (the hash list
+  vouches for the whole; one sha256 pass fewer), and with ``--write direct``.
 
 With ``--nodes N`` > 1 the baselines run N copies at once (each node pulls the
 whole object: origin egress N x); parcomm's N nodes pull it once (1 x) and
@@ -153,6 +153,7 @@ def main() -> int:
         "boto3",
         "parcomm",
         "parcomm --write direct",
+        "parcomm --verify pieces",
         "parcomm --verify pieces --write direct",
     ]
     if not s5cmd:

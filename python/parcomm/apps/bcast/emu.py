@@ -611,6 +611,8 @@ class EmuBcast:
         serve: str = "uploaders",
         choke_interval: float = 5.0,
         requests: int = 4,
+        verify: str = "whole",
+        write: str = "cached",
     ) -> EmuRunResult:
         """One broadcast with the real tool, ``python -m parcomm bcast ...`` on every node."""
         opts = {
@@ -623,6 +625,8 @@ class EmuBcast:
             "serve": serve,
             "choke_interval": choke_interval,
             "requests": requests,
+            "verify": verify,
+            "write": write,
         }
         name = f"parcomm-{algo}-c{connections}" + ("-overlap" if overlap else "") + f"-p{peers}"
         run_dir = self.new_run_dir(name)
@@ -654,6 +658,8 @@ def _bcast_flags(opts: dict, timeout: float) -> list[str]:
         "--serve": opts["serve"],
         "--choke-interval": f"{opts['choke_interval']:g}s",
         "--requests": opts["requests"],
+        "--verify": opts["verify"],
+        "--write": opts["write"],
         "--timeout": f"{timeout:g}s",
     }
     flags = [str(x) for pair in named.items() for x in pair]
@@ -669,6 +675,8 @@ def _bcast_label(opts: dict) -> str:
         + (f" serve={opts['serve']}" if opts["serve"] != "uploaders" else "")
         + (f" choke={opts['choke_interval']:g}s" if opts["choke_interval"] != 5.0 else "")
         + (f" requests={opts['requests']}" if opts["requests"] != 4 else "")
+        + (f" verify={opts['verify']}" if opts["verify"] != "whole" else "")
+        + (f" write={opts['write']}" if opts["write"] != "cached" else "")
         + f" work={opts['work_pieces']}"
     )
 
