@@ -318,6 +318,25 @@ impl Simulation {
         self.sack_table[slot as usize]
     }
 
+    /// Cache hints for the stream state handling `pkt` at its destination
+    /// will touch; called when the packet starts its last hop.
+    pub(crate) fn prefetch_stream(&self, pkt: &Packet) {
+        let Some(st) = self.streams.get(pkt.stream as usize) else {
+            return;
+        };
+        match pkt.payload {
+            Payload::Data(_) => {
+                crate::prefetch::value(&st.receiver);
+                crate::prefetch::line(&st.deliveries);
+            }
+            Payload::Ack(_) => {
+                crate::prefetch::value(&st.sender);
+                crate::prefetch::line(&st.pending);
+                st.sender.prefetch();
+            }
+        }
+    }
+
     pub(crate) fn host_receive(&mut self, h: u32, pkt: Packet) {
         if pkt.corrupt {
             // AAL5 reassembly fails: the packet is lost.
@@ -328,12 +347,14 @@ impl Simulation {
         let s = pkt.stream;
         match pkt.payload {
             Payload::Data(seg) => {
+                self.streams[s as usize].receiver.prefetch();
                 self.streams[s as usize].receiver.on_segment(now, seg);
                 self.send_acks(s);
                 self.arm_receiver_timer(s);
                 self.deliver(s);
             }
             Payload::Ack(header) => {
+                self.streams[s as usize].sender.prefetch_deep();
                 let mut ack = crate::transport::Ack::new(header.ack, header.window);
                 ack.sack = self.take_sack(header.sack_slot);
                 ack.tsecr = header.tsecr;

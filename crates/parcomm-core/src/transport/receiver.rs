@@ -130,6 +130,15 @@ impl Receiver {
         }
     }
 
+    /// Cache hints for the buffers a segment's arrival touches.
+    pub fn prefetch(&self) {
+        crate::prefetch::line(self.pending.as_slices().0.as_ptr());
+        self.ooo.prefetch();
+        if let Some(r) = self.recent.front() {
+            crate::prefetch::line(r);
+        }
+    }
+
     /// Bytes delivered in order to the application (rcv_nxt).
     pub fn delivered(&self) -> u64 {
         self.rcv_nxt

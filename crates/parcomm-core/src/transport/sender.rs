@@ -178,6 +178,29 @@ impl Sender {
         }
     }
 
+    /// Cache hints for what an ACK will touch: the strategies' state and the
+    /// Linux extras, each its own allocation (`crate::prefetch`).
+    #[inline]
+    pub fn prefetch(&self) {
+        use crate::prefetch;
+        prefetch::value(self.cc.as_ref());
+        prefetch::value(self.recovery.as_ref());
+        prefetch::value(self.rto.as_ref());
+        if let Some(x) = self.extras.as_deref() {
+            prefetch::value(x);
+        }
+    }
+
+    /// Cache hints one pointer further than `prefetch`: the send log's ends
+    /// and the scoreboard. Best called once `prefetch`'s lines are in.
+    #[inline]
+    pub fn prefetch_deep(&self) {
+        self.recovery.prefetch();
+        if let Some(log) = self.extras.txlog() {
+            log.prefetch();
+        }
+    }
+
     /// The recovery strategy and what it may see and change, for one event at `now`.
     fn split(&mut self, now: Time) -> (&mut dyn Recovery, Ctx<'_>) {
         let cx = Ctx {

@@ -218,6 +218,15 @@ impl TxLog {
         self.sacked
     }
 
+    /// Cache hints for both ends of the log: ACKs take from the front, new
+    /// data goes on the back.
+    pub fn prefetch(&self) {
+        if let (Some(f), Some(b)) = (self.segs.front(), self.segs.back()) {
+            crate::prefetch::line(f);
+            crate::prefetch::line(b);
+        }
+    }
+
     pub fn len(&self) -> usize {
         self.segs.len()
     }
