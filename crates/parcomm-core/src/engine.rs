@@ -117,6 +117,13 @@ impl<E> EventQueue<E> {
         [self.immediate.front(), self.heap.peek(), self.timers.peek()].into_iter().flatten().map(|e| e.key).min()
     }
 
+    /// The event `pop` would return next, without taking it.
+    pub fn peek(&self) -> Option<&E> {
+        let key = self.next_key()?;
+        let e = [self.immediate.front(), self.heap.peek(), self.timers.peek()].into_iter().flatten().find(|e| e.key == key)?;
+        self.slab[e.slot as usize].as_ref()
+    }
+
     pub fn peek_time(&self) -> Option<Time> {
         self.next_key().map(|k| (k >> 64) as Time)
     }

@@ -21,11 +21,14 @@ pub fn line<T: ?Sized>(p: *const T) {
 /// Ask for every cache line of `*v`.
 #[inline(always)]
 pub fn value<T: ?Sized>(v: &T) {
-    let start = v as *const T as *const u8;
-    let len = std::mem::size_of_val(v);
-    let first = start as usize & !(LINE - 1);
+    span((v as *const T).cast(), std::mem::size_of_val(v));
+}
+
+/// Ask for every cache line of the `len` bytes from `start`.
+#[inline(always)]
+pub fn span(start: *const u8, len: usize) {
+    let mut a = start as usize & !(LINE - 1);
     let end = start as usize + len.max(1);
-    let mut a = first;
     while a < end {
         line(a as *const u8);
         a += LINE;
