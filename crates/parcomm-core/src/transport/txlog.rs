@@ -222,7 +222,8 @@ impl TxLog {
     /// data goes on the back.
     pub fn prefetch(&self) {
         if let (Some(f), Some(b)) = (self.segs.front(), self.segs.back()) {
-            crate::prefetch::line(f);
+            // An ACK usually covers two segments: the line after the head's too.
+            crate::prefetch::span((f as *const Sent).cast(), 2 * std::mem::size_of::<Sent>());
             crate::prefetch::line(b);
         }
     }
