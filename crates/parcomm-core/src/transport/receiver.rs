@@ -132,7 +132,8 @@ impl Receiver {
 
     /// Cache hints for the buffers a segment's arrival touches.
     pub fn prefetch(&self) {
-        crate::prefetch::line(self.pending.as_slices().0.as_ptr());
+        // Where the next ACK goes (the queue is usually empty between packets).
+        crate::prefetch::span(self.pending.as_slices().0.as_ptr().cast(), std::mem::size_of::<Ack>());
         self.ooo.prefetch();
         if let Some(r) = self.recent.front() {
             crate::prefetch::line(r);
