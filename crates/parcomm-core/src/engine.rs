@@ -117,6 +117,19 @@ impl<E> EventQueue<E> {
         [self.immediate.front(), self.heap.peek(), self.timers.peek()].into_iter().flatten().map(|e| e.key).min()
     }
 
+    /// The event `pop` would return next, without taking it.
+    pub fn peek(&self) -> Option<&E> {
+        // Pairwise, not through `next_key`'s iterator: called for every event.
+        fn earlier<'a>(a: Option<&'a Entry>, b: Option<&'a Entry>) -> Option<&'a Entry> {
+            match (a, b) {
+                (Some(x), Some(y)) => Some(if y.key < x.key { y } else { x }),
+                (x, y) => x.or(y),
+            }
+        }
+        let e = earlier(earlier(self.immediate.front(), self.heap.peek()), self.timers.peek())?;
+        self.slab.get(e.slot as usize)?.as_ref()
+    }
+
     pub fn peek_time(&self) -> Option<Time> {
         self.next_key().map(|k| (k >> 64) as Time)
     }

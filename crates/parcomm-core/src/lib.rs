@@ -10,6 +10,7 @@ pub mod engine;
 pub mod kernels;
 pub mod mcast;
 pub mod net;
+pub mod prefetch;
 pub mod rng;
 pub mod sim;
 pub mod spec;

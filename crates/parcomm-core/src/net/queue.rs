@@ -97,6 +97,11 @@ impl PacketQueue {
         self.grow(now, size);
         self.packets.push_back(p);
         self.stats.enqueued += 1;
+        // Cache hint for where the next packet goes: on a long queue that
+        // slot was last touched a whole ring ago.
+        let (a, b) = self.packets.as_slices();
+        let next = if b.is_empty() { a.as_ptr_range().end } else { b.as_ptr_range().end };
+        crate::prefetch::span(next.cast(), std::mem::size_of::<Packet>());
     }
 
     /// Admission decided elsewhere: a cell-switching ATM port's fluid buffer
@@ -130,6 +135,11 @@ impl PacketQueue {
 
     pub fn pop(&mut self, now: Time) -> Option<Packet> {
         let p = self.packets.pop_front()?;
+        // Cache hint for the packet that will be at the head after this one's
+        // successor: queued long ago on a long queue.
+        if let Some(n) = self.packets.get(1) {
+            crate::prefetch::value(n);
+        }
         self.account(now);
         self.occupancy -= self.size_of(&p);
         Some(p)

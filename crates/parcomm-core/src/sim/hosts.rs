@@ -318,6 +318,73 @@ impl Simulation {
         self.sack_table[slot as usize]
     }
 
+    /// Cache hints for the stream state that handling `pkt` at its
+    /// destination will touch; called when the packet starts its last hop.
+    /// The lines of the `Stream` itself only: following its pointers would
+    /// wait for them (`prefetch_next_event` does that, later).
+    pub(crate) fn prefetch_stream(&self, pkt: &Packet) {
+        let Some(st) = self.streams.get(pkt.stream as usize) else {
+            return;
+        };
+        let (from, to): (*const u8, *const u8) = match pkt.payload {
+            Payload::Data(_) => ((&st.receiver as *const Receiver).cast(), (&st.enqueued as *const u64).cast()),
+            Payload::Ack(h) => {
+                if let Some(b) = self.sack_table.get(h.sack_slot as usize) {
+                    crate::prefetch::value(b);
+                }
+                ((&st.sender as *const Sender).cast(), (&st.in_ready as *const bool).cast())
+            }
+        };
+        crate::prefetch::span(from, to as usize - from as usize + 1);
+    }
+
+    /// Cache hints for the event after the one being handled, one pointer
+    /// deeper than `prefetch_stream` (whose lines should be in by now): the
+    /// stream's own allocations.
+    pub(crate) fn prefetch_next_event(&self) {
+        match self.q.peek() {
+            Some(Event::PortDone(p)) => {
+                let port = &self.ports[*p as usize];
+                if !matches!(self.nodes[port.peer as usize], super::NodeKind::Host(_)) {
+                    return;
+                }
+                let Some(pkt) = port.queue.front() else {
+                    return;
+                };
+                let Some(st) = self.streams.get(pkt.stream as usize) else {
+                    return;
+                };
+                match pkt.payload {
+                    Payload::Data(_) => {
+                        st.receiver.prefetch();
+                        if let Some(d) = st.deliveries.front() {
+                            crate::prefetch::line(d);
+                        }
+                    }
+                    Payload::Ack(_) => {
+                        st.sender.prefetch();
+                        if let Some(m) = st.pending.front() {
+                            crate::prefetch::line(m);
+                        }
+                    }
+                }
+            }
+            Some(Event::SenderTimer(s)) => {
+                if let Some(st) = self.streams.get(*s as usize) {
+                    crate::prefetch::value(&st.sender);
+                    crate::prefetch::line(&st.sender_timer);
+                }
+            }
+            Some(Event::ReceiverTimer(s)) => {
+                if let Some(st) = self.streams.get(*s as usize) {
+                    crate::prefetch::value(&st.receiver);
+                    crate::prefetch::line(&st.receiver_timer);
+                }
+            }
+            _ => {}
+        }
+    }
+
     pub(crate) fn host_receive(&mut self, h: u32, pkt: Packet) {
         if pkt.corrupt {
             // AAL5 reassembly fails: the packet is lost.
@@ -334,6 +401,7 @@ impl Simulation {
                 self.deliver(s);
             }
             Payload::Ack(header) => {
+                self.streams[s as usize].sender.prefetch_deep();
                 let mut ack = crate::transport::Ack::new(header.ack, header.window);
                 ack.sack = self.take_sack(header.sack_slot);
                 ack.tsecr = header.tsecr;

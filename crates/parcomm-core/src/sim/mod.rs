@@ -124,21 +124,25 @@ impl Host {
     }
 }
 
+/// One direction of a host pair. In declaration order (`repr(C)`): what the
+/// sending side touches, then what the receiving side touches, so that the
+/// cache hints for either (`prefetch_stream`) cover few lines.
+#[repr(C)]
 pub(crate) struct Stream {
-    pub src: u32,
-    pub dst: u32,
     pub sender: Sender,
-    pub receiver: Receiver,
     /// Messages (op, bytes not yet in the socket buffer), in order.
     pub pending: VecDeque<(OpId, u64)>,
-    /// Messages in flight: (stream offset of their last byte + 1, op, bytes).
-    pub deliveries: VecDeque<(u64, OpId, u64)>,
-    pub enqueued: u64,
-    pub in_ready: bool,
     pub sender_timer: Option<Time>,
-    pub receiver_timer: Option<Time>,
     /// TCP option bytes on every packet besides SACK blocks (timestamps).
     pub tcp_options: u64,
+    pub src: u32,
+    pub dst: u32,
+    pub in_ready: bool,
+    pub receiver: Receiver,
+    /// Messages in flight: (stream offset of their last byte + 1, op, bytes).
+    pub deliveries: VecDeque<(u64, OpId, u64)>,
+    pub receiver_timer: Option<Time>,
+    pub enqueued: u64,
 }
 
 pub struct Simulation {
@@ -263,6 +267,7 @@ impl Simulation {
                 Some(_) => {}
             }
             let (_, ev) = self.q.pop().expect("peeked");
+            self.prefetch_next_event();
             self.dispatch(ev);
         }
         std::mem::take(&mut self.completions)
@@ -275,6 +280,7 @@ impl Simulation {
                 break;
             }
             let (_, ev) = self.q.pop().expect("peeked");
+            self.prefetch_next_event();
             self.dispatch(ev);
         }
         std::mem::take(&mut self.completions)

@@ -45,6 +45,10 @@ impl Simulation {
     pub(crate) fn start_port(&mut self, p: u32) {
         if let Some(t) = self.ports[p as usize].try_start() {
             self.q.schedule_in(t, Event::PortDone(p));
+            let port = &self.ports[p as usize];
+            if let (NodeKind::Host(_), Some(pkt)) = (&self.nodes[port.peer as usize], port.queue.front()) {
+                self.prefetch_stream(pkt); // handled there when this frame is in
+            }
             // Into a cell-interleaving switch the frame starts arriving (and
             // taking buffer) with its first cell, not its last.
             if let Some(out) = self.cell_port_fed_by(p) {

@@ -26,6 +26,13 @@ impl RangeSet {
         self.ranges.is_empty()
     }
 
+    /// Cache hint for the first ranges (`crate::prefetch`).
+    pub fn prefetch(&self) {
+        if !self.ranges.is_empty() {
+            crate::prefetch::line(self.ranges.as_ptr());
+        }
+    }
+
     /// The highest range.
     pub fn last(&self) -> Option<(u64, u64)> {
         self.ranges.last().copied()

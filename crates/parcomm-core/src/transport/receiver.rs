@@ -130,6 +130,16 @@ impl Receiver {
         }
     }
 
+    /// Cache hints for the buffers a segment's arrival touches.
+    pub fn prefetch(&self) {
+        // Where the next ACK goes (the queue is usually empty between packets).
+        crate::prefetch::span(self.pending.as_slices().0.as_ptr().cast(), std::mem::size_of::<Ack>());
+        self.ooo.prefetch();
+        if let Some(r) = self.recent.front() {
+            crate::prefetch::line(r);
+        }
+    }
+
     /// Bytes delivered in order to the application (rcv_nxt).
     pub fn delivered(&self) -> u64 {
         self.rcv_nxt

@@ -114,6 +114,11 @@ impl Scoreboard {
         self.sacked.is_empty()
     }
 
+    /// Cache hint for the SACKed ranges.
+    pub fn prefetch(&self) {
+        self.sacked.prefetch();
+    }
+
     /// Total SACKed bytes above snd_una.
     pub fn sacked_bytes(&self) -> u64 {
         self.sacked.as_slice().iter().map(|&(s, e)| e - s).sum()

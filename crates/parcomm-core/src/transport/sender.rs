@@ -18,17 +18,15 @@ use super::txlog::TxLog;
 use super::{Ack, Segment, SenderStats, TcpConfig};
 use crate::time::Time;
 
-/// Sender state that only Linux-like profiles use: the per-segment send log
-/// (Linux's RTT sampling, RACK, HyStart), tail loss probes, and F-RTO with
-/// its undo. Kept in one allocation made only when the profile enables any of
-/// them, so that a sender without them (the RFC profile, what large fabrics
-/// run) carries none of their bytes: the sender shrinks from 456 to 288 B
-/// (issue 20).
+/// Sender state that only Linux-like profiles use: tail loss probes, and
+/// F-RTO with its undo. Kept in one allocation made only when the profile
+/// enables any of them, so that a sender without them (the RFC profile, what
+/// large fabrics run) carries none of their bytes (issue 20). The send log
+/// is not here but in the sender itself (`Sender::txlog`): every ACK and
+/// every segment sent touch it, and there its ends can be prefetched
+/// without first waiting for this allocation (`Sender::prefetch`).
 #[derive(Debug)]
 struct SenderExtras {
-    /// Every outstanding segment's send time, a sample per advancing ACK
-    /// (`linux_rto`); also what RACK walks. `None`: BSD timing (`rtt_probe`).
-    txlog: Option<TxLog>,
     /// Tail loss probe state; `None` when TLP is off.
     tlp: Option<Tlp>,
     /// F-RTO and the undo of spurious timeouts (`frto.rs`); `None` when off.
@@ -37,9 +35,7 @@ struct SenderExtras {
 
 impl SenderExtras {
     fn for_config(cfg: &TcpConfig, max_ack_delay: Time) -> Option<Box<SenderExtras>> {
-        let wants_log = cfg.linux_rto || (cfg.rack && cfg.sack) || cfg.frto || (cfg.cubic && cfg.hystart);
         let extras = SenderExtras {
-            txlog: wants_log.then(TxLog::new),
             tlp: cfg.tail_loss_probe.then(|| {
                 if cfg.rack {
                     Tlp::linux(super::linux_rto::kernel_rto_min(cfg.rto_min, cfg.clock_granularity))
@@ -49,8 +45,16 @@ impl SenderExtras {
             }),
             undo: cfg.frto.then(|| LossUndo::new(cfg.sack, cfg.timestamps)),
         };
-        let any = extras.txlog.is_some() || extras.tlp.is_some() || extras.undo.is_some();
+        let any = extras.tlp.is_some() || extras.undo.is_some();
         any.then(|| Box::new(extras))
+    }
+
+    /// The send log, for the profiles that use it: every outstanding
+    /// segment's send time, a sample per advancing ACK (`linux_rto`); also
+    /// what RACK walks, and F-RTO's and HyStart's evidence.
+    fn txlog_for(cfg: &TcpConfig) -> Option<TxLog> {
+        let wants_log = cfg.linux_rto || (cfg.rack && cfg.sack) || cfg.frto || (cfg.cubic && cfg.hystart);
+        wants_log.then(TxLog::new)
     }
 }
 
@@ -58,8 +62,6 @@ impl SenderExtras {
 /// the field (not methods on `Sender`) so that borrowing one part leaves the
 /// sender's other fields free.
 trait Extras {
-    fn txlog(&self) -> Option<&TxLog>;
-    fn txlog_mut(&mut self) -> Option<&mut TxLog>;
     fn tlp(&self) -> Option<&Tlp>;
     fn tlp_mut(&mut self) -> Option<&mut Tlp>;
     fn undo(&self) -> Option<&LossUndo>;
@@ -67,12 +69,6 @@ trait Extras {
 }
 
 impl Extras for Option<Box<SenderExtras>> {
-    fn txlog(&self) -> Option<&TxLog> {
-        self.as_ref()?.txlog.as_ref()
-    }
-    fn txlog_mut(&mut self) -> Option<&mut TxLog> {
-        self.as_mut()?.txlog.as_mut()
-    }
     fn tlp(&self) -> Option<&Tlp> {
         self.as_ref()?.tlp.as_ref()
     }
@@ -113,8 +109,11 @@ pub struct Sender {
     restart_window: Option<u64>,
     /// When the last data segment left (Linux's `lsndtime`).
     last_data_sent: Option<Time>,
-    /// The send log, tail loss probes and F-RTO (`SenderExtras`); `None`
-    /// when the profile uses none of them.
+    /// Every outstanding segment's send time (`SenderExtras::txlog_for`);
+    /// `None`: BSD timing (`rtt_probe`).
+    txlog: Option<TxLog>,
+    /// Tail loss probes and F-RTO (`SenderExtras`); `None` when the profile
+    /// uses neither.
     extras: Option<Box<SenderExtras>>,
     /// Tell the congestion control each ACK's RTT sample (HyStart).
     rtt_samples_to_cc: bool,
@@ -172,10 +171,36 @@ impl Sender {
             last_seg_start: 0,
             restart_window: cfg.cwnd_restart_after_idle.then(|| mss.saturating_mul(cfg.initial_cwnd_segments.max(1))),
             last_data_sent: None,
+            txlog: SenderExtras::txlog_for(cfg),
             extras: SenderExtras::for_config(cfg, max_ack_delay),
             rtt_samples_to_cc: cfg.cubic && cfg.hystart,
             stats: SenderStats::default(),
         }
+    }
+
+    /// Cache hints for what an ACK will touch: the strategies' state and the
+    /// Linux extras, each its own allocation, and both ends of the send log
+    /// (`crate::prefetch`). Reads the sender's own fields: best called once
+    /// they are in cache.
+    #[inline]
+    pub fn prefetch(&self) {
+        use crate::prefetch;
+        prefetch::value(self.cc.as_ref());
+        prefetch::value(self.recovery.as_ref());
+        prefetch::value(self.rto.as_ref());
+        if let Some(x) = self.extras.as_deref() {
+            prefetch::value(x);
+        }
+        if let Some(log) = self.txlog.as_ref() {
+            log.prefetch();
+        }
+    }
+
+    /// Cache hints one pointer further than `prefetch` (the scoreboard's
+    /// ranges): best called once `prefetch`'s lines are in.
+    #[inline]
+    pub fn prefetch_deep(&self) {
+        self.recovery.prefetch();
     }
 
     /// The recovery strategy and what it may see and change, for one event at `now`.
@@ -185,7 +210,7 @@ impl Sender {
             seq: &mut self.seq,
             cc: self.cc.as_mut(),
             stats: &mut self.stats,
-            log: self.extras.txlog_mut(),
+            log: self.txlog.as_mut(),
             rto: self.rto.as_ref(),
             rto_deadline: self.rto_deadline,
             new_data_only: false,
@@ -293,7 +318,7 @@ impl Sender {
         // The newest segment acked never retransmitted, and whether any
         // retransmitted one was (tcp_clean_rtx_queue()'s last_ackt, FLAG_RETRANS_DATA_ACKED).
         let (mut newest_fresh, mut any_resent) = (None, false);
-        if let Some(log) = self.extras.txlog_mut() {
+        if let Some(log) = self.txlog.as_mut() {
             let rec = &mut self.recovery;
             let sample = log.on_ack_with(ack.ack, now, self.timestamps, |seg| {
                 if !seg.retransmitted {
@@ -411,7 +436,7 @@ impl Sender {
         let Some(extras) = self.extras.as_deref_mut() else {
             return;
         };
-        let log = extras.txlog.as_ref();
+        let log = self.txlog.as_ref();
         let retrans_out = || log.map_or(0, TxLog::retrans_out);
         let verdict = extras.undo.as_mut().map(|u| u.on_recovery_ack(true, ack.tsecr, retrans_out));
         if let Some(RecoveryUndo::Undo(prior)) = verdict {
@@ -437,7 +462,7 @@ impl Sender {
         if !self.linux_sampling || self.rto_deadline.is_none() {
             return;
         }
-        let head_sent = self.extras.txlog().and_then(TxLog::head_sent);
+        let head_sent = self.txlog.as_ref().and_then(TxLog::head_sent);
         if let (Some(sacked), Some(head)) = (news.oldest_sent, head_sent) {
             if sacked < head {
                 self.rto_deadline = Some(now.saturating_add(self.rto.rto()));
@@ -678,7 +703,7 @@ impl Sender {
         self.stats.segments_sent += 1;
         self.stats.bytes_sent += len;
         self.last_data_sent = Some(now);
-        if let Some(log) = self.extras.txlog_mut() {
+        if let Some(log) = self.txlog.as_mut() {
             if retransmission {
                 log.on_retransmit(seq, seq + len, now);
             } else {

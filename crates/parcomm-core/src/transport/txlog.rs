@@ -218,6 +218,16 @@ impl TxLog {
         self.sacked
     }
 
+    /// Cache hints for both ends of the log: ACKs take from the front, new
+    /// data goes on the back.
+    pub fn prefetch(&self) {
+        if let (Some(f), Some(b)) = (self.segs.front(), self.segs.back()) {
+            // An ACK usually covers two segments: the line after the head's too.
+            crate::prefetch::span((f as *const Sent).cast(), 2 * std::mem::size_of::<Sent>());
+            crate::prefetch::line(b);
+        }
+    }
+
     pub fn len(&self) -> usize {
         self.segs.len()
     }

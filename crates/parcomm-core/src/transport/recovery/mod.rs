@@ -117,6 +117,8 @@ pub trait Recovery: Debug + Send + Sync {
     /// After a timeout, NewReno resends by go-back-N (moving snd_nxt back);
     /// SACK recovery picks holes from its scoreboard instead.
     fn uses_go_back_n(&self) -> bool;
+    /// Cache hints for state kept outside the strategy's own allocation.
+    fn prefetch(&self) {}
 }
 
 /// State both strategies keep for one loss episode.

@@ -331,4 +331,8 @@ impl Recovery for SackRecovery {
     fn uses_go_back_n(&self) -> bool {
         false
     }
+
+    fn prefetch(&self) {
+        self.sb.prefetch();
+    }
 }
