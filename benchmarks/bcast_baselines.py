@@ -90,6 +90,20 @@ METHODS: dict[str, tuple[str, dict]] = {
             **{"requests": 1, "verify": "pieces", "write": "direct"},
         },
     ),
+    # Neighbours: 6 instead of 4 (more uploaders to pull from once storage is done).
+    "parcomm-steal-overlap-neediest-r1-p6": (
+        "parcomm",
+        {
+            **{"algo": "steal", "connections": 2, "overlap": True, "serve": "neediest", "choke_interval": 1.0},
+            **{"requests": 1, "peers": 6},
+        },
+    ),
+    # Three GETs per node at once: the object enters the swarm sooner (16 x 3 GETs at
+    # 0.3-0.9 MB/s each stay under the 133 Mbit/s storage NIC).
+    "parcomm-steal-c3-overlap-neediest-r1": (
+        "parcomm",
+        {"algo": "steal", "connections": 3, "overlap": True, "serve": "neediest", "choke_interval": 1.0, "requests": 1},
+    ),
     "parcomm-steal-overlap-r1": ("parcomm", {"algo": "steal", "connections": 2, "overlap": True, "requests": 1}),
     "parcomm-steal-c4-overlap-neediest": (
         "parcomm",
