@@ -56,6 +56,8 @@ pub enum BusAction {
     TxDoneAt(Time, u32),
     IdleAt(Time),
     BackoffDoneAt(Time, u32),
+    /// A frame given up after too many collisions (its owner releases what it holds).
+    Lost(Packet),
 }
 
 pub struct Bus {
@@ -146,7 +148,9 @@ impl Bus {
             let s = &mut self.stations[c as usize];
             s.attempts += 1;
             if s.attempts >= MAX_ATTEMPTS {
-                s.queue.pop(now);
+                if let Some(p) = s.queue.pop(now) {
+                    out.push(BusAction::Lost(p));
+                }
                 s.attempts = 0;
                 s.state = StationState::Idle;
                 self.stats.excessive_collision_drops += 1;

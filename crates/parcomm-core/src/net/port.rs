@@ -42,7 +42,8 @@ pub struct Port {
 
 pub enum Offer {
     Queued,
-    Dropped,
+    /// Refused (`Admission::Dropped`): the packet comes back.
+    Dropped(Packet),
     /// Flow control: held until room frees; the sending port must pause.
     Held,
 }
@@ -69,7 +70,7 @@ impl Port {
         }
         match self.queue.offer(now, p) {
             Admission::Accepted | Admission::Truncated => Offer::Queued,
-            Admission::Dropped => Offer::Dropped,
+            Admission::Dropped(p) => Offer::Dropped(p),
         }
     }
 
@@ -83,9 +84,9 @@ impl Port {
         Some(t)
     }
 
-    /// The head packet has left the wire. Returns it (None if lost on the wire)
-    /// and the held packets' senders that may resume.
-    pub fn finish(&mut self, now: Time) -> (Option<Packet>, Vec<u32>) {
+    /// The head packet has left the wire. Returns it (`Err` if lost on the
+    /// wire) and the held packets' senders that may resume.
+    pub fn finish(&mut self, now: Time) -> (Result<Packet, Packet>, Vec<u32>) {
         self.busy = false;
         let p = self.queue.pop(now).expect("port finished with an empty queue");
         self.tx_packets += 1;
@@ -105,9 +106,9 @@ impl Port {
         let injected = self.drop_nth.binary_search(&self.tx_packets).is_ok();
         if injected || self.rng.bernoulli(self.loss) {
             self.wire_losses += 1;
-            return (None, resumed);
+            return (Err(p), resumed);
         }
-        (Some(p), resumed)
+        (Ok(p), resumed)
     }
 
     /// When a frame that left the wire at `now` reaches the peer, `delay` after it

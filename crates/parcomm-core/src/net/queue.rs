@@ -33,7 +33,9 @@ pub enum Admission {
     Accepted,
     /// Accepted but with cells missing: the packet will fail AAL5 reassembly.
     Truncated,
-    Dropped,
+    /// Refused: the packet comes back so its owner can release what it holds
+    /// (an ACK's SACK blocks wait in the simulation's side table).
+    Dropped(Packet),
 }
 
 impl PacketQueue {
@@ -85,7 +87,7 @@ impl PacketQueue {
                 if self.unit() == BufferUnit::Cells {
                     self.stats.cell_drops += p.cells;
                 }
-                Admission::Dropped
+                Admission::Dropped(p)
             }
         }
     }
@@ -112,7 +114,7 @@ impl PacketQueue {
         if lost >= p.cells {
             self.stats.drops += 1;
             self.stats.cell_drops += p.cells;
-            return Admission::Dropped;
+            return Admission::Dropped(p);
         }
         let truncated = lost > 0;
         if truncated {
@@ -177,7 +179,7 @@ mod tests {
         let mut q = PacketQueue::new(3000, BufferUnit::Bytes, None);
         assert!(matches!(q.offer(0, pkt(1460)), Admission::Accepted));
         assert!(matches!(q.offer(0, pkt(1460)), Admission::Accepted));
-        assert!(matches!(q.offer(0, pkt(1460)), Admission::Dropped));
+        assert!(matches!(q.offer(0, pkt(1460)), Admission::Dropped(_)));
         assert_eq!(q.stats.drops, 1);
         q.pop(10);
         assert!(matches!(q.offer(10, pkt(1460)), Admission::Accepted));
@@ -201,7 +203,7 @@ mod tests {
         let mut q = PacketQueue::new(10, BufferUnit::Cells, None);
         assert!(matches!(q.admit_with_cell_loss(0, pkt(9140), 0), Admission::Accepted));
         assert!(matches!(q.admit_with_cell_loss(0, pkt(9140), 150), Admission::Truncated));
-        assert!(matches!(q.admit_with_cell_loss(0, pkt(9140), 192), Admission::Dropped));
+        assert!(matches!(q.admit_with_cell_loss(0, pkt(9140), 192), Admission::Dropped(_)));
         assert_eq!((q.stats.drops, q.stats.cell_drops, q.stats.enqueued), (2, 342, 2));
         assert_eq!(q.occupancy, 192 + 42);
         q.pop(1);
@@ -214,7 +216,7 @@ mod tests {
     fn early_packet_discard_refuses_whole_packets() {
         let mut q = PacketQueue::new(400, BufferUnit::Cells, Some(150));
         assert!(matches!(q.offer(0, pkt(9140)), Admission::Accepted));
-        assert!(matches!(q.offer(0, pkt(9140)), Admission::Dropped));
+        assert!(matches!(q.offer(0, pkt(9140)), Admission::Dropped(_)));
         assert_eq!(q.occupancy, 192);
     }
 }

@@ -292,8 +292,8 @@ impl Simulation {
         }
     }
 
-    /// Park an ACK's SACK blocks in the side table while the ACK travels.
-    /// (A slot of an ACK lost on the way is not reused: a few bytes each.)
+    /// Park an ACK's SACK blocks in the side table while the ACK travels
+    /// (freed on arrival, or by `lost` when the network drops the ACK).
     fn store_sack(&mut self, ack: &crate::transport::Ack) -> u32 {
         if ack.sack.is_empty() {
             return crate::net::packet::NO_SACK;
@@ -316,6 +316,18 @@ impl Simulation {
         }
         self.sack_free.push(slot);
         self.sack_table[slot as usize]
+    }
+
+    /// The ACK holding `slot` is gone: the slot is free again.
+    pub(crate) fn release_sack(&mut self, slot: u32) {
+        if slot != crate::net::packet::NO_SACK {
+            self.sack_free.push(slot);
+        }
+    }
+
+    /// SACK-table slots held by ACKs in flight (the table's size less its free list).
+    pub fn sack_slots_in_use(&self) -> usize {
+        self.sack_table.len() - self.sack_free.len()
     }
 
     /// Cache hints for the stream state that handling `pkt` at its
@@ -389,6 +401,7 @@ impl Simulation {
         if pkt.corrupt {
             // AAL5 reassembly fails: the packet is lost.
             self.hosts[h as usize].corrupt_discards += 1;
+            self.lost(pkt);
             return;
         }
         let now = self.q.now();

@@ -24,21 +24,37 @@ impl Simulation {
                         self.ports[from_port as usize].paused_by += 1;
                         true
                     }
-                    Offer::Dropped => false,
+                    Offer::Dropped(pkt) => {
+                        self.lost(pkt);
+                        false
+                    }
                 }
             }
             Iface::Bus { bus, station, .. } => {
                 let b = &mut self.buses[bus as usize];
-                let admitted = !matches!(
-                    b.stations[station as usize].queue.offer(now, pkt),
-                    crate::net::queue::Admission::Dropped
-                );
-                if admitted {
-                    self.bus_step(bus, |b, now, out| b.ready(now, station, out));
+                match b.stations[station as usize].queue.offer(now, pkt) {
+                    Admission::Dropped(pkt) => {
+                        self.lost(pkt);
+                        false
+                    }
+                    _ => {
+                        self.bus_step(bus, |b, now, out| b.ready(now, station, out));
+                        true
+                    }
                 }
-                admitted
             }
-            Iface::None => false,
+            Iface::None => {
+                self.lost(pkt);
+                false
+            }
+        }
+    }
+
+    /// A packet the network lost (a full queue, no route, a corrupt frame):
+    /// an ACK's SACK blocks leave the side table with it.
+    pub(crate) fn lost(&mut self, pkt: Packet) {
+        if let crate::net::packet::Payload::Ack(h) = pkt.payload {
+            self.release_sack(h.sack_slot);
         }
     }
 
@@ -97,8 +113,9 @@ impl Simulation {
             self.enqueue(Iface::Port(out), pkt, from_port);
             return;
         };
-        if !matches!(port.queue.admit_with_cell_loss(now, pkt, lost), Admission::Dropped) {
-            self.start_port(out);
+        match port.queue.admit_with_cell_loss(now, pkt, lost) {
+            Admission::Dropped(pkt) => self.lost(pkt),
+            _ => self.start_port(out),
         }
     }
 
@@ -127,6 +144,13 @@ impl Simulation {
         if let NodeKind::Host(h) = self.nodes[owner as usize] {
             self.pump(h);
         }
+        let pkt = match pkt {
+            Ok(pkt) => Some(pkt),
+            Err(lost) => {
+                self.lost(lost);
+                None
+            }
+        };
         if let Some(pkt) = pkt {
             let delay = self.arrival_delay(peer, prop);
             let at = self.ports[p as usize].arrival(now, delay);
@@ -163,9 +187,12 @@ impl Simulation {
             NodeKind::Router(r) => {
                 let now = self.q.now();
                 let router = &mut self.routers[r as usize];
-                if !matches!(router.input.offer(now, pkt), crate::net::queue::Admission::Dropped) {
-                    if let Some(t) = router.try_start() {
-                        self.q.schedule_in(t, Event::RouterDone(r));
+                match router.input.offer(now, pkt) {
+                    Admission::Dropped(pkt) => self.lost(pkt),
+                    _ => {
+                        if let Some(t) = router.try_start() {
+                            self.q.schedule_in(t, Event::RouterDone(r));
+                        }
                     }
                 }
             }
@@ -195,6 +222,7 @@ impl Simulation {
                 BusAction::TxDoneAt(t, st) => self.q.schedule(t, Event::BusTxDone(b, st)),
                 BusAction::IdleAt(t) => self.q.schedule(t, Event::BusIdle(b)),
                 BusAction::BackoffDoneAt(t, st) => self.q.schedule(t, Event::BusBackoff(b, st)),
+                BusAction::Lost(pkt) => self.lost(pkt),
             }
         }
         self.bus_actions = out;
@@ -210,6 +238,8 @@ impl Simulation {
         if let Iface::Bus { to, .. } = self.routes.next(owner, &pkt) {
             let peer = self.buses[b as usize].stations[to as usize].owner;
             self.q.schedule_in(prop, Event::Arrive { node: peer, pkt, from_port: NO_PORT });
+        } else {
+            self.lost(pkt);
         }
         if let NodeKind::Host(h) = self.nodes[owner as usize] {
             self.pump(h);
