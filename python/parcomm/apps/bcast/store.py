@@ -312,6 +312,7 @@ class WholeDigest:
                         self._hash.update(chunk)  # releases the GIL for large buffers
                     if self.sink is not None:
                         _write_all(self.sink, chunk)
+                    chunk.release()  # no view left on the map: close() can unmap it
                 with self._cond:
                     self._next = last + 1
                     self._cond.notify_all()
