@@ -584,7 +584,8 @@ def _summarize(reports, errors, as_json: bool, to_stderr: bool = False) -> None:
             "whole": "every piece's sha256 and the whole object's",
             "pieces": "every piece's sha256 (--verify pieces)",
         }
-        click.echo(f"verified {checked.get(summary['verify'], summary['verify'])}", err=to_stderr)
+        written = " (output written past the page cache: --write direct)" if summary["write"] == "direct" else ""
+        click.echo(f"verified {checked.get(summary['verify'], summary['verify'])}{written}", err=to_stderr)
     procs = summary["procs"]
     if procs > 1:
         click.echo(

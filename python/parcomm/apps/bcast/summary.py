@@ -41,4 +41,6 @@ def summarize(reports: Sequence, errors: dict | None = None) -> dict:
         "peer_connections_max": max((r.connections for r in reports), default=0),
         # "whole": every piece's sha256 and the whole object's; "pieces": every piece's only
         "verify": "/".join(sorted({getattr(r, "verify", "whole") for r in reports})) or None,
+        # "cached": through the page cache; "direct": O_DIRECT where the filesystem allows it
+        "write": "/".join(sorted({getattr(r, "write", "cached") for r in reports})) or None,
     }
