@@ -135,6 +135,8 @@ def test_config_file_settings_send_the_node_to_boto3(tmp_path):
         assert not s3http.eligible(custom, env), extra
     cfg.write_text("[default\nregion")  # unreadable: boto3 reports it
     assert not s3http.eligible(custom, env)
+    cfg.write_text("[DEFAULT]\nca_bundle = /etc/ca.pem\n[default]\nregion = eu-west-1\n")
+    assert not s3http.eligible(custom, env)  # botocore's parser gives [default] the [DEFAULT] keys
     cfg.write_text("[default]\nregion = eu-west-1\n")
     assert not s3http.eligible(custom, {**env, "AWS_PROFILE": "other"})
     assert s3http.eligible(custom, {"HOME": str(tmp_path)})  # ~/.aws/config absent

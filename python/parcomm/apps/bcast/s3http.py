@@ -121,13 +121,22 @@ def _shared_config_applies(env: Mapping[str, str], home: str) -> bool:
     boto3 reads it even when the keys come from the environment. Unreadable: assume it does."""
     if env.get("AWS_PROFILE") or env.get("AWS_DEFAULT_PROFILE"):
         return True  # a named profile is boto3's to resolve
-    path = env.get("AWS_CONFIG_FILE") or (os.path.join(home, ".aws", "config") if home else "")
-    if not path or not os.path.exists(path):
+    given = env.get("AWS_CONFIG_FILE")
+    if given:
+        path = os.path.expanduser(os.path.expandvars(given))  # as botocore expands it
+    elif home:
+        path = os.path.join(home, ".aws", "config")
+    else:
         return False
-    parser = configparser.RawConfigParser(default_section="\0none")  # no key is inherited
+    if not os.path.exists(path):
+        return False
+    parser = configparser.RawConfigParser()  # as botocore reads it ([DEFAULT] keys inherited)
     try:
         with open(path, encoding="utf-8") as fh:
-            parser.read_string(fh.read(_MAX_CONFIG_FILE + 1)[:_MAX_CONFIG_FILE])
+            text = fh.read(_MAX_CONFIG_FILE + 1)
+        if len(text) > _MAX_CONFIG_FILE:
+            return True  # not read whole: boto3's to read
+        parser.read_string(text)
     except (OSError, UnicodeDecodeError, configparser.Error):
         return True  # boto3 will report what is wrong with it
     if not parser.has_section("default"):
