@@ -7,7 +7,7 @@ endpoint and learns everyone's, as a table indexed by rank:
   connect (retrying until it is up) and register; when all have, rank 0 sends
   everyone the table.
 * :func:`via_directory` — a directory on a shared filesystem: each rank writes
-  ``rank-R.json`` (atomically) and waits for all of them.
+  ``rank-R.json`` (atomically, safe from other users) and waits for all of them.
 * :func:`reserve_local_sockets` — ``--local N``: the parent binds N listening
   sockets on 127.0.0.1, so the ports are known (and held) before the children
   start; each child serves on its inherited socket.
@@ -24,6 +24,7 @@ can claim a rank, learn the peer table, or read why a registration was refused.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import hmac
 import json
 import os
@@ -31,6 +32,7 @@ import socket
 import time
 from pathlib import Path
 
+from ... import safefiles
 from ...auth import AuthError, Gate, JobKey, authenticate
 from .wire import Record, WireError, encode_record, read_record
 
@@ -210,37 +212,74 @@ def via_directory(
     Entries of another job or world size, or without a valid MAC under ``key``,
     are ignored (a directory may hold stale files of an earlier run, or files
     anyone with write access put there); a fresh directory per run is simplest.
+    Other users with write access can plant anything there: an entry is written
+    under a random name (``O_EXCL|O_NOFOLLOW``) and renamed into place, and read
+    only if it is a regular file of this user's (``O_NOFOLLOW|O_NONBLOCK``), so a
+    FIFO, a link or a file of theirs neither blocks nor redirects anything, and
+    ``timeout`` holds. A world-writable directory without the sticky bit is refused.
     """
     _check_args(rank, world)
     folder = Path(directory)
+    dir_fd = _open_meeting_place(folder)
     try:
-        folder.mkdir(parents=True, exist_ok=True)
+        _publish(folder, dir_fd, rank, world, me, job, key)
+        deadline = time.monotonic() + timeout
+        table: dict[int, Endpoint] = {}
+        while True:
+            for r in range(world):
+                if r not in table:
+                    found = _read_entry(dir_fd, f"rank-{r}.json", r, world, job, key)
+                    if found is not None:
+                        table[r] = found
+            if len(table) == world:
+                return [table[r] for r in range(world)]
+            if time.monotonic() > deadline:
+                raise RendezvousError(
+                    f"rendezvous in {folder} timed out after {timeout:.0f} s: {_missing(table, world)}"
+                )
+            time.sleep(poll)
+            poll = min(poll * 1.5, 0.5)
+    finally:
+        os.close(dir_fd)
+
+
+def _open_meeting_place(folder: Path) -> int:
+    """A descriptor of the rendezvous directory (made 0700 if new), whose permissions were checked."""
+    try:
+        folder.mkdir(mode=0o700, parents=True, exist_ok=True)
+        dir_fd = safefiles.open_directory(folder)
     except OSError as exc:
         raise RendezvousError(f"cannot use --rendezvous-dir {folder}: {exc.strerror or exc}") from None
+    info = os.fstat(dir_fd)
+    if safefiles.shared_without_sticky(info):
+        os.close(dir_fd)
+        raise RendezvousError(
+            f"--rendezvous-dir {folder} is writable by every user and has no sticky bit "
+            f"(mode {info.st_mode & 0o7777:04o}): anyone could replace the entries; use a directory "
+            f"of your own (or `chmod +t {folder}`)"
+        )
+    return dir_fd
+
+
+def _publish(folder: Path, dir_fd: int, rank: int, world: int, me: Endpoint, job: str, key: JobKey) -> None:
+    """Write our entry atomically: to a fresh random name, renamed over ``rank-R.json``."""
     entry = {"rank": rank, "world": world, "host": me[0], "port": me[1], "job": job}
     entry["mac"] = _entry_mac(key, entry)
-    final = folder / f"rank-{rank}.json"
-    temp = folder / f".rank-{rank}.json.{os.getpid()}.tmp"
+    temp = safefiles.unpredictable_name(f"rank-{rank}.json")
     try:
-        temp.write_text(json.dumps(entry))
-        os.replace(temp, final)  # readers never see half a file
+        fd = safefiles.create_exclusive(temp, dir_fd=dir_fd)
+        try:
+            with os.fdopen(fd, "w") as f:
+                f.write(json.dumps(entry))
+            os.replace(temp, f"rank-{rank}.json", src_dir_fd=dir_fd, dst_dir_fd=dir_fd)  # never half a file
+        except BaseException:
+            with contextlib.suppress(OSError):
+                os.unlink(temp, dir_fd=dir_fd)
+            raise
     except OSError as exc:
-        raise RendezvousError(f"cannot write to --rendezvous-dir {folder}: {exc.strerror or exc}") from None
-
-    deadline = time.monotonic() + timeout
-    table: dict[int, Endpoint] = {}
-    while True:
-        for r in range(world):
-            if r not in table:
-                found = _read_entry(folder / f"rank-{r}.json", r, world, job, key)
-                if found is not None:
-                    table[r] = found
-        if len(table) == world:
-            return [table[r] for r in range(world)]
-        if time.monotonic() > deadline:
-            raise RendezvousError(f"rendezvous in {folder} timed out after {timeout:.0f} s: {_missing(table, world)}")
-        time.sleep(poll)
-        poll = min(poll * 1.5, 0.5)
+        raise RendezvousError(
+            f"cannot write rank-{rank}.json in --rendezvous-dir {folder}: {exc.strerror or exc}"
+        ) from None
 
 
 def _entry_mac(key: JobKey, entry: dict) -> str:
@@ -248,10 +287,11 @@ def _entry_mac(key: JobKey, entry: dict) -> str:
     return key.mac(_AUTH_CONTEXT + json.dumps(fields, sort_keys=True).encode()).hex()
 
 
-def _read_entry(path: Path, rank: int, world: int, job: str, key: JobKey) -> Endpoint | None:
+def _read_entry(dir_fd: int, name: str, rank: int, world: int, job: str, key: JobKey) -> Endpoint | None:
+    if not safefiles.own_regular_file_at(name, dir_fd):
+        return None  # absent, or something another user planted: never opened
     try:
-        with open(path, "rb") as f:
-            raw = f.read(_MAX_MESSAGE + 1)
+        raw = safefiles.read_own_file(name, _MAX_MESSAGE, dir_fd=dir_fd, what="rendezvous entry")
         entry = json.loads(raw) if len(raw) <= _MAX_MESSAGE else None
         if not isinstance(entry, dict) or not isinstance(entry.get("mac"), str):
             return None
@@ -263,8 +303,8 @@ def _read_entry(path: Path, rank: int, world: int, job: str, key: JobKey) -> End
         if not isinstance(host, str) or not isinstance(port, int) or not 0 < port < 65536:
             return None
         return host, port
-    except (OSError, ValueError, KeyError, TypeError):
-        return None
+    except (ValueError, KeyError, TypeError, RecursionError):
+        return None  # safefiles.UnsafeFile is a ValueError: swapped for something else meanwhile
 
 
 # -- (c) local processes: the parent picks the ports -----------------------------
