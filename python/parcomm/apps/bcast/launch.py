@@ -17,16 +17,17 @@ import asyncio
 import dataclasses
 import json
 import os
+import shutil
 import signal
 import socket
 import subprocess
 import sys
-import tempfile
 import time
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Callable, Mapping
 
+from ... import lifetime
 from ...auth import KEY_ENV, JobKey, JobKeyError, resolve_key
 from . import manifest as manifests
 from .node import BcastConfig
@@ -255,6 +256,8 @@ def keys_from_environment(s3: S3Config, environ: Mapping[str, str] | None = None
 def child_main(argv: list[str]) -> int:
     """Entry of one ``--local`` child: ``python -m parcomm.apps.bcast.launch SPEC``."""
     spec = json.loads(argv[0])
+    if "parent" in spec and not lifetime.tie_to(lifetime.Owner(*spec["parent"])):
+        return 1  # the launcher died before we could tie our life to it
     job = Job.from_json(spec["job"])
     rank, status = spec["rank"], Path(spec["status"])
     listen = socket.socket(fileno=spec["fd"])
@@ -295,10 +298,11 @@ def run_local(
     """
     if nodes < 1:
         raise BcastError(f"--local must be at least 1, got {nodes}")
+    lifetime.sweep_temp_dirs()  # status dirs of launchers killed by -9
     socks = reserve_local_sockets(nodes)
     table = local_table(socks)
-    tmp = tempfile.TemporaryDirectory(prefix="parcomm-bcast-") if status_dir is None else None
-    status = Path(status_dir or tmp.name)
+    tmp = lifetime.owned_temp_dir("bcast") if status_dir is None else None
+    status = Path(status_dir or tmp or "")
     status.mkdir(parents=True, exist_ok=True)
     procs: list[subprocess.Popen] = []
     start = time.monotonic()
@@ -320,7 +324,14 @@ def run_local(
     public = replace(job, s3=replace(job.s3, access_key=None, secret_key=None, session_token=None))
     try:
         for rank, sock in enumerate(socks):
-            spec = {"job": public.to_json(), "rank": rank, "fd": sock.fileno(), "table": table, "status": str(status)}
+            spec = {
+                "job": public.to_json(),
+                "rank": rank,
+                "fd": sock.fileno(),
+                "table": table,
+                "status": str(status),
+                "parent": lifetime.this_process(),  # the child dies with us, even by kill -9
+            }
             procs.append(
                 subprocess.Popen(
                     [sys.executable, "-m", "parcomm.apps.bcast.launch", json.dumps(spec)],
@@ -362,7 +373,7 @@ def run_local(
                 proc.send_signal(signal.SIGTERM)
                 proc.wait()
         if tmp is not None:
-            tmp.cleanup()
+            shutil.rmtree(tmp, ignore_errors=True)
 
 
 def write_status(path: str | os.PathLike, payload: dict) -> None:
