@@ -18,6 +18,10 @@ the emulation's rank processes; the emulation's namespace watchdog in
   ``.parcomm-owner-<pid>-<start>`` (:func:`mark_multiprocessing_temp_dir`).
   :func:`sweep_temp_dirs` removes only such directories, only of this user
   (never through a link), and only when their owner is dead.
+* **A file is written whole or not at all.** :func:`partial_file` writes
+  beside the target under a fresh name carrying the writer's pid and start
+  time, renames it into place on success and removes it on failure; the next
+  write of the same target removes those of dead writers.
 """
 
 from __future__ import annotations
@@ -27,6 +31,7 @@ import ctypes
 import ctypes.util
 import os
 import re
+import secrets
 import select
 import shutil
 import signal
@@ -36,7 +41,7 @@ import sys
 import tempfile
 import threading
 import time
-from typing import NamedTuple
+from typing import BinaryIO, Iterator, NamedTuple
 
 __all__ = [
     "Owner",
@@ -49,6 +54,8 @@ __all__ = [
     "owned_temp_dir",
     "mark_multiprocessing_temp_dir",
     "sweep_temp_dirs",
+    "partial_file",
+    "sweep_partial_files",
 ]
 
 _PR_SET_PDEATHSIG = 1  # linux/prctl.h
@@ -218,4 +225,58 @@ def sweep_temp_dirs(kinds: tuple[str, ...] = ("bcast",), *, multiprocessing_dirs
                 shutil.rmtree(path)  # does not follow links inside
             if not os.path.lexists(path):
                 removed.append(path)
+    return removed
+
+
+# --------------------------------------------------------------------------- partial files
+
+_PARTIAL_RE = re.compile(r"^\.(.+)\.parcomm-(\d+)-(\d+)-[0-9a-f]{16}\.part$")
+
+
+@contextlib.contextmanager
+def partial_file(path: str | os.PathLike[str], mode: int = 0o666) -> Iterator[BinaryIO]:
+    """Write ``path`` through a partial file beside it, renamed into place only when the
+    ``with`` block succeeds; removed if it fails. The partial file is new
+    (``O_EXCL|O_NOFOLLOW``: nothing planted at its name is followed or reused) and named
+    ``.NAME.parcomm-<pid>-<start>-<random>.part``, so after a ``kill -9`` the next write of
+    ``path`` removes it (:func:`sweep_partial_files`)."""
+    from .safefiles import create_exclusive
+
+    target = os.fspath(path)
+    folder, name = os.path.split(target)
+    sweep_partial_files(target)
+    me = this_process()
+    temp = os.path.join(folder, f".{name}.parcomm-{me.pid}-{me.start or 0}-{secrets.token_hex(8)}.part")
+    fd = create_exclusive(temp, mode=mode)
+    try:
+        with os.fdopen(fd, "wb") as f:
+            yield f
+        os.replace(temp, target)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(temp)
+        raise
+
+
+def sweep_partial_files(path: str | os.PathLike[str]) -> list[str]:
+    """Remove the partial files of ``path`` (see :func:`partial_file`) left by dead writers:
+    only regular files of this user, never a link. Returns the paths removed."""
+    folder, name = os.path.split(os.fspath(path))
+    try:
+        entries = os.listdir(folder or ".")
+    except OSError:
+        return []
+    removed = []
+    for entry in entries:
+        m = _PARTIAL_RE.match(entry)
+        if not m or m.group(1) != name or not _dead(m.group(2), m.group(3)):
+            continue
+        full = os.path.join(folder, entry)
+        try:
+            info = os.lstat(full)
+            if stat.S_ISREG(info.st_mode) and info.st_uid == os.geteuid():
+                os.unlink(full)
+                removed.append(full)
+        except OSError:
+            pass
     return removed

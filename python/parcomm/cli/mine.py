@@ -33,6 +33,24 @@ def mine() -> None:
     """
 
 
+#: QuestParams' fields as ``mine gen`` names them, for its errors.
+_GEN_OPTIONS = {
+    "transactions": "--transactions/-D",
+    "avg_len": "--avg-len/-T",
+    "avg_pattern_len": "--avg-pattern-len/-I",
+    "items": "--items/-N",
+    "patterns": "--patterns/-L",
+    "correlation": "--correlation",
+    "corruption": "--corruption",
+}
+
+
+def _with_option(message: str) -> str:
+    """A QuestParams error (it starts with the field's name) prefixed with the option to fix."""
+    field = message.split(" ", 1)[0]
+    return f"{_GEN_OPTIONS[field]}: {message}" if field in _GEN_OPTIONS else message
+
+
 @mine.command()
 @click.argument("out", type=click.Path(dir_okay=False))
 @click.option(
@@ -63,7 +81,7 @@ def gen(
     out, transactions, avg_len, avg_pattern_len, items, patterns, correlation, corruption, seed, parts, fmt, as_json
 ) -> None:
     """Generate IBM Quest synthetic transactions (Agrawal & Srikant, VLDB '94) into OUT."""
-    from ..apps.hpa.quest import QuestParams, generate_transactions, write_quest, write_text
+    from ..apps.hpa.quest import MAX_PARTS, QuestParams, generate_transactions, write_quest, write_text
 
     d = parse_with(lambda v: parse_count(v, "--transactions"), transactions, "--transactions")
     n = parse_with(lambda v: parse_count(v, "--items"), items, "--items")
@@ -80,8 +98,11 @@ def gen(
     )
     try:
         p.check()
-        if parts < 1:
-            raise ValueError(f"--parts must be >= 1, got {parts}")
+    except ValueError as e:
+        raise click.UsageError(_with_option(str(e))) from None
+    if not 1 <= parts <= MAX_PARTS:
+        raise click.UsageError(f"--parts must be in 1..{MAX_PARTS}, got {parts}")
+    try:
         if fmt == "binary":
             info = write_quest(out, p, parts)
         else:
