@@ -389,12 +389,18 @@ def parse_kwargs(text: str | None) -> dict[str, Any]:
     """``--kwargs`` JSON: an object mapping parameter names to values."""
     if text is None or text == "":
         return {}
+    from ..platform.units import shown
+
     try:
         value = json.loads(text)
     except json.JSONDecodeError as e:
-        raise ProgramError(f"--kwargs is not valid JSON ({e.msg} at character {e.pos}): {text!r}") from None
+        raise ProgramError(f"--kwargs is not valid JSON ({e.msg} at character {e.pos}): {shown(text)}") from None
+    except RecursionError:
+        raise ProgramError("--kwargs is not valid JSON: nested too deeply") from None
+    except ValueError:  # an integer of more digits than Python converts
+        raise ProgramError("--kwargs is not valid JSON: a number with thousands of digits") from None
     if not isinstance(value, dict):
-        raise ProgramError(f"--kwargs must be a JSON object like '{{\"nbytes\": 65536}}', got {text!r}")
+        raise ProgramError(f"--kwargs must be a JSON object like '{{\"nbytes\": 65536}}', got {shown(text)}")
     return value
 
 

@@ -144,7 +144,7 @@ def _int(v: Any, where: str, lo: int, hi: int) -> int:
     if isinstance(v, bool) or not isinstance(v, int):
         raise _err(where, f"expected a whole number, got {shown(v)}")
     if not lo <= v <= hi:
-        raise _err(where, f"{v} is out of range {lo}..{hi}")
+        raise _err(where, f"{shown(v)} is out of range {lo}..{hi}")
     return v
 
 
@@ -272,12 +272,17 @@ def _unflat(flat: Mapping[str, Any]) -> dict[str, Any]:
     return out
 
 
+_PLAIN_TEMPLATE = re.compile(r"(?:[^{}]|\{[A-Za-z_]\w*\})*")
+
+
 def _label(v: Any) -> str:
     return re.sub(r"\s+", "", str(v).lower() if isinstance(v, bool) else str(v))
 
 
 def _expand(raw: Mapping[str, Any], defaults: Mapping[str, Any], index: int, source: str) -> Iterable[dict]:
-    where = f"{source}: scenario #{index + 1}" + (f" ({raw['name']!r})" if isinstance(raw.get("name"), str) else "")
+    where = f"{source}: scenario #{index + 1}" + (
+        f" ({shown(raw['name'])})" if isinstance(raw.get("name"), str) else ""
+    )
     flat = {**_flat(defaults), **_flat(raw)}
     swept = {k: v for k, v in flat.items() if isinstance(v, list)}
     bad = [k for k in swept if k not in _SWEEPABLE]
@@ -290,8 +295,13 @@ def _expand(raw: Mapping[str, Any], defaults: Mapping[str, Any], index: int, sou
     if swept and isinstance(name, str):
         missing = [k for k in swept if "{" + k.split(".")[-1] + "}" not in name]
         if missing:
-            raise _err(where, f"name {name!r} must contain {{{missing[0].split('.')[-1]}}}, as {missing[0]} is swept")
+            raise _err(
+                where, f"name {shown(name)} must contain {{{missing[0].split('.')[-1]}}}, as {missing[0]} is swept"
+            )
     keys = list(swept)
+    if isinstance(name, str) and keys and not _PLAIN_TEMPLATE.fullmatch(name):
+        # a format spec ({rate:>999999999}) would build a string of any size before the name is checked
+        raise _err(where, f"name template {shown(name)} may only hold plain {{key}} fields")
     for combo in itertools.product(*(swept[k] for k in keys)):
         one = dict(flat)
         one.update(zip(keys, combo))
@@ -299,7 +309,7 @@ def _expand(raw: Mapping[str, Any], defaults: Mapping[str, Any], index: int, sou
             try:
                 one["name"] = name.format(**{k.split(".")[-1]: _label(v) for k, v in zip(keys, combo)})
             except (KeyError, IndexError, ValueError) as e:
-                raise _err(where, f"name template {name!r}: {e}") from None
+                raise _err(where, f"name template {shown(name)}: {shown(str(e))}") from None
         yield _unflat(one)
 
 
@@ -341,7 +351,7 @@ def parse_matrix(doc: Mapping[str, Any], source: str = "matrix") -> tuple[list[S
 
 def load_matrix(path: str | None = None) -> tuple[list[Scenario], list[str]]:
     """Read and check a matrix file (default: the built-in matrix)."""
-    from ..platform.loader import read_bounded
+    from ..platform.loader import parse_failure, read_bounded
 
     path = path or DEFAULT_MATRIX
     text = read_bounded(Path(path), "matrix file", MAX_FILE_BYTES, MatrixError)
@@ -349,4 +359,8 @@ def load_matrix(path: str | None = None) -> tuple[list[Scenario], list[str]]:
         doc = tomllib.loads(text)
     except tomllib.TOMLDecodeError as e:
         raise MatrixError(f"{path}: not valid TOML: {e}") from None
+    except RecursionError:
+        raise MatrixError(f"{path}: not valid TOML: arrays or tables nested too deeply") from None
+    except ValueError as e:  # an integer of more digits than Python converts
+        raise MatrixError(f"{path}: not valid TOML: {parse_failure(e)}") from None
     return parse_matrix(doc, os.path.basename(path))
