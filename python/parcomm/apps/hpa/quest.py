@@ -76,10 +76,13 @@ MAX_ITEMS = 1 << 24
 MAX_TRANSACTIONS = 1 << 40
 MAX_PARTS = 1 << 16
 MAX_TRANSACTION_LEN = 65535  # lengths are stored as uint16
-#: T and I: Poisson lengths around 60,000 stay below 65,535 (22 standard deviations).
-MAX_AVG_LEN = 60_000
-MAX_PATTERNS = 1 << 20  # L: the paper's is 2,000; patterns are made one by one in Python
-MAX_PATTERN_ITEMS = 1 << 26  # L x I: the patterns are held in memory
+#: T and I: a transaction is about T items plus at most one pattern that overflows it, so with
+#: both at most 16,384 its length stays far below 65,535 (the Poisson tail is ~128 wide there).
+MAX_AVG_LEN = 16_384
+#: L (the paper's is 2,000) and L x I: patterns are made one item at a time in Python (about
+#: 5 s per million pattern items here), so these bound the set-up to seconds.
+MAX_PATTERNS = 1 << 16
+MAX_PATTERN_ITEMS = 1 << 20
 _MAX_META = 1 << 16
 
 
