@@ -16,6 +16,7 @@ import json
 import os
 import pickle
 import socket
+import struct
 import subprocess
 import sys
 import threading
@@ -29,7 +30,7 @@ from parcomm.apps.bcast import rendezvous as rv
 from parcomm.apps.bcast.proxy import PacingProxy
 from parcomm.apps.bcast.s3 import S3Client
 from parcomm.apps.bcast.wire import Hello, Record, encode_record
-from parcomm.auth import JobKey, authenticate
+from parcomm.auth import Handshake, JobKey, authenticate
 from parcomm.comm import CommError, run_local
 from parcomm.comm import socket as sc
 from parcomm.comm.sockopts import _token, write_addresses
@@ -56,6 +57,19 @@ class _Exploit:
 def _forged_greeting() -> bytes:
     """A well-formed greeting followed by a proof made with a key of the attacker's own."""
     return b"PCAUTH01" + os.urandom(32) + os.urandom(32)
+
+
+def _greeting_at_most(answer: bytes) -> bool:
+    """All a listener tells someone without the key: its greeting (magic and nonce) and/or
+    the 3-byte "shed" notice when it drops the connection; never a proof or a hello."""
+    shed = Handshake.shed_message()
+    if answer == shed:  # shed before its handshake thread had sent the greeting
+        return True
+    return (
+        answer[:8] in (b"", b"PCAUTH02"[: len(answer)])
+        and len(answer) <= 40 + len(shed)
+        and (answer[40:] == shed[: len(answer) - 40])
+    )
 
 
 def _poke(port: int, payload: bytes, linger: float = 0.05) -> bytes:
@@ -245,10 +259,15 @@ async def _fake_member(key: JobKey, addresses, listen_sock: socket.socket, attac
     done = asyncio.Event()
 
     async def on_conn(reader, writer):
-        await authenticate(reader, writer, key, initiator=False, context=sc._AUTH_CONTEXT)
-        await reader.readexactly(sc._HELLO.size)
-        writer.write(sc._HELLO.pack(sc._MAGIC, 1, 2, _token(addresses)))
-        await attack(writer)
+        _, frames = await authenticate(
+            reader,
+            writer,
+            key,
+            initiator=False,
+            context=sc._AUTH_CONTEXT,
+            accept=lambda hello, expect: sc._HELLO.pack(sc._MAGIC, 1, 2, _token(addresses)),
+        )
+        await attack(writer, frames)
         await writer.drain()
         await asyncio.sleep(2.0)  # keep the connection open: the victim must not wait for it
         writer.close()
@@ -293,7 +312,7 @@ def test_member_declaring_a_huge_payload_is_refused_before_buffering():
     """Before: a 2^62-byte declared payload made the victim buffer whatever came
     (1.56 GB in 14 s). Now the header is refused, naming the peer, at once."""
 
-    async def attack(writer):
+    async def attack(writer, frames):
         writer.write(sc._HDR.pack(sc._EAGER, 1, 99, 1 << 62, 1 << 62, 0))
         writer.write(b"\0" * (1 << 20))  # the start of an endless stream
 
@@ -304,10 +323,11 @@ def test_member_declaring_a_huge_payload_is_refused_before_buffering():
 
 
 def test_member_flooding_unexpected_messages_is_bounded():
-    async def attack(writer):
+    async def attack(writer, frames):
         body = pickle.dumps(b"x" * 1000)
         for _ in range(5000):  # 5 MB of messages nobody receives
-            writer.write(sc._HDR.pack(sc._EAGER, 1, 7, 0, len(body), 0) + body)
+            hdr = sc._HDR.pack(sc._EAGER, 1, 7, 0, len(body), 0)
+            writer.write(hdr + body + frames.seal(hdr, body))
 
     err, took = _victim_vs_member(attack, max_unexpected=1 << 20)
     assert isinstance(err, CommError), err
@@ -412,8 +432,10 @@ def test_spoofed_and_forged_bcast_peers_change_nothing(versitygw, s3_object, tmp
     assert sum(rep["bad_pieces"] for rep in reports) == 0  # no garbage ever reached a piece check
     assert sum(rep["bytes_from_storage"] for rep in reports) == size  # egress 1x: no refetching
     assert took < 100  # far from any timeout
-    # What the attacker heard back: a random greeting (and a proof it cannot use), never a Hello.
-    assert all(len(a) in (0, 40, 72) and b"PCBC" not in a for a in attacker.answers)
+    # What the attacker heard back: a random greeting (and at most the 3-byte "shed" notice when
+    # the listener closed), never a proof (the responder proves only to a member) nor a Hello.
+    assert all(_greeting_at_most(a) for a in attacker.answers), sorted({(len(a), a[40:]) for a in attacker.answers})
+    assert not any(b"PCBC" in a for a in attacker.answers)
 
 
 def test_rendezvous_cannot_be_hijacked():
@@ -447,5 +469,225 @@ def test_rendezvous_cannot_be_hijacked():
         tables = asyncio.run(scenario())
     assert attacker.sent > 10
     assert all(t == endpoints for t in tables)  # the real ranks, nobody else
-    for answer in attacker.answers:  # a greeting at most: no table, no refusal text, no job name
-        assert len(answer) in (0, 40, 72) and b"6.6.6.6" not in answer and b"42001" not in answer
+    for answer in attacker.answers:  # a greeting at most: no proof, no table, no refusal text, no job name
+        assert _greeting_at_most(answer)
+        assert b"6.6.6.6" not in answer and b"42001" not in answer
+
+
+# =========================================================================================
+# Issue 30, the network half: a relay with port squatting, frames injected into a genuine
+# connection, and a flood of silent connections. (Local-user attacks are elsewhere in this file.)
+# =========================================================================================
+
+
+class _Relay(threading.Thread):
+    """Squats ``port`` and relays every connection made to it, byte for byte, to
+    ``upstream`` (a genuine member's listener); whatever the handshake does, it then
+    writes ``inject`` into both directions. Bounded by ATTACK_WINDOW_S."""
+
+    def __init__(self, port: int, upstream: int, inject: bytes) -> None:
+        super().__init__(daemon=True)
+        self.listener = socket.create_server(("127.0.0.1", port))
+        self.listener.settimeout(0.1)
+        self.upstream, self.inject = upstream, inject
+        self.stop = threading.Event()
+        self.relayed = 0
+        self.injected = 0
+
+    def run(self) -> None:
+        end = time.monotonic() + ATTACK_WINDOW_S
+        while not self.stop.is_set() and time.monotonic() < end:
+            try:
+                down, _ = self.listener.accept()
+            except OSError:
+                continue
+            try:
+                up = socket.create_connection(("127.0.0.1", self.upstream), timeout=1.0)
+            except OSError:
+                down.close()
+                continue
+            self.relayed += 1
+            for a, b in ((down, up), (up, down)):
+                threading.Thread(target=self._pipe, args=(a, b, end), daemon=True).start()
+        self.listener.close()
+
+    def _pipe(self, src: socket.socket, dst: socket.socket, end: float) -> None:
+        src.settimeout(0.5)
+        try:
+            while time.monotonic() < end and not self.stop.is_set():
+                try:
+                    data = src.recv(65536)
+                except socket.timeout:
+                    continue
+                if not data:
+                    break
+                dst.sendall(data)
+        except OSError:
+            pass
+        try:  # the handshake is over, one way or the other: now the payload
+            dst.sendall(self.inject)
+            self.injected += 1
+        except OSError:
+            pass
+        for s in (src, dst):
+            try:
+                s.shutdown(socket.SHUT_RDWR)
+            except OSError:
+                pass
+
+    def __enter__(self) -> "_Relay":
+        self.start()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.stop.set()
+        self.join(ATTACK_WINDOW_S + 5)
+
+
+def _pickle_frames(marker: Path, size: int) -> bytes:
+    """A start-barrier pickle as an old hello and frame, and as a new frame with a made-up tag."""
+    body = pickle.dumps(_Exploit(marker))
+    sync_tag = (1 << 24) + 0xFFFFF
+    old = struct.pack("!8sIIQ", b"parcomm1", 2, size, 0) + sc._HDR.pack(sc._EAGER, 2, sync_tag, len(body), len(body), 0)
+    new = sc._HDR.pack(sc._EAGER, 2, sync_tag, len(body), len(body), 0) + body + os.urandom(16)
+    return old + body + new
+
+
+def test_relay_with_port_squatting_gets_no_code_run(tmp_path):
+    """Issue 30 #1. Before: an attacker without the key bound rank 2's port, relayed each
+    member's handshake to rank 1's genuine listener, answered the hello as rank 2 and sent
+    a pickle: both ranks ran it. Now each member's claim names the rank it expects, rank 1
+    refuses (authenticated) to be taken for rank 2, and both members stop with that reason:
+    nothing unpickled, no traceback."""
+    ports = free_ports(3)
+    addresses = [("127.0.0.1", p) for p in ports]
+    addrs = tmp_path / "addresses"
+    write_addresses(addrs, addresses)
+    marker = tmp_path / "pwned"
+    env = {
+        **os.environ,
+        "PYTHONPATH": os.pathsep.join([str(HERE), os.environ.get("PYTHONPATH", "")]),
+        "PARCOMM_JOB_KEY": JobKey.generate().hex(),
+    }
+    with _Relay(ports[2], ports[1], _pickle_frames(marker, 3)) as relay:
+        procs = []
+        for r in (1, 0):  # rank 1's listener first: the relay's upstream
+            cmd = [sys.executable, "-m", "parcomm", "run", "socket", "--rank", str(r), "--addresses", str(addrs)]
+            cmd += ["--program", f"{ME}:ring", "--timeout", "20s", "--connect-timeout", "10s"]
+            procs.append(subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True))
+            time.sleep(0.5)
+        try:
+            errs = [p.communicate(timeout=60)[1] for p in procs]
+        finally:
+            for p in procs:
+                if p.poll() is None:
+                    p.kill()
+                    p.communicate()
+    assert relay.relayed >= 2 and relay.injected >= 1  # both members were relayed, the pickle sent
+    assert not marker.exists(), "the attacker's pickle was executed"
+    assert all(p.returncode not in (0, None) for p in procs)  # rank 2 never joined: the job cannot run
+    for err in errs:
+        assert "Traceback" not in err, err
+        assert "this is rank 1, not rank 2" in err, err  # what happened, said by the member relayed to
+
+
+class _SplicingRelay:
+    """In the path of a genuine rank 0 -> rank 1 connection: forwards the handshake
+    untouched, then does ``mode`` to rank 0's frames (inject, replay, reorder, tamper)."""
+
+    def __init__(self, upstream: int, mode: str, marker: Path) -> None:
+        self.upstream, self.mode, self.marker = upstream, mode, marker
+        self.frames_seen = 0
+
+    async def serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        up_r, up_w = await asyncio.open_connection("127.0.0.1", self.upstream)
+        back = asyncio.ensure_future(self._pipe(up_r, writer))
+        try:
+            up_w.write(await reader.readexactly(40))  # greeting
+            head = await reader.readexactly(4)  # claim: lengths, hello, expect, proof
+            n_hello, n_expect = struct.unpack("!HH", head)
+            up_w.write(head + await reader.readexactly(n_hello + n_expect + 32))
+            frames = [await self._frame(reader) for _ in range(2)]
+            self.frames_seen = len(frames)
+            body = pickle.dumps(_Exploit(self.marker))
+            forged = sc._HDRC.pack(sc._EAGER, 0, 0, 0, 5, len(body), len(body), 0) + body + os.urandom(16)
+            tampered = bytearray(frames[0])
+            tampered[-17] ^= 0x01  # the last payload byte
+            out = {
+                "none": frames,
+                "inject": [forged, *frames],
+                "replay": [frames[0], frames[0], frames[1]],
+                "reorder": [frames[1], frames[0]],
+                "tamper": [bytes(tampered), frames[1]],
+            }[self.mode]
+            for f in out:
+                up_w.write(f)
+            await up_w.drain()
+            while data := await reader.read(65536):
+                up_w.write(data)
+                await up_w.drain()
+        except (asyncio.IncompleteReadError, ConnectionError):
+            pass
+        finally:
+            await asyncio.sleep(0.5)
+            back.cancel()
+            up_w.close()
+            writer.close()
+
+    @staticmethod
+    async def _frame(reader: asyncio.StreamReader) -> bytes:
+        hdr = await reader.readexactly(sc._HDRC.size)
+        kind, _, _, _, _, nbytes, plen, _ = sc._HDRC.unpack(hdr)
+        n = max(nbytes, plen) if kind in (sc._EAGER, sc._DATA) else 0
+        return hdr + await reader.readexactly(n + 16)
+
+    @staticmethod
+    async def _pipe(src: asyncio.StreamReader, dst: asyncio.StreamWriter) -> None:
+        try:
+            while data := await src.read(65536):
+                dst.write(data)
+                await dst.drain()
+        except (ConnectionError, asyncio.CancelledError):
+            pass
+
+
+async def _two_messages_through(mode: str, marker: Path):
+    """Rank 0 sends two messages to rank 1 over a connection a relay splices; what rank 1 got."""
+    key = JobKey.generate()
+    listen = sc._listen("127.0.0.1", 0, None)
+    relay = _SplicingRelay(listen.getsockname()[1], mode, marker)
+    server = await asyncio.start_server(relay.serve, "127.0.0.1", 0)
+    addresses = [("127.0.0.1", free_ports(1)[0]), ("127.0.0.1", server.sockets[0].getsockname()[1])]
+    a = sc.SocketComm(0, 2, addresses, key=key, connect_timeout=10)
+    b = sc.SocketComm(1, 2, addresses, key=key, connect_timeout=10)
+    try:
+        await asyncio.gather(a._open(), b._open(listener=listen))
+        await a.send("first", dest=1, tag=5)
+        await a.send("second", dest=1, tag=6)
+        try:
+            got = [await asyncio.wait_for(b.recv(source=0, tag=t), 10) for t in (5, 6)]
+        except CommError as e:
+            got = e
+        return got, relay.frames_seen
+    finally:
+        await asyncio.gather(a._abort(), b._abort())
+        server.close()
+
+
+@pytest.mark.parametrize("mode", ["inject", "replay", "reorder", "tamper"])
+def test_frames_injected_or_replayed_after_a_genuine_handshake_are_refused(tmp_path, mode):
+    """Issue 30 #1. A relay that passes a genuine handshake along cannot add, repeat,
+    reorder or change a frame afterwards: every frame's tag (per direction, sequence
+    numbered) fails, the receiver drops the connection, and nothing is unpickled."""
+    marker = tmp_path / "pwned"
+    got, seen = asyncio.run(_two_messages_through(mode, marker))
+    assert seen == 2  # the relay really held rank 0's frames
+    assert isinstance(got, CommError), got
+    assert "failed authentication" in str(got) and "not from rank 0" in str(got)
+    assert not marker.exists()
+
+
+def test_a_transparent_relay_changes_nothing(tmp_path):
+    """The control for the test above: the same relay forwarding frames unchanged."""
+    got, seen = asyncio.run(_two_messages_through("none", tmp_path / "pwned"))
+    assert seen == 2 and got == ["first", "second"]
