@@ -691,3 +691,167 @@ def test_a_transparent_relay_changes_nothing(tmp_path):
     """The control for the test above: the same relay forwarding frames unchanged."""
     got, seen = asyncio.run(_two_messages_through("none", tmp_path / "pwned"))
     assert seen == 2 and got == ["first", "second"]
+
+
+# --- issue 30, findings 4 and 5: the partial output file and a storage that drips -------------
+# (bcastfast) A planted partial must never become the output; --timeout bounds a node whatever
+# the storage does, and the partial goes with it.
+
+NOBODY = 65534
+
+
+def _old_partial_name(target: Path) -> Path:
+    """The name the partial had before: host-pid-starttime, all knowable from outside."""
+    from parcomm.apps.bcast.output import _host, _start_time
+
+    pid = os.getpid()
+    return target.with_name(f".{target.name}.parcomm-partial-{_host()}-{pid}-{_start_time(pid) or 0}")
+
+
+def test_a_planted_partial_never_becomes_the_output(tmp_path):
+    """Before: a file another user planted at the partial's predictable name was opened
+    (no O_EXCL) and renamed into place: the 'verified' output stayed the planter's, mode
+    0666, editable afterwards. Now the partial is created afresh (O_EXCL|O_NOFOLLOW) at a
+    name with 128 random bits, mode 0600 until it is published."""
+    from parcomm.apps.bcast.output import OutputWriter
+
+    data = os.urandom(200_000)
+    target = tmp_path / "model.bin"
+    planted = _old_partial_name(target)
+    planted.write_bytes(b"attacker")
+    os.chown(planted, NOBODY, NOBODY)
+    os.chmod(planted, 0o666)
+    with OutputWriter(target, len(data), hashlib.sha256(data).digest()) as out:
+        assert out.temp_path != planted
+        st = out.temp_path.lstat()
+        assert st.st_uid == os.geteuid() and st.st_mode & 0o777 == 0o600  # nobody else may read or write it yet
+        out.write_piece(0, data)
+        out.commit()
+    st = target.stat()
+    assert target.read_bytes() == data
+    assert st.st_uid == os.geteuid() and st.st_ino != planted.stat().st_ino
+    assert st.st_mode & 0o022 == 0  # published as a new file is, under the umask: not world-writable
+    assert planted.read_bytes() == b"attacker"  # not ours: left alone
+
+
+def test_a_partial_name_guessed_in_advance_is_not_followed_or_reused(tmp_path, monkeypatch):
+    """Even an attacker who guessed the random part (here: told it) gains nothing: a symlink
+    or a file at that name makes the creation fail (O_EXCL|O_NOFOLLOW) and the writer picks
+    another name; the symlink's target is untouched."""
+    from parcomm.apps.bcast import output
+
+    victim = tmp_path / "victim"
+    victim.write_bytes(b"precious")
+    guesses = iter(["00" * 16, "11" * 16])
+    monkeypatch.setattr(output, "_random_token", lambda: next(guesses, None) or os.urandom(16).hex())
+    target = tmp_path / "model.bin"
+    host_pid = output.partial_path(target, token="00" * 16)
+    os.symlink(victim, host_pid)
+    planted = output.partial_path(target, token="11" * 16)
+    planted.write_bytes(b"attacker")
+    data = b"x" * 10_000
+    with output.OutputWriter(target, len(data), hashlib.sha256(data).digest()) as out:
+        assert out.temp_path not in (host_pid, planted)
+        out.write_piece(0, data)
+        out.commit()
+    assert target.read_bytes() == data and victim.read_bytes() == b"precious"
+    assert planted.read_bytes() == b"attacker" and host_pid.is_symlink()
+
+
+def test_stale_partials_swept_are_only_ours_and_dead(tmp_path):
+    """The next run sweeps partials whose owner process is dead and that belong to us;
+    another user's (even with a dead pid in its name) and a live process's stay."""
+    from parcomm.apps.bcast.output import partial_path, remove_stale_partials
+
+    target = tmp_path / "model.bin"
+    dead_ours = partial_path(target, pid=2**22 + 21)
+    dead_ours.write_bytes(b"d")
+    dead_theirs = partial_path(target, pid=2**22 + 22)
+    dead_theirs.write_bytes(b"t")
+    os.chown(dead_theirs, NOBODY, NOBODY)
+    live = partial_path(target)
+    live.write_bytes(b"l")
+    assert remove_stale_partials(target) == [dead_ours]
+    assert dead_theirs.exists() and live.exists()
+
+
+class _SilentStorage(threading.Thread):
+    """An 'S3 endpoint' that accepts connections and never answers (bounded: stops by itself)."""
+
+    def __init__(self) -> None:
+        super().__init__(daemon=True)
+        self.sock = socket.create_server(("127.0.0.1", 0))
+        self.sock.settimeout(0.2)
+        self.port = self.sock.getsockname()[1]
+        self.held: list[socket.socket] = []
+        self.stop_at = time.monotonic() + ATTACK_WINDOW_S
+
+    def run(self) -> None:
+        while time.monotonic() < self.stop_at and len(self.held) < 100:
+            try:
+                conn, _ = self.sock.accept()
+            except OSError:
+                continue
+            self.held.append(conn)
+
+    def close(self) -> None:
+        self.stop_at = 0.0
+        self.join(timeout=2.0)
+        for conn in self.held:
+            conn.close()
+        self.sock.close()
+
+
+def _bcast_cli(url: str, out: Path, endpoint: str, env: dict, *extra: str) -> tuple[subprocess.CompletedProcess, float]:
+    started = time.monotonic()
+    run = subprocess.run(
+        [sys.executable, "-m", "parcomm", "bcast", url, "--out", str(out), "--endpoint-url", endpoint, *extra],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=ATTACK_WINDOW_S,
+    )
+    return run, time.monotonic() - started
+
+
+@pytest.mark.parametrize("local", ["1", "2"])
+def test_slow_drip_storage_is_bounded_by_timeout_and_leaves_no_partial(versitygw, s3_object, tmp_path, local):
+    """Before: with --local 1 a GET body dripping a few KB/s kept the node running past
+    --timeout (still at 60 s with --timeout 20s) and its partial stayed. Now every request
+    is held to the job's deadline: exit 1 soon after it, naming the timeout, nothing left."""
+    url, _digest, size = s3_object
+    env = {**os.environ, **versitygw.environ()}
+    # 2 KB/s: the hash list (~3.5 KB) arrives, then each 64 KiB piece takes ~30 s, the object ~25 min.
+    with PacingProxy(versitygw.endpoint_url, profile=[(1.0, 2_000.0)]) as proxy:
+        run, took = _bcast_cli(url, tmp_path / "out.bin", proxy.endpoint_url, env, "--local", local, "--timeout", "6s")
+        served = proxy.snapshot().bytes_served
+    assert run.returncode == 1, run.stderr[-2000:]
+    assert "Traceback" not in run.stderr and "6 s" in run.stderr, run.stderr[-2000:]
+    assert took < 6 + 8, took  # the deadline, start-up and the shutdown; not a piece's 30 s
+    assert served < size // 4
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_silent_storage_is_bounded_by_timeout(tmp_path):
+    """A server that accepts and never answers: the HEAD is held to --timeout too (before:
+    30 s per read, retried for up to 300 s)."""
+    silent = _SilentStorage()
+    silent.start()
+    env = {**os.environ, "AWS_ACCESS_KEY_ID": "k", "AWS_SECRET_ACCESS_KEY": "s", "AWS_REGION": "us-east-1"}
+    try:
+        run, took = _bcast_cli(
+            "s3://b/o.bin",
+            tmp_path / "out.bin",
+            f"http://127.0.0.1:{silent.port}",
+            env,
+            "--local",
+            "1",
+            "--timeout",
+            "3s",
+        )
+    finally:
+        silent.close()
+    assert run.returncode == 1 and "Traceback" not in run.stderr, run.stderr[-2000:]
+    assert "3 s" in run.stderr, run.stderr
+    assert took < 3 + 6, took
+    assert list(tmp_path.iterdir()) == []

@@ -440,17 +440,26 @@ def test_output_commit(tmp_path):
     data = _blob(100_001)
     target = tmp_path / "out.bin"
     with OutputWriter(target, len(data), hashlib.sha256(data).digest()) as out:
-        # Hidden, next to the target, named for this host, this pid and its start time.
-        assert out.temp_path.parent == tmp_path and out.temp_path == partial_path(target)
+        # Hidden, next to the target, unguessable (random), then this host, this pid and its
+        # start time; mode 0600 until published.
+        assert out.temp_path.parent == tmp_path and out.temp_path != partial_path(target)
         assert out.temp_path.name.startswith(".out.bin.parcomm-partial-")
         assert f"-{os.getpid()}-" in out.temp_path.name
+        assert out.temp_path.stat().st_mode & 0o777 == 0o600
         assert out.temp_path.stat().st_size == len(data)  # pre-sized
         assert not target.exists()
         for offset, piece in reversed(_pieces(data, 4096)):
             out.write_piece(offset, piece)
         out.commit()
     assert target.read_bytes() == data and out.committed
+    assert target.stat().st_mode & 0o777 == 0o666 & ~_umask()
     assert list(tmp_path.iterdir()) == [target]
+
+
+def _umask() -> int:
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask
 
 
 def test_output_direct_writes_aligned_pieces_past_the_cache_and_the_rest_through_it(tmp_path):

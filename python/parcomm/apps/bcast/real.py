@@ -86,7 +86,7 @@ from .messages import (
 from .node import BcastConfig, BcastNode
 from .notices import LOST
 from .output import OutputError
-from .s3 import AccessDenied, ObjectChanged, ObjectNotFound, S3Client, S3Error
+from .s3 import AccessDenied, DeadlineExceeded, ObjectChanged, ObjectNotFound, S3Client, S3Error
 from .store import FileStore, MemoryStore, PieceStore, SpoolStore, WholeDigest
 from .wire import Hello, NotAMember, Record, WireError
 
@@ -301,6 +301,9 @@ class RealNode:
             time.sleep(self.late_s)
         start, cpu0 = time.monotonic(), _cpu_seconds()
         self.t0 = start
+        # One deadline for the whole job: the client's (set when the job began, and kept by
+        # cutting off its requests), else from our start.
+        self.deadline = getattr(self.client, "deadline", None) or start + self.timeout
         self.events: queue.SimpleQueue = queue.SimpleQueue()
         self.lock = threading.Lock()
         self.fatal: BaseException | None = None
@@ -333,10 +336,12 @@ class RealNode:
         )
         self.pool = ThreadPoolExecutor(max_workers=self.cfg.s3_connections, thread_name_prefix=f"s3-{self.rank}")
         listener = Listener(self.listen, self.hello, self.max_payload, self.key, self._receive)
+        failed = True
         try:
             self._main()
+            failed = False
         finally:
-            self._shut_down(listener)
+            self._shut_down(listener, failed)
         self.report.run_s = time.monotonic() - start
         self.report.cpu_s = _cpu_seconds() - cpu0
         stats = self.client.stats
@@ -349,9 +354,11 @@ class RealNode:
         self.report.peers_dropped = sorted(self.dropped)
         return self.report
 
-    def _shut_down(self, listener: Listener) -> None:
+    def _shut_down(self, listener: Listener, failed: bool = False) -> None:
         self.stopping = True
         listener.stop()
+        if failed and hasattr(self.client, "abort"):
+            self.client.abort()  # a GET blocked on a slow or silent server must not hold us here
         for fetch in list(self.fetches.values()):
             fetch.cancelled.set()
         for box in self.outboxes.values():
@@ -378,8 +385,8 @@ class RealNode:
             if self.node.failed:
                 raise BcastError(f"rank {self.rank}: {self.node.failed}")
             now = self._now()
-            if now > self.timeout:
-                raise BcastError(f"rank {self.rank}: no completion within {self.timeout:.0f} s")
+            if time.monotonic() > self.deadline:
+                raise self._timed_out()
             self._try_commit()
             if self.node.finished and not self.commit_pending:
                 finished_at = finished_at if finished_at is not None else now
@@ -409,6 +416,9 @@ class RealNode:
                         self.node.held, self.layout.pieces, self.node.bytes_from_storage, self.node.bytes_from_peers
                     )
                 )
+
+    def _timed_out(self) -> BcastError:
+        return BcastError(f"rank {self.rank}: no completion within {self.timeout:g} s (--timeout)")
 
     def _now(self) -> float:
         return time.monotonic() - self.t0
@@ -527,6 +537,9 @@ class RealNode:
         try:
             self.client.get_range(self.url, start, end, on_chunk, chunk_size=size, etag=self.manifest.etag)
         except _Cancelled:
+            return
+        except DeadlineExceeded:
+            self._fail(self._timed_out())
             return
         except (ObjectNotFound, AccessDenied, ObjectChanged) as exc:
             self._fail(BcastError(f"rank {self.rank}: {exc}"))

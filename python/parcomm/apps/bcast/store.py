@@ -101,14 +101,14 @@ class FileStore(_MappedFile):
         self.writer = OutputWriter(path, size, expected_sha256, direct=direct)
         # Our own descriptor of the partial file: it stays valid across the rename at
         # commit, so the node goes on serving peers from the published file.
-        self._map_file(os.open(self.writer.temp_path, os.O_RDONLY | getattr(os, "O_CLOEXEC", 0)), size)
+        self._map_file(self.writer.reopen(os.O_RDONLY), size)
         # Pieces written past the page cache are read back past it too (the in-order hash):
         # the disk DMAs them into one reused buffer, instead of faulting in fresh cache pages.
         self._direct_read: int | None = None
         self._read_buf: mmap.mmap | None = None
         if self.writer.direct:
             try:
-                self._direct_read = os.open(self.writer.temp_path, os.O_RDONLY | os.O_DIRECT | os.O_CLOEXEC)
+                self._direct_read = self.writer.reopen(os.O_RDONLY | os.O_DIRECT)
             except OSError:
                 pass
 
