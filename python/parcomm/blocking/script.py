@@ -16,6 +16,7 @@ and shared, as threads of one MPI process would share them.
 
 from __future__ import annotations
 
+import io
 import os
 import runpy
 import sys
@@ -24,6 +25,7 @@ from contextlib import contextmanager
 from typing import Any, Iterator, Sequence
 
 from .bridge import RankContext, drive
+from .output import RankInput, RankOutput
 
 __all__ = ["script_program", "mpi4py_installed", "is_script_ref", "SELF_CONTEXT"]
 
@@ -56,8 +58,12 @@ def _shim_package() -> types.ModuleType:
 
 
 @contextmanager
-def mpi4py_installed() -> Iterator[None]:
-    """``import mpi4py`` / ``from mpi4py import MPI`` give parcomm's implementation inside."""
+def mpi4py_installed(
+    tag_output: bool = False, to_stderr: bool = False, stdin_text: str | None = None
+) -> Iterator[None]:
+    """Inside, ``import mpi4py`` / ``from mpi4py import MPI`` give parcomm's
+    implementation and the standard streams are the ranks' (:mod:`.output`).
+    Every rank of a run enters it; the first sets it up, the last restores."""
     global _installed
     if _installed == 0:
         for name in [n for n in sys.modules if n == "mpi4py" or n.startswith("mpi4py.")]:
@@ -65,6 +71,12 @@ def mpi4py_installed() -> Iterator[None]:
         pkg = _shim_package()
         sys.modules["mpi4py"] = pkg
         sys.modules["mpi4py.MPI"] = pkg.MPI  # type: ignore[attr-defined]
+        _saved["<streams>"] = (sys.stdout, sys.stderr, sys.stdin)
+        out_target = sys.stderr if to_stderr else sys.stdout
+        sys.stdout = RankOutput(out_target, tag_output)  # type: ignore[assignment]
+        sys.stderr = RankOutput(sys.stderr, tag_output)  # type: ignore[assignment]
+        source = io.StringIO(stdin_text) if stdin_text is not None else _saved["<streams>"][2]
+        sys.stdin = RankInput(source)  # type: ignore[assignment]
     _installed += 1
     try:
         yield
@@ -73,6 +85,8 @@ def mpi4py_installed() -> Iterator[None]:
         if _installed == 0:
             for name in [n for n in sys.modules if n == "mpi4py" or n.startswith("mpi4py.")]:
                 del sys.modules[name]
+            sys.stdout.flush()
+            sys.stdout, sys.stderr, sys.stdin = _saved.pop("<streams>")
             sys.modules.update(_saved)
             _saved.clear()
 
@@ -108,8 +122,29 @@ def _run_main(path: str, argv: Sequence[str]) -> None:
         _ = old_path0
 
 
-async def script_program(comm: Any, *, script: str, argv: Sequence[str] = (), cpu_scale: float | None = None) -> None:
-    """Rank program: run ``script`` (a path) with parcomm's mpi4py; returns None, as a script does."""
-    with mpi4py_installed():
-        ctx = make_context(comm, cpu_scale)
-        await drive(ctx, _run_main, script, list(argv))
+async def script_program(
+    comm: Any,
+    *,
+    script: str,
+    argv: Sequence[str] = (),
+    cpu_scale: float | None = None,
+    tag_output: bool = False,
+    to_stderr: bool = False,
+    stdin_text: str | None = None,
+) -> None:
+    """Rank program: run ``script`` (a path) with parcomm's mpi4py; returns None, as a script does.
+
+    ``cpu_scale``: charge the CPU time between calls to simulated time (see
+    :mod:`.bridge`); ``tag_output``, ``to_stderr``, ``stdin_text``: the
+    streams (see :mod:`.output`; ``stdin_text`` is rank 0's input when the
+    launcher read it for a rank in another process)."""
+    if cpu_scale is not None and (not isinstance(cpu_scale, (int, float)) or cpu_scale < 0):
+        raise ValueError(f"cpu_scale must be a non-negative number, got {cpu_scale!r}")
+    with mpi4py_installed(tag_output, to_stderr, stdin_text):
+        ctx = make_context(comm, cpu_scale or None)
+        try:
+            await drive(ctx, _run_main, script, list(argv))
+        finally:
+            for stream in (sys.stdout, sys.stderr):
+                if isinstance(stream, RankOutput):
+                    stream.finish_rank(comm.rank)
