@@ -9,6 +9,7 @@ import click
 
 from ..platform.units import parse_duration, parse_size
 from .common import SEED, IntIn, UserError, emit_json, load_platform, parse_with
+from .run import COMPUTE_HELP, JSON_OUT_HELP, TAG_OUTPUT_HELP, program_output_to_stderr
 
 PLATFORM_HELP = (
     "platform: a short form (star:64, star:64,rate=1G,buffer=64KiB,fc=off, atm:100, "
@@ -219,6 +220,10 @@ def barrier(**kw) -> None:
     help="write each rank's timeline (sends, receives, waits, compute, collectives; simulated time) to "
     "this file as Chrome/Perfetto trace-event JSON",
 )
+@click.option("--json-out", type=click.Path(dir_okay=False, path_type=Path), default=None, help=JSON_OUT_HELP)
+@click.option("--tag-output", is_flag=True, help=TAG_OUTPUT_HELP)
+@click.option("--compute-scale", type=click.FloatRange(min=0), default=0.0, show_default=True, help=COMPUTE_HELP)
+@click.argument("script_args", nargs=-1, type=click.UNPROCESSED)
 @_common
 def run_program(
     program_arg,
@@ -226,6 +231,10 @@ def run_program(
     kwargs_json,
     rendezvous,
     trace_file,
+    json_out,
+    tag_output,
+    compute_scale,
+    script_args,
     platform_spec,
     procs,
     rto_min,
@@ -243,29 +252,37 @@ def run_program(
     document as `parcomm run ... --json`, with the simulator's counters."""
     from ..comm import CommError, run_sim
     from ..comm.aio import ProgramError, parse_kwargs, resolve_program
-    from .run import pick_program, report_result, write_trace
+    from .run import is_script, no_script_args, pick_program, report_result, script_kwargs, write_trace
 
     ref = pick_program(program_arg, program)
+    script = is_script(ref)
     try:
         prog = resolve_program(ref)
-        kwargs = parse_kwargs(kwargs_json)
+        if script:  # a whole mpi4py script, unchanged (cli/run.py)
+            kwargs = script_kwargs(
+                ref, kwargs_json, script_args, as_json=as_json, tag_output=tag_output, cpu_scale=compute_scale
+            )
+        else:
+            no_script_args(ref, script_args)
+            kwargs = parse_kwargs(kwargs_json)
     except ProgramError as e:
         raise UserError(str(e)) from None
     plat = load_platform(platform_spec, rto_min, rto_max, rto_scheme)
     eager = parse_with(lambda v: parse_size(v, "--eager-limit"), eager_limit, "--eager-limit")
     limit = parse_with(lambda v: parse_duration(v, "--time-limit", require_unit=True), time_limit, "--time-limit")
     try:
-        res = run_sim(
-            prog,
-            plat,
-            procs,
-            seed=seed,
-            kwargs=kwargs,
-            eager_limit=eager,
-            time_limit=limit,
-            rendezvous=rendezvous,
-            trace=trace_file is not None,
-        )
+        with program_output_to_stderr(as_json):
+            res = run_sim(
+                prog,
+                plat,
+                procs,
+                seed=seed,
+                kwargs=kwargs,
+                eager_limit=eager,
+                time_limit=limit,
+                rendezvous=rendezvous,
+                trace=trace_file is not None,
+            )
     except CommError as e:
         from .common import RunFailed
 
@@ -279,4 +296,6 @@ def run_program(
         platform_spec,
         as_json,
         extra={"seed": seed, "events": res.events, **res.host_totals(), "port_drops": res.port_drops()},
+        json_out=json_out,
+        script=script,
     )

@@ -28,6 +28,7 @@ class Status:
     source: int = ANY_SOURCE
     tag: int = ANY_TAG
     nbytes: int = 0
+    cancelled: bool = False  # a receive withdrawn by MPI_Cancel
 
     def Get_source(self) -> int:  # noqa: N802 - mpi4py's name
         return self.source

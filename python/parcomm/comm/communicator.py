@@ -280,6 +280,43 @@ class Communicator(Generic[RequestT]):
     def _raise_if_failed(self) -> None:
         """Real backends: raise if the communicator broke (a peer was lost)."""
 
+    # --- probe, wait for any, cancel (what the blocking mpi4py surface needs) ----------
+    def _p2p(self) -> Any:
+        """This rank's point-to-point engine, or None where MPI itself matches."""
+        return None
+
+    def _iprobe(self, source: int, tag: int, ctx: int = 0) -> Status | None:
+        """The status of the message a receive for (``source``, ``tag``) would
+        take now, without taking it (MPI_Iprobe); None if none has arrived."""
+        engine = self._p2p()
+        if engine is None:
+            raise CommError(f"rank {self.rank}: Iprobe is not available on this backend")
+        self._poll()
+        env = engine.probe(source, tag, ctx)
+        return None if env is None else Status(env.source, env.tag, env.nbytes)
+
+    async def _wait_arrival(self) -> None:
+        """Return once a message may have arrived (a probe looks again)."""
+        await self.sleep(1e-4)  # type: ignore[attr-defined]
+
+    async def _block_any(self, requests: Sequence[RequestT]) -> None:
+        """Return once at least one of ``requests`` is done (MPI_Waitany)."""
+        while not any(r.done for r in requests):
+            self._poll()
+            if any(r.done for r in requests):
+                return
+            await self.sleep(1e-4)  # type: ignore[attr-defined]
+
+    def _cancel(self, request: RequestT) -> bool:
+        """Withdraw a receive nothing has matched (MPI_Cancel); sends cannot be withdrawn."""
+        engine = self._p2p()
+        if engine is None or request.kind != "recv" or request.done:
+            return False
+        if not engine.cancel_recv(request):
+            return False
+        request._finish(None, Status(ANY_SOURCE, ANY_TAG, 0, cancelled=True))  # type: ignore[attr-defined]
+        return True
+
     def _take(self, request: RequestT, status: Status | None) -> Any:
         """The value of a completed request (copied into its buffer for Irecv)."""
         if status is not None and request.status is not None:
@@ -778,6 +815,22 @@ class SubComm(Communicator[Request]):
 
     def _raise_if_failed(self) -> None:
         self._base._raise_if_failed()
+
+    def _iprobe(self, source: int, tag: int, ctx: int = 0) -> Status | None:
+        src = source if source == ANY_SOURCE else self._ranks[source]
+        status = self._base._iprobe(src, tag, self._ctx)
+        if status is not None:
+            status.source = self._group.get(status.source, status.source)
+        return status
+
+    async def _wait_arrival(self) -> None:
+        await self._base._wait_arrival()
+
+    async def _block_any(self, requests: Sequence[Request]) -> None:
+        await self._base._block_any(requests)
+
+    def _cancel(self, request: Request) -> bool:
+        return self._base._cancel(request)
 
     def _take(self, request: Request, status: Status | None) -> Any:
         value = self._base._take(request, None)
