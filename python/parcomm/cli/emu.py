@@ -66,7 +66,7 @@ def _options(f):
             "--rto-scheme",
             type=click.Choice(SCHEMES),
             default=None,
-            help="per-host RTO of seed 000 §5.2 with X = --rto-min (drawn with --seed)",
+            help="per-host RTO of Oguchi et al. (§5.2) with X = --rto-min (drawn with --seed)",
         ),
         click.option("--seed", type=int, default=1, show_default=True, help="seed of the random RTO schemes"),
         click.option(
@@ -344,12 +344,12 @@ def incast(size, senders, via, platform_spec, rto_min, rto_max, rto_scheme, seed
     type=click.Choice(["A", "B"], case_sensitive=False),
     default="A",
     show_default=True,
-    help="seed 001 Fig. 6 (A) or Fig. 7 (B)",
+    help="Nomura & Ishikawa's Fig. 6 (A) or Fig. 7 (B)",
 )
 @click.option("--size", default="64KiB", show_default=True, help="bytes each rank sends to each other rank")
 @_options
 def alltoall(algo, size, platform_spec, rto_min, rto_max, rto_scheme, seed, repeat, timeout, as_json) -> None:
-    """Alltoall by algorithm A or B of seed 001 over SocketComm (power-of-two hosts)."""
+    """Alltoall by algorithm A or B of Nomura & Ishikawa over SocketComm (power-of-two hosts)."""
     nbytes = parse_with(lambda v: parse_size(v, "--size"), size, "--size")
     plat = load_platform(platform_spec, rto_min, rto_max, rto_scheme, seed)
     check_emulable(plat)

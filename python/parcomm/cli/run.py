@@ -57,6 +57,26 @@ def _kwargs(text: str | None) -> dict[str, Any]:
         raise UserError(str(e)) from None
 
 
+def checked_kwargs(ref: str, text: str | None) -> dict[str, Any]:
+    """``--kwargs`` parsed and held against the program's parameters, so that an unknown or
+    missing name is a usage error (exit 2) in one line before any rank starts, on every backend."""
+    import inspect
+
+    from ..comm.aio import ProgramError, resolve_program
+
+    kwargs = _kwargs(text)
+    try:
+        prog = resolve_program(ref)
+        sig = inspect.signature(prog)
+    except (ProgramError, TypeError, ValueError):
+        return kwargs  # resolving is reported elsewhere; a signature Python cannot read is not checked
+    try:
+        sig.bind(None, **kwargs)  # the communicator first, as every backend calls it
+    except TypeError as e:
+        raise UserError(f"--kwargs {text}: {getattr(prog, '__name__', ref)}() {e}") from None
+    return kwargs
+
+
 def _seconds(text: str | None, option: str) -> float | None:
     if text is None or str(text).lower() in ("none", "inf", "0"):
         return None
@@ -155,7 +175,7 @@ def report_result(
 
 RENDEZVOUS_HELP = (
     "large-message protocol (the simulator's, the same engine): sender-driven (MPICH: RTS, CTS, "
-    "data) or receiver-driven (YAMPII, seed 001: a posted receive sends its source a credit); "
+    "data) or receiver-driven (as in Nomura & Ishikawa's MPI library: a posted receive sends its source a credit); "
     "every rank must use the same"
 )
 TRACE_HELP = (
@@ -348,7 +368,7 @@ def local(
         kwargs = script_kwargs(ref, kwargs_json, script_args, as_json=as_json, tag_output=tag_output, read_stdin=True)
     else:
         no_script_args(ref, script_args)
-        kwargs = _kwargs(kwargs_json)
+        kwargs = checked_kwargs(ref, kwargs_json)
     opts: dict[str, Any] = {"nodelay": nodelay}
     if (b := _bytes(sndbuf, "--sndbuf")) is not None:
         opts["sndbuf"] = b
@@ -432,7 +452,7 @@ def mpi(
         run_script_under_mpiexec(ref, _procs(procs), script_args, limit)
         return
     no_script_args(ref, script_args)
-    kwargs = _kwargs(kwargs_json)
+    kwargs = checked_kwargs(ref, kwargs_json)
     if under_mpi():
         args: tuple = ()
         if call_pickle is not None:
@@ -561,7 +581,7 @@ def socket_cmd(
     from ..comm.sockopts import read_addresses
 
     ref = _program(pick_program(program_arg, program))
-    kwargs = _kwargs(kwargs_json)
+    kwargs = checked_kwargs(ref, kwargs_json)
     try:
         addrs = read_addresses(addresses)
     except CommError as e:

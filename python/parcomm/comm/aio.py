@@ -423,12 +423,18 @@ def parse_kwargs(text: str | None) -> dict[str, Any]:
     return value
 
 
+def _complex_parts(obj: Any) -> Any:
+    if isinstance(obj, complex):
+        return {"real": obj.real, "imag": obj.imag}
+    raise TypeError(type(obj).__name__)
+
+
 def jsonable(value: Any) -> Any:
-    """``value`` if JSON can carry it (tuples become lists), else its repr."""
+    """``value`` as JSON carries it (tuples become lists, complex numbers ``{"real", "imag"}``),
+    or its repr when JSON cannot."""
     try:
-        json.dumps(value, allow_nan=True)
-        return value
-    except (TypeError, ValueError):
+        return json.loads(json.dumps(value, allow_nan=True, default=_complex_parts))
+    except (TypeError, ValueError, RecursionError):
         return repr(value)
 
 

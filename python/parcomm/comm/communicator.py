@@ -34,7 +34,7 @@ import os
 import sys
 from typing import Any, Awaitable, Callable, Generator, Generic, Mapping, Sequence, TypeVar
 
-from .base import ANY_SOURCE, ANY_TAG, CommError, Status, payload_nbytes
+from .base import ANY_SOURCE, ANY_TAG, CommError, Status, payload_nbytes, tag_label
 from .ops import SUM
 
 # The collective methods below are implemented a layer up, by parcomm.collectives, over this
@@ -392,7 +392,7 @@ class Communicator(Generic[RequestT]):
         size = payload_nbytes(obj) if nbytes is None else int(nbytes)
         if size < 0:
             raise CommError(f"rank {self.rank}: nbytes must be >= 0, got {nbytes}")
-        req = self._new_request(f"send to {dest} tag {tag} ({size} B)", "send")
+        req = self._new_request(f"send to {dest} tag {tag_label(tag)} ({size} B)", "send")
         if self._trace is not None:
             self._event("i", "isend", self.wtime(), None, {"dest": dest, "tag": tag, "nbytes": size})
         self._start_send(dest, tag, obj, size, req)
@@ -415,7 +415,8 @@ class Communicator(Generic[RequestT]):
         self._check_rank(source, "source", allow_any=True)
         self._check_tag(tag, allow_any=True)
         req = self._new_request(
-            f"recv from {'any' if source == ANY_SOURCE else source} tag {'any' if tag == ANY_TAG else tag}", "recv"
+            f"recv from {'any' if source == ANY_SOURCE else source} tag {'any' if tag == ANY_TAG else tag_label(tag)}",
+            "recv",
         )
         if self._trace is not None:
             self._event("i", "irecv", self.wtime(), None, {"source": source, "tag": tag})
@@ -884,7 +885,7 @@ def rank_error(rank: int, exc: BaseException) -> str:
     """One line for an exception raised by rank ``rank``'s program:
     ``rank R raised Type: message (at file:line in function)``, with the
     user's innermost frame (and up to two callers) only."""
-    text = f"rank {rank} raised {type(exc).__name__}: {exc}"
+    text = f"rank {rank} raised {type(exc).__name__}" + (f": {exc}" if str(exc) else "")
     frames = user_frames(exc)
     if frames:
         where = " <- ".join(f"{_short(f)}:{ln} in {fn}" for f, ln, fn in reversed(frames[-3:]))

@@ -338,7 +338,7 @@ class _Ranks:
                 return
             except CommError:
                 raise
-            except Exception as e:  # a bug in the rank program: say which rank, and where
+            except (Exception, SystemExit) as e:  # a bug (or sys.exit) in the rank program: which rank, where
                 raise CommError(rank_error(r, e)) from e
             if not isinstance(y, _Block):
                 raise CommError(f"rank {r} awaited {y!r}; rank programs may only await communicator methods")
