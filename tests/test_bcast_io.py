@@ -636,11 +636,11 @@ def test_peer_link_and_handshake():
                 connect_link("127.0.0.1", port, other, 4096, KEY)
         with pytest.raises(HandshakeError, match="expected 5"):
             connect_link("127.0.0.1", port, replace(hello, rank=3), 4096, KEY, expect_rank=5)
-        # Something that is not a parcomm node: it gets our random greeting, then is dropped; it
+        # Something that is not a parcomm node: once it speaks it gets our random greeting, then is dropped; it
         # never sees the Hello (ETag, size, piece size).
         with socket.create_connection(("127.0.0.1", port), timeout=5) as raw:
-            seen = recv_exact(raw, GREETING_SIZE)  # the listener speaks first
-            raw.sendall(b"GET / HTTP/1.1\r\n\r\n" + b"\0" * 64)
+            raw.sendall(b"GET / HTTP/1.1\r\n\r\n" + b"\0" * 64)  # the listener waits for a first byte
+            seen = recv_exact(raw, GREETING_SIZE)
             try:
                 while chunk := raw.recv(4096):
                     seen += chunk
@@ -765,7 +765,9 @@ def test_rendezvous_via_address_refusals_and_timeout():
         with pytest.raises(rv.RendezvousError, match="world size 4"):
             await rv.via_address(1, 4, address, ("h", 2), key=KEY, job="j", timeout=5)
         # Another key: retried until its own deadline (it could be a flood shedding us), then said.
-        with pytest.raises(rv.RendezvousError, match="could not register.*no handshake.*different key"):
+        with pytest.raises(
+            rv.RendezvousError, match="could not register.*no handshake.*after our proof.*it holds a different key"
+        ):
             await rv.via_address(1, 3, address, ("h", 2), key=JobKey.generate(), job="j", timeout=0.5)
         with pytest.raises(rv.RendezvousError, match="timed out.*2 of 3 ranks missing"):
             await root

@@ -116,6 +116,7 @@ class Handshake:
             raise ValueError("a responder needs an accept function")
         self._key = key
         self._initiator = initiator
+        self.initiator = initiator
         self._hello = hello
         self._expect = expect
         self._accept = accept

@@ -9,7 +9,7 @@ import time
 from .channel import FrameAuth
 from .handshake import Acceptor, AuthError, Handshake, PeerRefused
 from .keys import JobKey
-from .streams import DEFAULT_TIMEOUT_S
+from .streams import DEFAULT_TIMEOUT_S, closed_during
 
 
 def recv_exact(sock: socket.socket, n: int, deadline: float | None = None) -> bytes:
@@ -60,11 +60,8 @@ def authenticate_socket(
                 sock.sendall(out)
     except (TimeoutError, socket.timeout):
         raise AuthError(f"the peer did not complete the handshake within {timeout:g} s") from None
-    except ConnectionError as e:
-        what = "before its greeting" if hs.progress == 0 else "during the handshake (after our proof: a different key?)"
-        raise AuthError(f"the connection was closed {what} ({e})") from None
-    except OSError as e:
-        raise AuthError(f"the connection failed during the handshake ({e.strerror or e})") from None
+    except (ConnectionError, OSError) as e:
+        raise AuthError(closed_during(hs, e)) from None
     finally:
         try:
             sock.settimeout(before)

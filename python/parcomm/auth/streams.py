@@ -4,10 +4,13 @@ pending handshakes bounded without letting silent outsiders lock members out."""
 from __future__ import annotations
 
 import asyncio
+import fcntl
 import itertools
 import logging
 import socket
 import struct
+import sys
+import termios
 import threading
 from collections import Counter
 from dataclasses import dataclass
@@ -62,20 +65,27 @@ async def authenticate(
     try:
         await asyncio.wait_for(run(), timeout)
     except asyncio.IncompleteReadError:
-        raise AuthError(_closed_during(hs)) from None
+        raise AuthError(closed_during(hs)) from None
     except asyncio.TimeoutError:
         raise AuthError(f"the peer did not complete the handshake within {timeout:g} s") from None
     except (ConnectionError, OSError) as e:
-        raise AuthError(f"the connection failed during the handshake ({e.strerror or e})") from None
+        raise AuthError(closed_during(hs, e)) from None
     if hs.refused is not None:
         raise PeerRefused(f"refused a member's claim: {hs.refused}")
     return hs.peer_hello, hs.frames()
 
 
-def _closed_during(hs: Handshake) -> str:
+def closed_during(hs: Handshake, error: BaseException | None = None) -> str:
+    """What it means that the peer closed (or reset) the connection at this point of ``hs``."""
+    how = f" ({error.strerror or error})" if isinstance(error, OSError) else ""
     if hs.progress == 0:
-        return "the peer closed the connection before its greeting"
-    return "the peer closed the connection during the handshake (after our proof: a different key?)"
+        return f"the peer closed the connection before its greeting{how}"
+    if hs.initiator:
+        return (
+            f"the listener dropped the connection after our proof{how}: it holds a different key, "
+            "or it shed us under load"
+        )
+    return f"the peer closed the connection during the handshake{how}"
 
 
 _LINGER_RESET = struct.pack("ii", 1, 0)
@@ -89,6 +99,18 @@ def reset_socket(sock) -> None:
         sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, _LINGER_RESET)
     except OSError:
         pass
+
+
+def bytes_waiting(sock) -> int:
+    """Bytes received on ``sock`` and not yet read (FIONREAD), 0 if unknown."""
+    if sock is None:
+        return 0
+    try:
+        buf = bytearray(4)
+        fcntl.ioctl(sock.fileno(), termios.FIONREAD, buf)
+        return int.from_bytes(buf, sys.byteorder)
+    except (OSError, ValueError):
+        return 0
 
 
 def reset(writer: asyncio.StreamWriter) -> None:
@@ -235,7 +257,11 @@ class Gate:
                 writer.write(Handshake.shed_message())
             reset(writer)
 
-        ticket = self.enter(source, shed, lambda: current[0].progress if current else 0)
+        # A member greets as soon as it connects, so its greeting is usually in the socket buffer
+        # before its handshake task first runs: count that as progress, or a burst of silent
+        # connections accepted in the same batch could shed it before its greeting is read.
+        greeted = 1 if bytes_waiting(writer.get_extra_info("socket")) else 0
+        ticket = self.enter(source, shed, lambda: max(greeted, current[0].progress if current else 0))
         try:
             return await authenticate(
                 reader,

@@ -103,6 +103,7 @@ from ..auth import (
     authenticate,
     resolve_key,
 )
+from ..auth.quiet import AsyncAcceptor
 from .aio import AioCommBase, CommTimeout, Request, wire_nbytes
 from .base import ANY_SOURCE, ANY_TAG, CommError, Status
 from .matching import Envelope
@@ -245,7 +246,7 @@ class SocketComm(AioCommBase):
         self.max_unexpected = int(max_unexpected)
         self._engine = P2PEngine(rank, self.eager_limit, rendezvous)
         self._peers: dict[int, _Peer] = {}
-        self._server: asyncio.AbstractServer | None = None
+        self._server: AsyncAcceptor | None = None
         self._closing = False
         self.counters: dict[str, int] = {}
 
@@ -268,7 +269,8 @@ class SocketComm(AioCommBase):
                 async def on_accept(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
                     await self._accept(reader, writer, expected_in, inbound_done, deadline)
 
-                self._server = await asyncio.start_server(on_accept, sock=listener, limit=_READ_LIMIT)
+                # accepts at once; a connection waits quietly (no task) until it speaks: see auth.quiet
+                self._server = AsyncAcceptor(listener, on_accept, read_limit=_READ_LIMIT)
         outbound = [asyncio.ensure_future(self._connect(p, deadline)) for p in range(self.rank + 1, self.size)]
         inbound = asyncio.ensure_future(inbound_done.wait())
         try:

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import logging
 import os
+import selectors
 import socket
 import threading
 import time
@@ -26,8 +27,9 @@ from typing import Callable
 
 from ...auth import DEFAULT_TIMEOUT_S, TAG_SIZE, AuthError, FrameAuth, FrameAuthError, Gate, JobKey, PeerRefused
 from ...auth.handshake import Handshake, Refusal
+from ...auth.quiet import QuietPool, drop
 from ...auth.sockets import authenticate_socket, recv_exact
-from ...auth.streams import reset_socket
+from ...auth.streams import bytes_waiting, reset_socket
 from .wire import (
     AUTH_CONTEXT,
     CONTENT_VERIFIED,
@@ -269,22 +271,64 @@ class Listener:
         self._thread.start()
 
     def _accept_loop(self) -> None:
-        self.sock.settimeout(0.2)  # to notice stop()
-        while not self._stopped.is_set():
-            try:
-                conn, addr = self.sock.accept()
-            except (socket.timeout, TimeoutError):
-                continue
-            except OSError:
-                if self._stopped.is_set():
-                    return
-                time.sleep(0.05)  # e.g. EMFILE: back off rather than spin
-                continue
-            hs = Handshake(self.key, initiator=False, context=AUTH_CONTEXT, accept=self._judge)
-            ticket = self.gate.enter(addr[0] if addr else "?", _shedder(conn, lambda: hs.progress), lambda: hs.progress)
-            threading.Thread(
-                target=self._admit, args=(conn, addr, hs, ticket), name=f"peer-in-{self.ours.rank}", daemon=True
-            ).start()
+        """Accept at once; hold quiet connections in a pool (no thread) until they speak,
+        then run each one's handshake on a thread of its own (see parcomm.auth.quiet)."""
+        pool = QuietPool()
+        quiet: dict[int, tuple[socket.socket, tuple]] = {}
+        sel = selectors.DefaultSelector()
+        self.sock.setblocking(False)
+        sel.register(self.sock, selectors.EVENT_READ, None)
+
+        def forget(fd: int) -> tuple[socket.socket, tuple] | None:
+            entry = quiet.pop(fd, None)
+            if entry is not None:
+                sel.unregister(entry[0])
+            return entry
+
+        try:
+            while not self._stopped.is_set():
+                for key, _ in sel.select(timeout=0.1):
+                    if key.data is None:  # the listening socket
+                        for _ in range(512):
+                            try:
+                                conn, addr = self.sock.accept()
+                            except (BlockingIOError, InterruptedError):
+                                break
+                            except OSError:
+                                time.sleep(0.05)  # e.g. EMFILE: back off rather than spin
+                                break
+                            if bytes_waiting(conn):
+                                self._start(conn, addr)
+                                continue
+                            conn.setblocking(False)
+                            quiet[conn.fileno()] = (conn, addr)
+                            sel.register(conn, selectors.EVENT_READ, addr)
+                            for fd in pool.add(conn.fileno(), addr[0] if addr else "?", time.monotonic()):
+                                if (entry := forget(fd)) is not None:
+                                    drop(entry[0])
+                    else:  # a quiet connection spoke (or closed): its handshake starts
+                        fd = key.fd
+                        pool.remove(fd)
+                        if (entry := forget(fd)) is not None:
+                            entry[0].setblocking(True)
+                            self._start(*entry)
+                for fd in pool.expired(time.monotonic()):
+                    if (entry := forget(fd)) is not None:
+                        drop(entry[0])
+        finally:
+            for fd in list(quiet):
+                entry = forget(fd)
+                if entry is not None:
+                    drop(entry[0])
+            sel.close()
+
+    def _start(self, conn: socket.socket, addr: tuple) -> None:
+        hs = Handshake(self.key, initiator=False, context=AUTH_CONTEXT, accept=self._judge)
+        progress = lambda: max(1, hs.progress)  # noqa: E731 - it spoke: at least a greeting is on its way
+        ticket = self.gate.enter(addr[0] if addr else "?", _shedder(conn, progress), progress)
+        threading.Thread(
+            target=self._admit, args=(conn, addr, hs, ticket), name=f"peer-in-{self.ours.rank}", daemon=True
+        ).start()
 
     def _judge(self, hello: bytes, expect: bytes) -> bytes:
         try:

@@ -45,6 +45,7 @@ from ...auth import (
     Refusal,
     authenticate,
 )
+from ...auth.quiet import AsyncAcceptor
 from .wire import Record, WireError, read_record, write_record
 
 Endpoint = tuple[str, int]
@@ -130,7 +131,12 @@ async def _serve_table(
         if len(table) == world:
             complete.set()
 
-    server = await asyncio.start_server(on_register, address[0], address[1], backlog=1024)
+    try:
+        family = socket.AF_INET6 if ":" in address[0] else socket.AF_INET
+        listener = socket.create_server(address, family=family, backlog=1024)
+    except OSError as exc:
+        raise RendezvousError(f"cannot listen on {address[0]}:{address[1]}: {exc.strerror or exc}") from None
+    server = AsyncAcceptor(listener, on_register)  # quiet connections held cheaply: see auth.quiet
     try:
         try:
             await asyncio.wait_for(complete.wait(), timeout)
@@ -201,7 +207,7 @@ async def _register(
             writer.transport.abort()
         if time.monotonic() + delay > deadline:
             raise RendezvousError(
-                f"rank {rank} could not register with the rendezvous {where} within {timeout:.0f} s "
+                f"rank {rank} could not register with the rendezvous {where} within {timeout:g} s "
                 f"({attempts} attempts; last: {last})"
             )
         await asyncio.sleep(delay)
