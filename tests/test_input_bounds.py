@@ -326,12 +326,20 @@ def test_storage_profile_read_is_bounded(capsys, tmp_path):
     [
         ('[[scenario]]\nname = "a"\nworkload = "incast"\nhosts = ' + "9" * 5000 + "\n", "thousands of digits"),
         ("a = " + "[" * 100_000 + "]" * 100_000 + "\n", "nested too deeply"),
-        ('[[scenario]]\nname = "a"\nworkload = "incast"\nhosts = ' + "9" * 4000 + "\n", "hosts: an integer of over 3,000 digits"),
+        (
+            '[[scenario]]\nname = "a"\nworkload = "incast"\nhosts = ' + "9" * 4000 + "\n",
+            "hosts: an integer of over 3,000 digits",
+        ),
         (
             '[[scenario]]\nname = "a-{senders}{senders:>999999999}"\nworkload = "incast"\nhosts = 5\nsenders = [1, 2]\n',
             "may only hold plain {key} fields",
         ),
-        ('quick = ["' + "q" * 100_000 + '"]\n[[scenario]]\nname = "a"\nworkload = "incast"\nhosts = 2\nsenders = 1\n', "quick"),
+        (
+            'quick = ["'
+            + "q" * 100_000
+            + '"]\n[[scenario]]\nname = "a"\nworkload = "incast"\nhosts = 2\nsenders = 1\n',
+            "quick",
+        ),
     ],
     ids=["5000 digits", "deep", "4000 digits", "format spec", "long quick name"],
 )
