@@ -11,6 +11,7 @@ next try against the new one (a well-formed greeting with a forged proof).
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import hashlib
 import json
 import os
@@ -19,6 +20,7 @@ import socket
 import struct
 import subprocess
 import sys
+import tempfile
 import threading
 import time
 from pathlib import Path
@@ -26,12 +28,14 @@ from pathlib import Path
 import numpy as np
 import pytest
 from flood import Flood, FloodProcess
+from parcomm import lifetime
 from parcomm.apps.bcast import manifest as mf
 from parcomm.apps.bcast import rendezvous as rv
 from parcomm.apps.bcast.proxy import PacingProxy
 from parcomm.apps.bcast.s3 import S3Client
 from parcomm.apps.bcast.wire import Hello, Record, encode_record
 from parcomm.auth import Handshake, JobKey, authenticate
+from parcomm.cli import main
 from parcomm.comm import CommError, run_local
 from parcomm.comm import socket as sc
 from parcomm.comm.sockopts import _token, write_addresses
@@ -950,3 +954,267 @@ def test_bcast_local_completes_under_a_1000_connection_flood(versitygw, s3_objec
     nodes = json.loads(out)["nodes"]
     assert sum(n["bytes_from_storage"] for n in nodes) == size  # egress 1.00x
     assert b"Traceback" not in err
+
+
+# =========================================================================================
+# Issue 30, the local half: other users of the machine, and a launcher killed by -9.
+# Every case is replayed before/after by scripts/replay_attacks.py --local.
+# =========================================================================================
+
+NOBODY = 65534  # "another user": files they planted are owned by them
+
+
+def _as_other_user(path: Path) -> Path:
+    os.chown(path, NOBODY, NOBODY, follow_symlinks=False)
+    return path
+
+
+def _shared_dir(tmp_path: Path, name: str = "meet") -> Path:
+    """A directory every user may write to, with the sticky bit (as /tmp is)."""
+    d = tmp_path / name
+    d.mkdir()
+    d.chmod(0o1777)
+    return d
+
+
+def _bounded(fn, seconds: float):
+    """Run ``fn`` in a thread; (finished, result or exception) after at most ``seconds``
+    (a hang of the code under test must fail the test, not block it)."""
+    box: list = []
+
+    def run():
+        try:
+            box.append(fn())
+        except BaseException as exc:  # noqa: BLE001 - handed back to the test
+            box.append(exc)
+
+    t = threading.Thread(target=run, daemon=True)
+    t.start()
+    t.join(seconds)
+    return (not t.is_alive()), (box[0] if box else None)
+
+
+needs_root = pytest.mark.skipif(os.geteuid() != 0, reason="plays another user with chown (root only)")
+
+
+@needs_root
+def test_fifo_in_rendezvous_dir_neither_hangs_nor_stops_the_job(tmp_path):
+    """Before: another user's FIFO at rank-1.json blocked every reader in open() forever
+    (still blocked at 60 s with --timeout 10s). Now it is never opened: the job forms once
+    rank 1 publishes over it, and a rank that never comes is a time-out at --timeout."""
+    key = JobKey.generate()
+    meet = _shared_dir(tmp_path)
+    os.mkfifo(meet / "rank-1.json")
+    _as_other_user(meet / "rank-1.json")
+    os.mkfifo(meet / "rank-2.json")
+    _as_other_user(meet / "rank-2.json")
+    endpoints = [("127.0.0.1", 43000 + r) for r in range(3)]
+
+    def rank(r, world, timeout):
+        return lambda: rv.via_directory(meet, r, world, endpoints[r], key=key, job="j", timeout=timeout)
+
+    results = {}
+    threads = []
+    for r in (0, 1):  # a world of 2: rank 1 renames its entry over the FIFO
+        t = threading.Thread(target=lambda r=r: results.__setitem__(r, _bounded(rank(r, 2, 20), 30)), daemon=True)
+        t.start()
+        threads.append(t)
+        time.sleep(0.5)  # rank 0 polls the FIFO for a while first
+    for t in threads:
+        t.join(40)
+    assert results[0] == (True, endpoints[:2]) and results[1] == (True, endpoints[:2]), results
+    # A world of 3: rank 2's name holds a FIFO and rank 2 never comes: --timeout holds.
+    t0 = time.monotonic()
+    finished, outcome = _bounded(rank(0, 3, 2.0), 30)
+    assert finished and isinstance(outcome, rv.RendezvousError), outcome
+    assert "timed out after 2 s: 2 of 3 ranks missing (1, 2)" in str(outcome)  # 1 published for a world of 2
+    assert time.monotonic() - t0 < 10
+
+
+@needs_root
+def test_symlinks_in_rendezvous_dir_redirect_no_write_of_root(tmp_path):
+    """Before: a link at the predictable temp name `.rank-R.json.<pid>.tmp` made a root node
+    overwrite the file it pointed to. Now the temp name is random and created O_EXCL|O_NOFOLLOW,
+    the rename replaces a link instead of following it, and a linked entry is never read."""
+    key = JobKey.generate()
+    meet = _shared_dir(tmp_path)
+    victim = tmp_path / "shadow"
+    victim.write_text("root's precious file\n")
+    victim.chmod(0o600)
+    for name in (f".rank-0.json.{os.getpid()}.tmp", "rank-0.json"):  # the old temp name, and the entry
+        (meet / name).symlink_to(victim)
+        _as_other_user(meet / name)
+    os.mkfifo(tmp_path / "fifo")
+    (meet / "rank-1.json").symlink_to(tmp_path / "fifo")  # a link to a FIFO elsewhere
+    _as_other_user(meet / "rank-1.json")
+    finished, outcome = _bounded(
+        lambda: rv.via_directory(meet, 0, 2, ("127.0.0.1", 43010), key=key, job="j", timeout=2.0), 30
+    )
+    assert finished and isinstance(outcome, rv.RendezvousError), outcome  # rank 1 never came: time-out
+    assert victim.read_text() == "root's precious file\n"
+    entry = meet / "rank-0.json"
+    assert not entry.is_symlink() and entry.stat().st_uid == os.geteuid()
+    assert oct(entry.stat().st_mode & 0o777) == "0o600"
+    # our random temp name is gone (renamed); the planted link at the old name was never touched
+    assert list(meet.glob(".rank-0.json.*.tmp")) == [meet / f".rank-0.json.{os.getpid()}.tmp"]
+
+
+def test_world_writable_rendezvous_dir_without_sticky_bit_is_refused(tmp_path):
+    """Anyone could rename or delete anyone's entries there: refused in one line (chmod +t fixes it)."""
+    meet = tmp_path / "open"
+    meet.mkdir()
+    meet.chmod(0o777)
+    with pytest.raises(rv.RendezvousError) as err:
+        rv.via_directory(meet, 0, 1, ("127.0.0.1", 43020), key=JobKey.generate(), timeout=1)
+    assert "writable by every user and has no sticky bit" in str(err.value) and "\n" not in str(err.value)
+    meet.chmod(0o1777)
+    assert rv.via_directory(meet, 0, 1, ("127.0.0.1", 43020), key=JobKey.generate(), timeout=1) == [
+        ("127.0.0.1", 43020)
+    ]
+
+
+def _run_socket_with_key(tmp_path: Path, key_file: Path) -> subprocess.CompletedProcess:
+    addrs = tmp_path / "addresses"
+    write_addresses(addrs, [("127.0.0.1", p) for p in free_ports(2)])
+    argv = [sys.executable, "-m", "parcomm", "run", "socket", "--rank", "0", "--addresses", str(addrs)]
+    argv += ["--program", "barrier", "--key-file", str(key_file), "--connect-timeout", "2s", "--timeout", "2s"]
+    env = {k: v for k, v in os.environ.items() if k != "PARCOMM_JOB_KEY"}
+    return subprocess.run(argv, env=env, capture_output=True, text=True, timeout=60)
+
+
+def test_fifo_as_key_file_is_refused_at_once(tmp_path):
+    """Before: the key file was opened before the regular-file check, without O_NONBLOCK: a FIFO
+    there blocked the rank forever. Now: one line, exit 2, at once."""
+    fifo = tmp_path / "job.key"
+    os.mkfifo(fifo, 0o600)
+    t0 = time.monotonic()
+    run = _run_socket_with_key(tmp_path, fifo)
+    assert run.returncode == 2, run.stderr
+    assert f"key file {fifo} is a FIFO, not a regular file" in run.stderr and "Traceback" not in run.stderr
+    assert time.monotonic() - t0 < 30
+
+
+@needs_root
+def test_key_file_of_another_user_is_refused_as_ssh_does(tmp_path):
+    """Before: a 0600 key file owned by another user was accepted (root can read it), so that
+    user chose the job's key. Now it is refused, naming the owner."""
+    keyfile = JobKey.generate().write(tmp_path / "job.key")
+    _as_other_user(keyfile)
+    run = _run_socket_with_key(tmp_path, keyfile)
+    assert run.returncode == 2, run.stderr
+    assert f"key file {keyfile} is owned by uid {NOBODY}, not by this user" in run.stderr
+    assert keyfile.read_text().strip() not in run.stderr  # the secret is never printed
+    link = tmp_path / "link.key"
+    link.symlink_to(JobKey.generate().write(tmp_path / "mine.key"))
+    assert "is a symbolic link" in _run_socket_with_key(tmp_path, link).stderr
+
+
+# --- the launcher killed by -9 ---------------------------------------------------------------
+
+
+async def hold(comm, seconds=60.0):
+    """A rank that keeps running (what a killed launcher's ranks used to go on doing)."""
+    await asyncio.sleep(seconds)
+    return comm.rank
+
+
+def _tagged(tag: str) -> list[int]:
+    """Pids of processes whose environment carries PARCOMM_TEST_TAG=tag (started by this test)."""
+    found = []
+    for d in os.listdir("/proc"):
+        if d.isdigit():
+            try:
+                with open(f"/proc/{d}/environ", "rb") as f:
+                    if f"PARCOMM_TEST_TAG={tag}".encode() in f.read().split(b"\0"):
+                        found.append(int(d))
+            except OSError:
+                pass
+    return found
+
+
+def _kill_launcher_and_watch(argv, env, ready, tag: str) -> tuple[int, list[int]]:
+    """Start ``argv``, wait until ``ready()``, kill -9 the launcher; (processes it had started,
+    processes of its left 5 s later). Whatever is left is then ended, by pid."""
+    launcher = subprocess.Popen(argv, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        deadline = time.monotonic() + 90
+        while not ready() and time.monotonic() < deadline and launcher.poll() is None:
+            time.sleep(0.1)
+        assert launcher.poll() is None, "the launcher ended before it could be killed"
+        started = len(_tagged(tag)) - 1
+        launcher.kill()
+        launcher.wait()
+        end = time.monotonic() + 5
+        while _tagged(tag) and time.monotonic() < end:
+            time.sleep(0.1)
+        return started, _tagged(tag)
+    finally:
+        for pid in _tagged(tag):
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, 9)
+
+
+def test_run_local_ranks_die_with_a_killed_launcher_and_its_temp_dir_is_swept(tmp_path):
+    """Before: after kill -9 of `parcomm run local`, its ranks (and multiprocessing's fork server)
+    ran on, and its pymp-* directory stayed. Now they die with it, and the next run sweeps the dir."""
+    tag = os.urandom(8).hex()
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(HERE), os.environ.get("PYTHONPATH", "")])}
+    env["PARCOMM_TEST_TAG"] = tag
+    argv = [sys.executable, "-m", "parcomm", "run", "local", "-n", "3", "--program", f"{ME}:hold", "--timeout", "90s"]
+    started, left = _kill_launcher_and_watch(argv, env, lambda: len(_tagged(tag)) >= 5, tag)
+    assert started >= 4  # the fork server, its resource tracker and the ranks
+    assert left == [], f"{len(left)} processes outlived their launcher"
+    dead = [p for p in Path(tempfile.gettempdir()).glob("pymp-*") if lifetime._mp_owner_dead(str(p))]
+    assert dead, "the killed launcher's pymp-* directory was not marked"
+    res = run_local(ring, 2, timeout=30)  # the next run
+    assert res.results == [1, 0]
+    assert not any(p.exists() for p in dead)
+
+
+def _owner_dead(name: str) -> bool:
+    """For a ``parcomm-<kind>-<pid>-<start>-XXXX`` directory: is the process that made it gone?"""
+    _, _, pid, start, _ = name.split("-", 4)
+    return not lifetime.alive(lifetime.Owner(int(pid), int(start)))
+
+
+def test_bcast_local_nodes_die_with_a_killed_launcher(versitygw, s3_object, tmp_path):
+    """Before: `bcast --local` nodes went on downloading for minutes after kill -9 of their
+    launcher, and its parcomm-bcast-* status directory stayed. Now they die with it (the kernel
+    kills them: PR_SET_PDEATHSIG), and the next run sweeps the directory."""
+    url, _digest, _size = s3_object
+    tag = os.urandom(8).hex()
+    with PacingProxy(versitygw.endpoint_url, profile=[(1.0, 3e4)], seed=3) as proxy:  # 30 kB/s: a minute to go
+        env = {**os.environ, **versitygw.environ(), "AWS_ENDPOINT_URL_S3": proxy.endpoint_url}
+        env["PARCOMM_TEST_TAG"] = tag
+        argv = [sys.executable, "-m", "parcomm", "bcast", url, "--local", "3", "--out", str(tmp_path / "o.{rank}")]
+        argv += ["--timeout", "120s"]
+        started, left = _kill_launcher_and_watch(argv, env, lambda: len(_tagged(tag)) >= 4, tag)
+    assert started == 3
+    assert left == [], f"{len(left)} nodes outlived their launcher"
+    mine = [p for p in Path(tempfile.gettempdir()).glob("parcomm-bcast-*-*-*") if _owner_dead(p.name)]
+    assert mine, "the killed launcher's status directory is not where the sweep looks"
+    lifetime.sweep_temp_dirs()  # what the next run does first
+    assert not any(p.exists() for p in mine)
+
+
+def test_mine_gen_killed_leaves_a_partial_the_next_run_removes(tmp_path):
+    """Before: kill -9 of `mine gen` left OUT.part (a predictable name, opened following links).
+    Now the partial has a fresh name (O_EXCL|O_NOFOLLOW) and the next `mine gen OUT` removes it."""
+    out = tmp_path / "data.qtx"
+    victim = tmp_path / "victim"
+    victim.write_text("untouched")
+    (tmp_path / "data.qtx.part").symlink_to(victim)  # the old name, planted
+    gen = subprocess.Popen([sys.executable, "-m", "parcomm", "mine", "gen", str(out), "-D", "20M"])
+    try:
+        deadline = time.monotonic() + 60
+        while not list(tmp_path.glob(".data.qtx.parcomm-*.part")) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        time.sleep(0.2)
+    finally:
+        gen.kill()
+        gen.wait()
+    partial = list(tmp_path.glob(".data.qtx.parcomm-*.part"))
+    assert len(partial) == 1 and not out.exists()
+    assert victim.read_text() == "untouched"
+    assert main(["mine", "gen", str(out), "-D", "100"]) == 0
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["data.qtx", "data.qtx.part", "victim"]

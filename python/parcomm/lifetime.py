@@ -123,7 +123,8 @@ def die_when_closed(fd: int) -> threading.Thread:
     stream socket ``fd`` is closed, which the kernel does when the process holding it dies.
     For children whose parent is not their launcher (multiprocessing's fork server forks
     them, and lives as long as they do): their pipe to the launcher is the launcher's life.
-    Data waiting on ``fd`` is left for its reader. Returns the (daemon) watching thread."""
+    Data waiting on ``fd`` is left for its reader (the end is seen once the reader has taken
+    what came before it). Returns the (daemon) watching thread."""
     watched = socket.socket(fileno=os.dup(fd))  # ours alone: the caller may close its copy
 
     def watch() -> None:

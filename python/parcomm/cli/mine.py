@@ -46,9 +46,12 @@ _GEN_OPTIONS = {
 
 
 def _with_option(message: str) -> str:
-    """A QuestParams error (it starts with the field's name) prefixed with the option to fix."""
-    field = message.split(" ", 1)[0]
-    return f"{_GEN_OPTIONS[field]}: {message}" if field in _GEN_OPTIONS else message
+    """A QuestParams error (it starts with the field's name, or two joined by " x ") prefixed
+    with the options to fix."""
+    words = message.split(" ")
+    fields = [words[0], words[2]] if len(words) > 2 and words[1] == "x" else [words[0]]
+    options = [_GEN_OPTIONS[f] for f in fields if f in _GEN_OPTIONS]
+    return f"{' and '.join(options)}: {message}" if options else message
 
 
 @mine.command()
@@ -102,6 +105,8 @@ def gen(
         raise click.UsageError(_with_option(str(e))) from None
     if not 1 <= parts <= MAX_PARTS:
         raise click.UsageError(f"--parts must be in 1..{MAX_PARTS}, got {parts}")
+    if not 0 <= seed < 1 << 128:
+        raise click.UsageError(f"--seed must be in 0..2^128-1, got {seed}")
     try:
         if fmt == "binary":
             info = write_quest(out, p, parts)

@@ -345,7 +345,7 @@ def parse_matrix(doc: Mapping[str, Any], source: str = "matrix") -> tuple[list[S
         raise _err(f"{source}: quick", "expected a list of scenario names")
     for q in quick:
         if q not in seen:
-            raise _err(f"{source}: quick", f"no scenario is named {q!r}")
+            raise _err(f"{source}: quick", f"no scenario is named {shown(q)}")
     return out, list(quick)
 
 
