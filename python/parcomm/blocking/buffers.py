@@ -48,6 +48,17 @@ def _memory(obj: Any, what: str) -> tuple[np.ndarray, str]:
             raise ValueError(f"{what}: the array is not contiguous (pass a contiguous array)")
         code = obj.dtype.char
         return obj.reshape(-1).view(np.uint8), code
+    if hasattr(obj, "__dlpack__") and not isinstance(obj, np.ndarray):
+        # numpy marks a DLPack view read-only; the memory is the producer's, writable as mpi4py sees it
+        arr = np.from_dlpack(obj)
+        if not arr.flags.c_contiguous:
+            raise ValueError(f"{what}: the DLPack array is not contiguous")
+        face = {"data": (arr.__array_interface__["data"][0], False), "typestr": arr.dtype.str, "shape": arr.shape}
+        mem, _ = _from_address(face, what)
+        return mem, arr.dtype.char
+    cai = getattr(obj, "__cuda_array_interface__", None)
+    if cai is not None:  # a (host-memory) array that describes itself by address, as mpi4py accepts
+        return _from_address(cai, what)
     if isinstance(obj, str):
         raise TypeError(f"{what}: a str is not a buffer (encode it, or send it with lowercase send)")
     try:
@@ -62,6 +73,25 @@ def _memory(obj: Any, what: str) -> tuple[np.ndarray, str]:
     mem = np.frombuffer(mv.cast("B"), dtype=np.uint8) if mv.nbytes else np.zeros(0, dtype=np.uint8)
     if isinstance(obj, (bytes, bytearray)):
         code = "B"
+    return mem, code
+
+
+def _from_address(cai: dict, what: str) -> tuple[np.ndarray, str]:
+    import ctypes
+
+    addr, readonly = cai["data"]
+    dtype = np.dtype(cai["typestr"])
+    n = 1
+    for d in cai.get("shape", ()):
+        n *= int(d)
+    nbytes = n * dtype.itemsize
+    if nbytes == 0:
+        return np.zeros(0, dtype=np.uint8), dtype.char
+    raw = (ctypes.c_char * nbytes).from_address(addr)
+    mem = np.frombuffer(raw, dtype=np.uint8)
+    if readonly:
+        mem.flags.writeable = False
+    code = "?" if cai["typestr"].endswith("b1") else dtype.char
     return mem, code
 
 

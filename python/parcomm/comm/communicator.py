@@ -119,10 +119,11 @@ class Request:
     ``MPI.Request.waitall``. Backends subclass it.
     """
 
-    __slots__ = ("_comm", "value", "status", "describe", "kind", "_into", "__weakref__")
+    __slots__ = ("_comm", "value", "status", "describe", "kind", "_into", "synchronous", "__weakref__")
 
     def __init__(self, comm: "Communicator", describe: str, kind: str = ""):
         self._comm = comm
+        self.synchronous = False  # issend/ssend: complete only once the receive matched it
         self.value: Any = None
         self.status: Status | None = None
         self.describe = describe
@@ -381,7 +382,20 @@ class Communicator(Generic[RequestT]):
             raise CommError(f"rank {self.rank}: tag must be {what}, got {tag!r}")
 
     # --- point to point ---------------------------------------------------------------
-    def isend(self, obj: Any, dest: int, tag: int = 0, *, nbytes: int | None = None) -> RequestT:
+    def issend(self, obj: Any, dest: int, tag: int = 0, *, nbytes: int | None = None) -> RequestT:
+        """A synchronous ``isend``: the request completes only once a receive has
+        matched the message (it always takes the rendezvous protocol; under
+        ``rendezvous="receiver"`` it waits for the receive's credit)."""
+        return self.isend(obj, dest, tag, nbytes=nbytes, _synchronous=True)
+
+    def ssend(self, obj: Any, dest: int, tag: int = 0, *, nbytes: int | None = None) -> Awaitable[None]:
+        """``await comm.ssend(obj, dest, tag=0)``: returns once the receiver has matched it."""
+        req = self.issend(obj, dest, tag, nbytes=nbytes)
+        return self._pending(self._wait_one(req, None), "comm.ssend()")
+
+    def isend(
+        self, obj: Any, dest: int, tag: int = 0, *, nbytes: int | None = None, _synchronous: bool = False
+    ) -> RequestT:
         """Start sending ``obj`` to ``dest``; returns a :class:`Request`.
         ``nbytes`` is the simulated size (default: the object's size)."""
         if self._unawaited is not None:
@@ -392,7 +406,8 @@ class Communicator(Generic[RequestT]):
         size = payload_nbytes(obj) if nbytes is None else int(nbytes)
         if size < 0:
             raise CommError(f"rank {self.rank}: nbytes must be >= 0, got {nbytes}")
-        req = self._new_request(f"send to {dest} tag {tag} ({size} B)", "send")
+        req = self._new_request(f"{'ssend' if _synchronous else 'send'} to {dest} tag {tag} ({size} B)", "send")
+        req.synchronous = _synchronous
         if self._trace is not None:
             self._event("i", "isend", self.wtime(), None, {"dest": dest, "tag": tag, "nbytes": size})
         self._start_send(dest, tag, obj, size, req)

@@ -80,6 +80,27 @@ class Op:
     def Is_commutative(self) -> bool:  # noqa: N802
         return self.commute
 
+    @property
+    def is_commutative(self) -> bool:
+        return self.commute
+
+    @property
+    def is_predefined(self) -> bool:
+        return self.name in _BUILTIN
+
+    def Reduce_local(self, inbuf: Any, inoutbuf: Any) -> None:  # noqa: N802
+        """mpi4py's local reduction of buffers: ``inoutbuf = op(inbuf, inoutbuf)``."""
+        from ..blocking.buffers import message  # the buffer specs of the mpi4py surface
+
+        src = message(inbuf, "Reduce_local inbuf")
+        dst = message(inoutbuf, "Reduce_local inoutbuf")
+        if src.count != dst.count:
+            raise ValueError(f"Reduce_local: {src.count} items in inbuf, {dst.count} in inoutbuf")
+        dst.store_typed(self(src.typed(), dst.typed()))
+
+    def Free(self) -> None:  # noqa: N802
+        """User ops need no release; predefined ones cannot be freed."""
+
     def __repr__(self) -> str:
         return (
             f"MPI.{self.name}" if self._ufunc is not None or self.name in ("MAXLOC", "MINLOC") else f"<Op {self.name}>"
