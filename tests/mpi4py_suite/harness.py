@@ -142,8 +142,9 @@ def run_file(name: str, procs: int, sdist: Path | None = None, timeout: float = 
             if not stuck:  # the run failed before any test started: nothing more can run
                 results[f"{name} (import)"] = ("error", last[:300])
                 break
-            for t in stuck:
-                results[t] = ("error", f"the run ended in this test: {last[:300]}")
+            for t in stuck:  # a rank's own failure in it says more than the run's last line
+                if results.get(t, ("pass", ""))[0] not in ("fail", "error"):
+                    results[t] = ("error", f"the run ended in this test: {last[:300]}")
             done_ids = set(results)
             skip_file.write_text("\n".join(sorted(done_ids)) + "\n")
     return results

@@ -64,7 +64,10 @@ class Op:
         if self._ufunc is not None and (_is_array(a) or _is_array(b)):
             import numpy as np
 
-            return getattr(np, self._ufunc)(a, b)
+            out = getattr(np, self._ufunc)(a, b)
+            if self._ufunc.startswith("logical_"):  # MPI: 1/0 in the operands' own type, not numpy's bool
+                out = out.astype(np.result_type(a, b), copy=False)
+            return out
         return self._obj(a, b)
 
     def reduce_into(self, acc: Any, other: Any, other_first: bool) -> Any:
