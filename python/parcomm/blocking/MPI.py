@@ -11,6 +11,8 @@ from __future__ import annotations
 
 from typing import Any
 
+import numpy as np
+
 from ..comm.ops import BAND, BOR, BXOR, LAND, LOR, LXOR, MAX, MAXLOC, MIN, MINLOC, PROD, SUM, Op
 from .buffers import BOTTOM, IN_PLACE
 from .comm import (
@@ -141,6 +143,97 @@ def Get_address(location: Any) -> int:  # noqa: N802
 BSEND_OVERHEAD = 96
 
 
+class buffer(np.ndarray):  # noqa: N801 - mpi4py's name
+    """``MPI.buffer``: bytes of memory with their ``address`` and ``nbytes``."""
+
+    @property
+    def address(self) -> int:
+        return int(self.__array_interface__["data"][0])
+
+
+def Alloc_mem(size: int, info: Any = None) -> buffer:  # noqa: N802
+    """Memory for buffers (mpi4py's ``MPI.buffer``): ordinary memory here."""
+    if not isinstance(size, int) or size < 0:
+        raise MPIException(ERROR_CLASSES["ERR_ARG"], f"Alloc_mem: size must be a non-negative int, got {size!r}")
+    return np.zeros(size, dtype=np.uint8).view(buffer)
+
+
+def Free_mem(mem: Any) -> None:  # noqa: N802
+    """Nothing to release: the memory is Python's."""
+
+
+class Info(dict):
+    """``MPI.Info``: string keys and values (accepted, and ignored by every call)."""
+
+    @classmethod
+    def Create(cls, items: Any = None) -> "Info":  # noqa: N802
+        return cls(items or {})
+
+    def Set(self, key: str, value: str) -> None:  # noqa: N802
+        self[str(key)] = str(value)
+
+    def Get(self, key: str) -> str | None:  # noqa: N802
+        return self.get(key)
+
+    def Delete(self, key: str) -> None:  # noqa: N802
+        del self[key]
+
+    def Get_nkeys(self) -> int:  # noqa: N802
+        return len(self)
+
+    def Get_nthkey(self, n: int) -> str:  # noqa: N802
+        return list(self)[n]
+
+    def Dup(self) -> "Info":  # noqa: N802
+        return Info(self)
+
+    def Free(self) -> None:  # noqa: N802
+        self.clear()
+
+
+INFO_NULL = None
+INFO_ENV = Info()
+GROUP_NULL = Group([])
+COMM_TYPE_HW_GUIDED = 2
+COMM_TYPE_HW_UNGUIDED = 3
+COMM_TYPE_RESOURCE_GUIDED = 4
+BUFFER_AUTOMATIC = None
+ORDER_F = ORDER_FORTRAN
+DISTRIBUTE_DFLT_DARG = -49767
+COMBINER_NAMED, COMBINER_DUP, COMBINER_CONTIGUOUS, COMBINER_VECTOR, COMBINER_HVECTOR = 1, 2, 3, 4, 5
+COMBINER_INDEXED, COMBINER_HINDEXED, COMBINER_INDEXED_BLOCK, COMBINER_HINDEXED_BLOCK = 6, 7, 8, 9
+COMBINER_STRUCT, COMBINER_SUBARRAY, COMBINER_DARRAY = 10, 11, 12
+COMBINER_F90_REAL, COMBINER_F90_COMPLEX, COMBINER_F90_INTEGER, COMBINER_RESIZED = 13, 14, 15, 16
+for _name in ("BFLOAT16_T", "COMPLEX4", "COMPLEX32", "INTEGER16", "LOGICAL16", "REAL16"):
+    globals()[_name] = DATATYPE_NULL  # not provided, as an MPI library without them says
+FLOAT16_T = PREDEFINED["REAL2"]
+FLOAT32_T = PREDEFINED["REAL4"]
+FLOAT64_T = PREDEFINED["REAL8"]
+
+
+class Pickle:
+    """``MPI.pickle``: how lowercase calls serialize objects (the standard pickle here)."""
+
+    def __init__(self) -> None:
+        import pickle
+
+        self.PROTOCOL = pickle.HIGHEST_PROTOCOL
+        self.THRESHOLD = 262144
+
+    def dumps(self, obj: Any) -> bytes:
+        import pickle
+
+        return pickle.dumps(obj, self.PROTOCOL)
+
+    def loads(self, data: Any) -> Any:
+        import pickle
+
+        return pickle.loads(data)
+
+
+pickle = Pickle()
+
+
 def __getattr__(name: str) -> Any:
     return unsupported_attribute(name, name)
 
@@ -204,3 +297,13 @@ __all__ = [
     "Wtick",
     "Wtime",
 ]
+
+
+def get_vendor() -> tuple[str, tuple[int, int, int]]:
+    """Not an MPI library's vendor: parcomm's implementation (tests that skip a vendor's bugs run)."""
+    return ("parcomm", (0, 1, 0))
+
+
+APPNUM = KEYVAL_INVALID
+UNIVERSE_SIZE = KEYVAL_INVALID
+LASTUSEDCODE = KEYVAL_INVALID

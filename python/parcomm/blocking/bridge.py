@@ -105,10 +105,12 @@ async def drive(ctx: RankContext, function: Callable[..., Any], *args: Any) -> A
     g.ctx = ctx
     ctx.resumed_at = time.thread_time()
     request = g.switch(*args)
+    # GeneratorExit (the run is ending) is not thrown into the rank's code: the greenlet is
+    # left suspended and greenlet ends it when it is collected.
     while not g.dead:
         try:
             value = await request
-        except BaseException as e:  # noqa: BLE001 - it belongs to the rank's code: raise it there
+        except Exception as e:  # noqa: BLE001 - it belongs to the rank's code: raise it there
             request = g.throw(e)
         else:
             request = g.switch(value)

@@ -48,6 +48,11 @@ def _memory(obj: Any, what: str) -> tuple[np.ndarray, str]:
             raise ValueError(f"{what}: the array is not contiguous (pass a contiguous array)")
         code = obj.dtype.char
         return obj.reshape(-1).view(np.uint8), code
+    if hasattr(obj, "__dlpack__") and not isinstance(obj, np.ndarray):
+        return _from_address(_dlpack_interface(obj, what), what)
+    cai = getattr(obj, "__cuda_array_interface__", None)
+    if cai is not None:  # a (host-memory) array that describes itself by address, as mpi4py accepts
+        return _from_address(cai, what)
     if isinstance(obj, str):
         raise TypeError(f"{what}: a str is not a buffer (encode it, or send it with lowercase send)")
     try:
@@ -62,6 +67,66 @@ def _memory(obj: Any, what: str) -> tuple[np.ndarray, str]:
     mem = np.frombuffer(mv.cast("B"), dtype=np.uint8) if mv.nbytes else np.zeros(0, dtype=np.uint8)
     if isinstance(obj, (bytes, bytearray)):
         code = "B"
+    return mem, code
+
+
+def _dlpack_interface(obj: Any, what: str) -> dict:
+    """Address, type and shape of a DLPack producer's CPU memory, read from its DLTensor
+    (as mpi4py does; the memory stays the producer's, writable)."""
+    import ctypes
+
+    class DLTensor(ctypes.Structure):
+        _fields_ = [
+            ("data", ctypes.c_void_p),
+            ("device_type", ctypes.c_int32),
+            ("device_id", ctypes.c_int32),
+            ("ndim", ctypes.c_int32),
+            ("code", ctypes.c_uint8),
+            ("bits", ctypes.c_uint8),
+            ("lanes", ctypes.c_uint16),
+            ("shape", ctypes.POINTER(ctypes.c_int64)),
+            ("strides", ctypes.POINTER(ctypes.c_int64)),
+            ("byte_offset", ctypes.c_uint64),
+        ]
+
+    device = obj.__dlpack_device__() if hasattr(obj, "__dlpack_device__") else (1, 0)
+    if int(device[0]) != 1:  # kDLCPU
+        raise ValueError(f"{what}: DLPack memory on device {device} (only host memory here)")
+    capsule = obj.__dlpack__()
+    get = ctypes.pythonapi.PyCapsule_GetPointer
+    get.restype, get.argtypes = ctypes.c_void_p, [ctypes.py_object, ctypes.c_char_p]
+    tensor = DLTensor.from_address(get(capsule, b"dltensor"))
+    shape = [tensor.shape[i] for i in range(tensor.ndim)]
+    if tensor.strides:
+        expect = 1
+        for i in reversed(range(tensor.ndim)):
+            if shape[i] != 1 and tensor.strides[i] != expect:
+                raise ValueError(f"{what}: the DLPack array is not contiguous")
+            expect *= shape[i]
+    kind = {0: "i", 1: "u", 2: "f", 5: "c", 6: "b"}.get(tensor.code)
+    if kind is None:
+        raise ValueError(f"{what}: DLPack data type code {tensor.code} is not supported")
+    typestr = "|b1" if kind == "b" else f"<{kind}{tensor.bits // 8}"
+    data = (tensor.data or 0) + tensor.byte_offset
+    return {"data": (data, False), "typestr": typestr, "shape": shape}
+
+
+def _from_address(cai: dict, what: str) -> tuple[np.ndarray, str]:
+    import ctypes
+
+    addr, readonly = cai["data"]
+    dtype = np.dtype(cai["typestr"])
+    n = 1
+    for d in cai.get("shape", ()):
+        n *= int(d)
+    nbytes = n * dtype.itemsize
+    if nbytes == 0:
+        return np.zeros(0, dtype=np.uint8), dtype.char
+    raw = (ctypes.c_char * nbytes).from_address(addr)
+    mem = np.frombuffer(raw, dtype=np.uint8)
+    if readonly:
+        mem.flags.writeable = False
+    code = "?" if cai["typestr"].endswith("b1") else dtype.char
     return mem, code
 
 

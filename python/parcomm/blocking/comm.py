@@ -53,8 +53,23 @@ class Comm:
     _c: Any  # the async Communicator
 
     def __init__(self, c: Any = None, name: str = ""):
+        if isinstance(c, Comm):  # MPI.Comm(other): a new object for the same communicator
+            c, name = c._c, name or c._name
+        elif c is not None and not hasattr(c, "_new_request"):
+            raise TypeError(f"{type(self).__name__}() takes a communicator, got {type(c).__name__}")
         self._c = c
         self._name = name
+        self._info: Any = None
+        self._buffer: Any = None
+
+    def __reduce__(self) -> Any:
+        for name in ("COMM_WORLD", "COMM_SELF"):
+            key = "world" if name == "COMM_WORLD" else "self"
+            if self._c is not None and self._c is current().objects.get(key):
+                return (_predefined_copy, (name, type(self) is not WorldComm and type(self) is not SelfComm))
+        if self._c is None:
+            return (_predefined_copy, ("COMM_NULL", type(self) is not _NullComm))
+        raise ValueError(f"cannot pickle {self!r}: only predefined communicators travel between processes")
 
     # --- identity -----------------------------------------------------------------------
     def _comm(self) -> Any:
@@ -131,6 +146,41 @@ class Comm:
             return 1 if current().objects.get("simulated") else 0
         return None
 
+    def Get_info(self) -> Any:  # noqa: N802
+        from .MPI import Info
+
+        return Info(self._info or {})
+
+    def Set_info(self, info: Any) -> None:  # noqa: N802
+        self._info = dict(info or {})
+
+    @property
+    def info(self) -> Any:
+        return self.Get_info()
+
+    @info.setter
+    def info(self, value: Any) -> None:
+        self.Set_info(value)
+
+    @classmethod
+    def Get_parent(cls) -> "Comm":  # noqa: N802
+        """No parent: processes are never spawned here."""
+        return COMM_NULL
+
+    def Attach_buffer(self, buf: Any) -> None:  # noqa: N802
+        """Buffered sends complete as standard ones here, so the buffer is only kept."""
+        self._buffer = buf
+
+    def Detach_buffer(self) -> Any:  # noqa: N802
+        buf, self._buffer = self._buffer, None
+        return buf
+
+    def Flush_buffer(self) -> None:  # noqa: N802
+        """Nothing is held back: buffered sends went as standard ones."""
+
+    def Iflush_buffer(self) -> Request:  # noqa: N802
+        return Request()
+
     def Get_errhandler(self) -> Any:  # noqa: N802
         from .misc import ERRORS_ARE_FATAL
 
@@ -204,8 +254,14 @@ class Comm:
         else:
             charge()
 
-    ssend = send  # see docs/design.md: a synchronous send completes as a standard one
-    bsend = send
+    def ssend(self, obj: Any, dest: int, tag: int = 0) -> None:
+        d, t = self._dest(dest), self._tag(tag)
+        if d is not None:
+            wait(self._comm().ssend(obj, d, t))
+        else:
+            charge()
+
+    bsend = send  # buffered: completes at once, as a standard eager send does
 
     def recv(self, buf: Any = None, source: int = ANY_SOURCE, tag: int = ANY_TAG, status: Status | None = None) -> Any:
         s, t = self._source(source), self._tag(tag, recv=True)
@@ -240,7 +296,13 @@ class Comm:
             return Request(proc_null=True)
         return Request(self._comm().isend(obj, d, t))
 
-    issend = isend
+    def issend(self, obj: Any, dest: int, tag: int = 0) -> Request:
+        charge()
+        d, t = self._dest(dest), self._tag(tag)
+        if d is None:
+            return Request(proc_null=True)
+        return Request(self._comm().issend(obj, d, t))
+
     ibsend = isend
 
     def irecv(self, buf: Any = None, source: int = ANY_SOURCE, tag: int = ANY_TAG) -> Request:
@@ -251,23 +313,28 @@ class Comm:
         return Request(self._comm().irecv(None, s, t))
 
     # --- point-to-point, buffers -----------------------------------------------------------
-    def Isend(self, buf: Any, dest: int, tag: int = 0) -> Request:  # noqa: N802
+    def Isend(self, buf: Any, dest: int, tag: int = 0, _synchronous: bool = False) -> Request:  # noqa: N802
         charge()
         b = message(buf, f"rank {self.rank}: Isend buffer")
         d, t = self._dest(dest), self._tag(tag)
         if d is None:
             return Request(proc_null=True)
         data = b.pack()
-        return Request(self._comm().isend(data, d, t, nbytes=len(data)))
+        start = self._comm().issend if _synchronous else self._comm().isend
+        return Request(start(data, d, t, nbytes=len(data)))
 
-    Issend = Isend
+    def Issend(self, buf: Any, dest: int, tag: int = 0) -> Request:  # noqa: N802
+        return self.Isend(buf, dest, tag, _synchronous=True)
+
     Ibsend = Isend
     Irsend = Isend
 
     def Send(self, buf: Any, dest: int, tag: int = 0) -> None:  # noqa: N802
         self.Isend(buf, dest, tag).Wait()
 
-    Ssend = Send
+    def Ssend(self, buf: Any, dest: int, tag: int = 0) -> None:  # noqa: N802
+        self.Issend(buf, dest, tag).Wait()
+
     Bsend = Send
     Rsend = Send
 
@@ -305,6 +372,40 @@ class Comm:
         sreq.Wait()
         rreq.Wait(status)
 
+    def Isendrecv(  # noqa: N802
+        self,
+        sendbuf: Any,
+        dest: int,
+        sendtag: int = 0,
+        recvbuf: Any = None,
+        source: int = ANY_SOURCE,
+        recvtag: int = ANY_TAG,
+    ) -> Request:
+        """Done before it returns (both halves at once, so no deadlock): a completed request."""
+        st = Status()
+        self.Sendrecv(sendbuf, dest, sendtag, recvbuf, source, recvtag, st)
+        return _completed(st)
+
+    def Isendrecv_replace(  # noqa: N802
+        self, buf: Any, dest: int, sendtag: int = 0, source: int = ANY_SOURCE, recvtag: int = ANY_TAG
+    ) -> Request:
+        st = Status()
+        self.Sendrecv_replace(buf, dest, sendtag, source, recvtag, st)
+        return _completed(st)
+
+    def isendrecv(
+        self,
+        sendobj: Any,
+        dest: int,
+        sendtag: int = 0,
+        recvbuf: Any = None,
+        source: int = ANY_SOURCE,
+        recvtag: int = ANY_TAG,
+    ) -> Request:
+        st = Status()
+        value = self.sendrecv(sendobj, dest, sendtag, None, source, recvtag, st)
+        return _completed(st, value)
+
     def Sendrecv_replace(  # noqa: N802
         self,
         buf: Any,
@@ -329,7 +430,9 @@ class Comm:
     def Send_init(self, buf: Any, dest: int, tag: int = 0) -> Prequest:  # noqa: N802
         return Prequest(lambda: self.Isend(buf, dest, tag))
 
-    Ssend_init = Send_init
+    def Ssend_init(self, buf: Any, dest: int, tag: int = 0) -> Prequest:  # noqa: N802
+        return Prequest(lambda: self.Issend(buf, dest, tag))
+
     Bsend_init = Send_init
     Rsend_init = Send_init
 
@@ -400,6 +503,27 @@ class Intracomm(Comm):
         return Intracomm(wait(self._comm().Dup()), self._name)
 
     Clone = Dup
+
+    def Dup_with_info(self, info: Any) -> "Intracomm":  # noqa: N802
+        return self.Dup(info)
+
+    def Idup(self, info: Any = None) -> tuple["Intracomm", Request]:  # noqa: N802
+        """Done at once: the new communicator and a completed request."""
+        return self.Dup(info), Request()
+
+    def Idup_with_info(self, info: Any) -> tuple["Intracomm", Request]:  # noqa: N802
+        return self.Idup(info)
+
+    def Create_group(self, group: Any, tag: int = 0) -> "Intracomm":  # noqa: N802
+        """Collective over ``group``'s members only (MPI_Comm_create_group)."""
+        c = self._comm()
+        return _group_comm(c._base_comm(), [int(w) for w in group._ranks])
+
+    @classmethod
+    def Create_from_group(  # noqa: N802
+        cls, group: Any, stringtag: str = "org.mpi4py", info: Any = None, errhandler: Any = None
+    ) -> "Intracomm":
+        return _group_comm(current().objects["world"], [int(w) for w in group._ranks])
 
     def Split(self, color: int = 0, key: int = 0) -> "Intracomm":  # noqa: N802
         sub = wait(self._comm().Split(UNDEFINED if color == UNDEFINED else color, key))
@@ -522,7 +646,7 @@ class Intracomm(Comm):
             sv = vmessage(sendbuf, c.size, f"rank {c.rank}: Scatter sendbuf")
             blobs = [sv.block(i).pack() for i in range(c.size)]
         data = wait(c.scatter(blobs, r))
-        if not (c.rank == r and is_in_place(recvbuf)):
+        if recvbuf is not None and not (c.rank == r and is_in_place(recvbuf)):
             message(recvbuf, f"rank {c.rank}: Scatter recvbuf").unpack(data, f"rank {c.rank}: Scatter")
 
     Scatterv = Scatter
@@ -644,6 +768,64 @@ class Intracomm(Comm):
         return Request()
 
 
+class _Completed(Request):
+    """A request whose operation already finished, with its status and value."""
+
+    __slots__ = ("_done_status", "_done_value")
+
+    def __init__(self, status: Status, value: Any = None):
+        super().__init__(None, None, proc_null=True)  # not null until waited for
+        self._done_status, self._done_value = status, value
+
+    def _complete(self, status: Status | None) -> Any:
+        if self._null:
+            return super()._complete(status)
+        if status is not None:
+            Status.__init__(status, self._done_status)
+        self._proc_null, self._null = False, True
+        return self._done_value
+
+    def Get_status(self, status: Status | None = None) -> bool:  # noqa: N802
+        if status is not None and not self._null:
+            Status.__init__(status, self._done_status)
+        return True
+
+
+def _completed(status: Status, value: Any = None) -> Request:
+    return _Completed(status, value)
+
+
+def _group_comm(base: Any, world_ranks: list[int]) -> "Intracomm":
+    """A communicator of ``world_ranks`` made by its members alone: the first
+    member learns every member's highest context id and hands out the next."""
+    from ..collectives.tags import CREATE_GROUP
+    from ..comm.communicator import SubComm
+
+    me = base.rank
+    if me not in world_ranks:
+        return COMM_NULL
+    leader = world_ranks[0]
+    if me == leader:
+        highs = [base._ctx_high] + [wait(base.recv(None, w, CREATE_GROUP)) for w in world_ranks[1:]]
+        ctx = max(highs) + 1
+        for w in world_ranks[1:]:
+            wait(base.send(ctx, w, CREATE_GROUP))
+    else:
+        wait(base.send(base._ctx_high, leader, CREATE_GROUP))
+        ctx = wait(base.recv(None, leader, CREATE_GROUP))
+    base._ctx_high = ctx
+    return Intracomm(SubComm(base, world_ranks, ctx))
+
+
+def _predefined_copy(name: str, copy: bool) -> Comm:
+    from . import MPI
+
+    comm = getattr(MPI, name)
+    if not copy:
+        return comm
+    return Comm(None) if name == "COMM_NULL" else Intracomm(comm)
+
+
 def _op(op: Any) -> Op:
     if isinstance(op, Op):
         return op
@@ -660,6 +842,15 @@ class _RankBound(Intracomm):
 
     def __init__(self, name: str):
         self._name = name
+        self._info = None
+
+    @property
+    def _buffer(self) -> Any:  # type: ignore[override]
+        return current().objects.get(f"{self._key}-buffer")
+
+    @_buffer.setter
+    def _buffer(self, value: Any) -> None:
+        current().objects[f"{self._key}-buffer"] = value
 
     @property  # type: ignore[override]
     def _c(self) -> Any:

@@ -64,7 +64,8 @@ class Group:
         return 2 if sorted(self._ranks) == sorted(other._ranks) else 3
 
     def Free(self) -> None:  # noqa: N802
-        """Nothing to release."""
+        """It becomes MPI.GROUP_NULL (no ranks)."""
+        self._ranks = []
 
     def __eq__(self, other: Any) -> bool:
         return isinstance(other, Group) and self._ranks == other._ranks

@@ -82,8 +82,6 @@ UNSUPPORTED = {
     "Join": "dynamic process management",
     "Get_parent": "dynamic process management",
     "Create_intercomm": "intercommunicators",
-    "Alloc_mem": "one-sided communication (MPI_Alloc_mem)",
-    "Free_mem": "one-sided communication (MPI_Free_mem)",
     "Register_datarep": "MPI-IO",
     "Create_dist_graph": "distributed graph topologies",
     "Create_dist_graph_adjacent": "distributed graph topologies",

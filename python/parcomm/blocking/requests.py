@@ -56,6 +56,10 @@ class Request:
             self._proc_null, self._null = False, True
             return None
         r = self._r
+        if r is None:  # an inactive persistent request
+            if status is not None:
+                Status.__init__(status)
+            return None
         from ..comm.base import Status as BaseStatus
 
         st = BaseStatus()
@@ -103,6 +107,8 @@ class Request:
             ctx = current()
             ctx.comm._cancel(self._r)
 
+    cancel = Cancel
+
     def Free(self) -> None:  # noqa: N802
         self._r, self._null, self._proc_null = None, True, False
 
@@ -143,17 +149,68 @@ class Request:
         return cls._complete_all(reqs, statuses)
 
     @staticmethod
-    def _complete_all(reqs: list["Request"], statuses: list | None) -> list[Any]:
+    def _complete_all(reqs: list["Request"], statuses: Any) -> list[Any]:
         out = []
         for i, q in enumerate(reqs):
             st = Status() if statuses is not None else None
             out.append(q._complete(st))
             if statuses is not None:
-                if i < len(statuses) and isinstance(statuses[i], Status):
-                    Status.__init__(statuses[i], st)
-                else:
-                    statuses.append(st) if i >= len(statuses) else statuses.__setitem__(i, st)
+                _store_status(statuses, i, st)
         return out
+
+    @classmethod
+    def Get_status_all(cls, requests: Sequence["Request"], statuses: Any = None) -> bool:  # noqa: N802
+        reqs = list(requests)
+        if not all(q._ready() for q in reqs):
+            poll_pause()
+        done = all(q._ready() for q in reqs)
+        if done and statuses is not None:
+            for i, q in enumerate(reqs):
+                st = Status()
+                q.Get_status(st)
+                _store_status(statuses, i, st)
+        return done
+
+    get_status_all = Get_status_all
+
+    @classmethod
+    def Get_status_any(cls, requests: Sequence["Request"], status: Status | None = None) -> tuple[int, bool]:  # noqa: N802
+        reqs = list(requests)
+        active = [i for i, q in enumerate(reqs) if not q._null]
+        if not active:
+            if status is not None:
+                Status.__init__(status)
+            return UNDEFINED, True
+        for attempt in (0, 1):
+            for i in active:
+                if reqs[i]._ready():
+                    reqs[i].Get_status(status)
+                    return i, True
+            if attempt == 0:
+                poll_pause()
+        return UNDEFINED, False
+
+    get_status_any = Get_status_any
+
+    @classmethod
+    def Get_status_some(cls, requests: Sequence["Request"], statuses: Any = None) -> list[int] | None:  # noqa: N802
+        reqs = list(requests)
+        active = [i for i, q in enumerate(reqs) if not q._null]
+        if not active:
+            return None
+        if not any(reqs[i]._ready() for i in active):
+            poll_pause()
+        out = []
+        for i in active:
+            if reqs[i]._ready():
+                st = Status()
+                reqs[i].Get_status(st)
+                if statuses is not None:
+                    _store_status(statuses, i, st)
+                out.append(i)
+        return out
+
+    get_status_some = Get_status_some
 
     @classmethod
     def Testall(cls, requests: Sequence["Request"], statuses: list | None = None) -> bool:  # noqa: N802
@@ -244,10 +301,7 @@ class Request:
                 values.append(reqs[i]._complete(st))
                 indices.append(i)
                 if statuses is not None:
-                    if i < len(statuses):
-                        statuses[i] = st
-                    else:
-                        statuses.append(st)
+                    _store_status(statuses, i, st)
         return indices, values
 
     @classmethod
@@ -261,6 +315,20 @@ class Request:
             q.Start()
 
 
+def _store_status(statuses: Any, i: int, st: Status | None) -> None:
+    """Put request i's status into the caller's list (filled in place, or extended)."""
+    if st is None:
+        return
+    if i < len(statuses):
+        if isinstance(statuses[i], Status):
+            Status.__init__(statuses[i], st)
+        else:
+            statuses[i] = st
+    elif isinstance(statuses, list):
+        statuses.extend(Status() for _ in range(i - len(statuses)))
+        statuses.append(st)
+
+
 class Prequest(Request):
     """A persistent request (``Send_init``/``Recv_init``): ``Start`` begins one round."""
 
@@ -269,6 +337,7 @@ class Prequest(Request):
     def __init__(self, start: Callable[[], Request]):
         super().__init__()
         self._start = start
+        self._null = False  # inactive, not null: Start() begins a round
 
     def Start(self) -> None:  # noqa: N802
         started = self._start()
@@ -283,7 +352,12 @@ class Prequest(Request):
 
     def _complete(self, status: Status | None) -> Any:
         value = super()._complete(status)
-        return value  # inactive again (null) until the next Start, as MPI's persistent requests
+        self._null = self._start is None  # inactive until the next Start, not null (unless freed)
+        return value
+
+    def Free(self) -> None:  # noqa: N802
+        super().Free()
+        self._start = None  # type: ignore[assignment]
 
 
 class Message:

@@ -25,6 +25,7 @@ from contextlib import contextmanager
 from typing import Any, Iterator, Sequence
 
 from .bridge import RankContext, drive
+from .misc import AbortRun
 from .output import RankInput, RankOutput
 
 __all__ = ["script_program", "mpi4py_installed", "is_script_ref", "SELF_CONTEXT"]
@@ -144,6 +145,10 @@ async def script_program(
         ctx = make_context(comm, cpu_scale or None)
         try:
             await drive(ctx, _run_main, script, list(argv))
+        except AbortRun as e:  # MPI_Abort ends the whole run, as mpiexec kills every rank
+            from ..comm.base import CommError
+
+            raise CommError(str(e)) from None
         finally:
             for stream in (sys.stdout, sys.stderr):
                 if isinstance(stream, RankOutput):

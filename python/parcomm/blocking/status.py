@@ -23,6 +23,8 @@ class Status:
     __slots__ = ("source", "tag", "error", "count", "cancelled")
 
     def __init__(self, status: "Status | None" = None):
+        if status is not None and not isinstance(status, Status):
+            raise TypeError(f"Status() takes a Status to copy, got {type(status).__name__}")
         if status is not None:
             self.source, self.tag, self.error = status.source, status.tag, status.error
             self.count, self.cancelled = status.count, status.cancelled

@@ -100,12 +100,14 @@ class P2PEngine:
         communicator context ``ctx``; ``req`` completes when it has left."""
         if self.receiver_driven:
             frame = Frame(EAGER, dest, tag, size, wire, 0, payload, req, ctx=ctx)
-            if self._take_credit(dest, tag) or wire <= self.eager_limit:
+            if self._take_credit(dest, tag) or (wire <= self.eager_limit and not getattr(req, "synchronous", False)):
                 self.actions.append(frame)
             else:
                 self._blocked.setdefault(dest, []).append(frame)
             return
-        if wire <= self.eager_limit:
+        # A synchronous send (MPI_Ssend) always takes the rendezvous: its data leaves, and the
+        # send completes, only once a receive has matched it.
+        if wire <= self.eager_limit and not getattr(req, "synchronous", False):
             self.actions.append(Frame(EAGER, dest, tag, size, wire, 0, payload, req, ctx=ctx))
             return
         self._msgid += 1
