@@ -50,7 +50,7 @@ class Job:
     join_timeout: float = 30.0  # s: a rank not reachable by then is counted out (it may join later)
     faults: dict = dataclasses.field(default_factory=dict)  # rank -> [fault, ...] (tests)
     manifest_url: str | None = None  # where the hash list is, if not the sidecar next to the object
-    verify: str = "whole"  # "whole": pieces and the whole object's sha256; "pieces": pieces only
+    verify: str = "pieces"  # "pieces": every piece's sha256 (one pass); "whole": and the whole object's
     write: str = "cached"  # "cached": through the page cache; "direct": O_DIRECT (real.WRITE_MODES)
 
     def out_for(self, rank: int) -> str:

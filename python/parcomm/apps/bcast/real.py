@@ -11,9 +11,9 @@ others, and never through the interpreter one by one:
   a piece with ``recv_into`` into a buffer it reuses, verifies it (hashlib
   releases the GIL) and writes it in place; a sender uploads pieces with
   ``sendfile`` from the output (or from the caller's buffer).
-* :class:`~.store.WholeDigest` hashes the whole object in order as it
-  arrives, so the output is published without being read back
-  (``verify="whole"``; ``"pieces"`` skips that second sha256 pass).
+* ``verify="pieces"`` (the default) hashes every byte once, as its piece
+  arrives; ``"whole"`` adds :class:`~.store.WholeDigest`, which hashes the
+  whole object in order as it arrives (a second pass, reading it back).
 
 Threads only post events (:mod:`.messages`) to the protocol's queue, and the
 protocol's actions only enqueue work for them.
@@ -34,9 +34,9 @@ from a member; a rank accepts one open connection per peer rank at a time.
 
 Integrity: a piece is stored only after its sha256 matched the hash list
 (``KEY.parcomm.json``); a file output appears at its path only when complete
-and, with ``verify="whole"`` (the default), its whole sha256 matches
+and, with ``verify="whole"``, its whole sha256 matches
 (:class:`.output.OutputWriter`); a buffer or a stream (``--out -``) is
-declared good only then. ``verify="pieces"`` trusts the piece digests alone:
+declared good only then. ``verify="pieces"`` (the default) trusts the piece digests alone:
 they and the whole digest come from one ``prepare`` pass over the object, so
 every piece matching proves the object (as in BitTorrent); the whole-object
 hash then only guards against a bug of ours writing a piece at a wrong offset.
@@ -135,7 +135,7 @@ class NodeReport:
     complete_s: float | None = None  # when the output was verified and published (None: never)
     connections: int = 0  # peer connections this node opened (handshake done)
     cpu_s: float = 0.0  # this process's user + system CPU time over the run
-    verify: str = "whole"  # what was checked: "whole" (pieces + whole object) or "pieces"
+    verify: str = "pieces"  # what was checked: "pieces" (every piece) or "whole" (and the whole object)
     write: str = "cached"  # how a file output was written: "cached" or "direct" (O_DIRECT where it could)
 
     @property
@@ -239,7 +239,7 @@ class RealNode:
         linger: float = 60.0,
         join_timeout: float = 30.0,
         faults: tuple[str, ...] = (),
-        verify: str = "whole",
+        verify: str = "pieces",
         write: str = "cached",
     ) -> None:
         if verify not in VERIFY_MODES:
