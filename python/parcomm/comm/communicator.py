@@ -449,7 +449,9 @@ class Communicator(Generic[RequestT]):
         size = payload_nbytes(obj) if nbytes is None else int(nbytes)
         if size < 0:
             raise CommError(f"rank {self.rank}: nbytes must be >= 0, got {nbytes}")
-        req = self._new_request(f"{'ssend' if _synchronous else 'send'} to {dest} tag {tag_label(tag)} ({size} B)", "send")
+        req = self._new_request(
+            f"{'ssend' if _synchronous else 'send'} to {dest} tag {tag_label(tag)} ({size} B)", "send"
+        )
         req.synchronous = _synchronous
         if self._trace is not None:
             self._event("i", "isend", self.wtime(), None, {"dest": dest, "tag": tag, "nbytes": size})
