@@ -10,8 +10,10 @@ Attacks: (1) the pickle RCE against `parcomm run socket` ranks from the network;
 (5) a 2^62-byte frame declared to a rank, streamed for --stream-s seconds
 (victim RSS growth); (2) with --bcast (needs versitygw): 3 spoofed connections
 per node claiming a rank, then closing, during a 4-node rendezvous-dir
-broadcast. Every loop is bounded in count and time; only processes this script
-started are ended, by pid.
+broadcast. With --local, issue 30's local attacks instead (another user's FIFO
+and links in a rendezvous dir, FIFO and foreign key files, kill -9 of launchers,
+the input reproducers; scripts/replay_local_attacks.py). Every loop is bounded in
+count and time; only processes this script started are ended, by pid.
 """
 
 from __future__ import annotations
@@ -232,7 +234,15 @@ def main() -> None:
     ap.add_argument("--tree", type=Path, default=Path(__file__).resolve().parents[1], help="a parcomm checkout")
     ap.add_argument("--stream-s", type=float, default=5.0, help="seconds the huge frame is streamed")
     ap.add_argument("--bcast", action="store_true", help="also the broadcast attack (needs versitygw)")
+    ap.add_argument("--local", action="store_true", help="issue 30's local attacks only (replay_local_attacks.py)")
     args = ap.parse_args()
+    if args.local:  # other local users and kill -9 of launchers: separate cases, separate module
+        import replay_local_attacks
+
+        print(f"tree {args.tree} (local attacks)")
+        with tempfile.TemporaryDirectory(prefix="parcomm-attacks-") as tmp:
+            replay_local_attacks.run_all(args.tree, Path(tmp), with_bcast=args.bcast)
+        return
     has_auth = (args.tree / "python" / "parcomm" / "auth").is_dir()
     print(f"tree {args.tree} ({'with' if has_auth else 'without'} job authentication)")
     with tempfile.TemporaryDirectory(prefix="parcomm-attacks-") as tmp:
