@@ -99,6 +99,14 @@ class JobKey:
     def verify(self, message: bytes, tag: bytes) -> bool:
         return hmac.compare_digest(self.mac(message), tag)
 
+    def derive(self, salt: bytes, info: bytes, length: int) -> bytes:
+        """``length`` bytes of key material for one purpose (HKDF-SHA256, RFC 5869):
+        ``salt`` binds it to one handshake, ``info`` to one use."""
+        from cryptography.hazmat.primitives import hashes
+        from cryptography.hazmat.primitives.kdf.hkdf import HKDF
+
+        return HKDF(algorithm=hashes.SHA256(), length=length, salt=salt, info=info).derive(self._secret)
+
     def __repr__(self) -> str:
         return "JobKey(<secret>)"
 

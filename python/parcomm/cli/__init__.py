@@ -76,6 +76,10 @@ def main(argv: list[str] | None = None) -> int:
     except click.exceptions.Abort:
         click.echo("aborted", err=True)
         return 130
+    except click.UsageError as e:  # click's own form is three lines; every usage error here is one
+        where = f" (see {e.ctx.command_path} --help)" if e.ctx is not None else ""
+        click.echo(f"error: {e.format_message()}{where}", err=True)
+        return e.exit_code
     except click.ClickException as e:
         e.show()
         return e.exit_code

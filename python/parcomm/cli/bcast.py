@@ -252,10 +252,10 @@ def _check_out(out: str, ranks: range) -> None:
 @click.option(
     "--verify",
     type=click.Choice(VERIFY_MODES),
-    default="whole",
+    default="pieces",
     show_default=True,
-    help="whole: each piece's sha256 and the whole object's (one more pass, ~0.5 CPU s/GB); pieces: each piece's"
-    " only -- the hash list is the root of trust either way, the extra pass guards only against our own write bugs",
+    help="pieces: every byte hashed once, as its piece arrives, against the hash list (the root of trust); whole:"
+    " and the whole object's sha256 in order (one more pass, ~0.5 CPU s/GB; guards only against our own write bugs)",
 )
 @click.option(
     "--write",
@@ -304,6 +304,11 @@ def get(
     connection; a process without it cannot join, send pieces or learn the
     peer table. With --rendezvous or --rendezvous-dir give every node the
     same key (--key-file or $PARCOMM_JOB_KEY)."""
+    import os
+
+    # A node does no linear algebra: numpy (the protocol's arrays) must not start OpenBLAS
+    # threads in this process, nor in the --local children, which inherit it. A user's setting stands.
+    os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
     from ..apps.bcast.launch import Job, SharedOutput
     from ..apps.bcast.output import OutputError
     from ..apps.bcast.real import BcastError

@@ -96,7 +96,7 @@ def _common(f):
             "--rto-scheme",
             type=click.Choice(SCHEMES),
             default=None,
-            help="per-host RTO of seed 000 §5.2 with X = each --rto-min",
+            help="per-host RTO of Oguchi et al. (§5.2) with X = each --rto-min",
         ),
         click.option("--seed", type=int, default=1, show_default=True, help="simulator seed and RTO-scheme seed"),
         click.option("--repeat", type=int, default=3, show_default=True, help="emulated runs per point (median shown)"),
@@ -129,7 +129,7 @@ def compare() -> None:
 @click.option(
     "--platform", "platform_spec", default="star:16,rate=100M,buffer=32KiB", show_default=True, help=EMU_PLATFORM_HELP
 )
-@click.option("--algo", default="A,B", show_default=True, help="comma list of A, B (seed 001 Figs. 6, 7)")
+@click.option("--algo", default="A,B", show_default=True, help="comma list of A, B (Nomura & Ishikawa, Figs. 6, 7)")
 @click.option("--size", default="4KiB,256KiB", show_default=True, help="comma list of bytes per rank pair")
 @click.option("--rto-min", default=None, help="TCP RTO minimum for every host")
 @_common

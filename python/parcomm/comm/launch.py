@@ -207,7 +207,11 @@ def _local_rank_main(
             if listener is not None:
                 listener.close()
             kind = _classify(e)
-            text = str(e) if isinstance(e, (CommError, ProgramError)) else f"rank {rank} raised {type(e).__name__}: {e}"
+            text = (
+                str(e)
+                if isinstance(e, (CommError, ProgramError))
+                else f"rank {rank} raised {type(e).__name__}" + (f": {e}" if str(e) else "")
+            )
             conn.send(("error", kind, text, "".join(traceback.format_exception(e))[-4000:]))
             return
         try:

@@ -33,7 +33,7 @@ from . import manifest as manifests
 from .node import BcastConfig
 from .real import BcastError, NodeReport, Progress, RealNode
 from .rendezvous import Endpoint, RendezvousError, local_table, reserve_local_sockets, via_address, via_directory
-from .s3 import S3Client, S3Config
+from .s3 import DeadlineExceeded, S3Client, S3Config
 
 
 @dataclass(frozen=True)
@@ -50,7 +50,7 @@ class Job:
     join_timeout: float = 30.0  # s: a rank not reachable by then is counted out (it may join later)
     faults: dict = dataclasses.field(default_factory=dict)  # rank -> [fault, ...] (tests)
     manifest_url: str | None = None  # where the hash list is, if not the sidecar next to the object
-    verify: str = "whole"  # "whole": pieces and the whole object's sha256; "pieces": pieces only
+    verify: str = "pieces"  # "pieces": every piece's sha256 (one pass); "whole": and the whole object's
     write: str = "cached"  # "cached": through the page cache; "direct": O_DIRECT (real.WRITE_MODES)
 
     def out_for(self, rank: int) -> str:
@@ -73,9 +73,13 @@ class Job:
 
 
 def check_object(job: Job, client: S3Client) -> manifests.Manifest:
-    """HEAD the object and load its hash list (raises S3Error subclasses)."""
-    info = client.head(job.url)
-    return manifests.load(job.url, client=client, info=info, manifest_url=job.manifest_url)
+    """HEAD the object and load its hash list (raises S3Error subclasses; BcastError when
+    the job's deadline passes first)."""
+    try:
+        info = client.head(job.url)
+        return manifests.load(job.url, client=client, info=info, manifest_url=job.manifest_url)
+    except DeadlineExceeded as exc:
+        raise BcastError(f"no completion within {job.timeout:g} s (--timeout): {exc}") from None
 
 
 def _node(
@@ -160,7 +164,7 @@ def run_one(
             key = resolve_key()
         except JobKeyError as exc:
             raise BcastError(str(exc)) from None
-    client = S3Client(job.s3, seed=rank)
+    client = S3Client(job.s3, seed=rank, deadline=time.monotonic() + job.timeout)
     manifest = check_object(job, client)
     (listen,) = reserve_local_sockets(1, bind)
     me = (advertise or listen.getsockname()[0], listen.getsockname()[1])
@@ -272,7 +276,7 @@ def child_main(argv: list[str]) -> int:
     try:
         key = resolve_key()  # the parent's fresh key, in our environment
         job = replace(job, s3=keys_from_environment(job.s3))
-        client = S3Client(job.s3, seed=rank)
+        client = S3Client(job.s3, seed=rank, deadline=time.monotonic() + job.timeout)
         manifest = check_object(job, client)
         report = _node(job, rank, table, listen, client, manifest, on_progress, key)
     except Exception as exc:  # reported to the parent, which prints one line per node

@@ -11,9 +11,9 @@ others, and never through the interpreter one by one:
   a piece with ``recv_into`` into a buffer it reuses, verifies it (hashlib
   releases the GIL) and writes it in place; a sender uploads pieces with
   ``sendfile`` from the output (or from the caller's buffer).
-* :class:`~.store.WholeDigest` hashes the whole object in order as it
-  arrives, so the output is published without being read back
-  (``verify="whole"``; ``"pieces"`` skips that second sha256 pass).
+* ``verify="pieces"`` (the default) hashes every byte once, as its piece
+  arrives; ``"whole"`` adds :class:`~.store.WholeDigest`, which hashes the
+  whole object in order as it arrives (a second pass, reading it back).
 
 Threads only post events (:mod:`.messages`) to the protocol's queue, and the
 protocol's actions only enqueue work for them.
@@ -34,9 +34,9 @@ from a member; a rank accepts one open connection per peer rank at a time.
 
 Integrity: a piece is stored only after its sha256 matched the hash list
 (``KEY.parcomm.json``); a file output appears at its path only when complete
-and, with ``verify="whole"`` (the default), its whole sha256 matches
+and, with ``verify="whole"``, its whole sha256 matches
 (:class:`.output.OutputWriter`); a buffer or a stream (``--out -``) is
-declared good only then. ``verify="pieces"`` trusts the piece digests alone:
+declared good only then. ``verify="pieces"`` (the default) trusts the piece digests alone:
 they and the whole digest come from one ``prepare`` pass over the object, so
 every piece matching proves the object (as in BitTorrent); the whole-object
 hash then only guards against a bug of ours writing a piece at a wrong offset.
@@ -86,7 +86,7 @@ from .messages import (
 from .node import BcastConfig, BcastNode
 from .notices import LOST
 from .output import OutputError
-from .s3 import AccessDenied, ObjectChanged, ObjectNotFound, S3Client, S3Error
+from .s3 import AccessDenied, DeadlineExceeded, ObjectChanged, ObjectNotFound, S3Client, S3Error
 from .store import FileStore, MemoryStore, PieceStore, SpoolStore, WholeDigest
 from .wire import Hello, NotAMember, Record, WireError
 
@@ -135,7 +135,7 @@ class NodeReport:
     complete_s: float | None = None  # when the output was verified and published (None: never)
     connections: int = 0  # peer connections this node opened (handshake done)
     cpu_s: float = 0.0  # this process's user + system CPU time over the run
-    verify: str = "whole"  # what was checked: "whole" (pieces + whole object) or "pieces"
+    verify: str = "pieces"  # what was checked: "pieces" (every piece) or "whole" (and the whole object)
     write: str = "cached"  # how a file output was written: "cached" or "direct" (O_DIRECT where it could)
 
     @property
@@ -239,7 +239,7 @@ class RealNode:
         linger: float = 60.0,
         join_timeout: float = 30.0,
         faults: tuple[str, ...] = (),
-        verify: str = "whole",
+        verify: str = "pieces",
         write: str = "cached",
     ) -> None:
         if verify not in VERIFY_MODES:
@@ -301,6 +301,9 @@ class RealNode:
             time.sleep(self.late_s)
         start, cpu0 = time.monotonic(), _cpu_seconds()
         self.t0 = start
+        # One deadline for the whole job: the client's (set when the job began, and kept by
+        # cutting off its requests), else from our start.
+        self.deadline = getattr(self.client, "deadline", None) or start + self.timeout
         self.events: queue.SimpleQueue = queue.SimpleQueue()
         self.lock = threading.Lock()
         self.fatal: BaseException | None = None
@@ -333,10 +336,12 @@ class RealNode:
         )
         self.pool = ThreadPoolExecutor(max_workers=self.cfg.s3_connections, thread_name_prefix=f"s3-{self.rank}")
         listener = Listener(self.listen, self.hello, self.max_payload, self.key, self._receive)
+        failed = True
         try:
             self._main()
+            failed = False
         finally:
-            self._shut_down(listener)
+            self._shut_down(listener, failed)
         self.report.run_s = time.monotonic() - start
         self.report.cpu_s = _cpu_seconds() - cpu0
         stats = self.client.stats
@@ -349,9 +354,11 @@ class RealNode:
         self.report.peers_dropped = sorted(self.dropped)
         return self.report
 
-    def _shut_down(self, listener: Listener) -> None:
+    def _shut_down(self, listener: Listener, failed: bool = False) -> None:
         self.stopping = True
         listener.stop()
+        if failed and hasattr(self.client, "abort"):
+            self.client.abort()  # a GET blocked on a slow or silent server must not hold us here
         for fetch in list(self.fetches.values()):
             fetch.cancelled.set()
         for box in self.outboxes.values():
@@ -378,8 +385,8 @@ class RealNode:
             if self.node.failed:
                 raise BcastError(f"rank {self.rank}: {self.node.failed}")
             now = self._now()
-            if now > self.timeout:
-                raise BcastError(f"rank {self.rank}: no completion within {self.timeout:.0f} s")
+            if time.monotonic() > self.deadline:
+                raise self._timed_out()
             self._try_commit()
             if self.node.finished and not self.commit_pending:
                 finished_at = finished_at if finished_at is not None else now
@@ -409,6 +416,9 @@ class RealNode:
                         self.node.held, self.layout.pieces, self.node.bytes_from_storage, self.node.bytes_from_peers
                     )
                 )
+
+    def _timed_out(self) -> BcastError:
+        return BcastError(f"rank {self.rank}: no completion within {self.timeout:g} s (--timeout)")
 
     def _now(self) -> float:
         return time.monotonic() - self.t0
@@ -527,6 +537,9 @@ class RealNode:
         try:
             self.client.get_range(self.url, start, end, on_chunk, chunk_size=size, etag=self.manifest.etag)
         except _Cancelled:
+            return
+        except DeadlineExceeded:
+            self._fail(self._timed_out())
             return
         except (ObjectNotFound, AccessDenied, ObjectChanged) as exc:
             self._fail(BcastError(f"rank {self.rank}: {exc}"))
