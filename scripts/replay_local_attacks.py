@@ -165,6 +165,13 @@ def kill9_run_local(tree: Path, work: Path) -> dict:
             "pymp_dirs_left": len(stayed), "after_next_run": len(after)}
 
 
+def _downloading(before: set[str]) -> int:
+    """Nodes of a new `bcast --local` reporting progress (past their start-up)."""
+    top = tempfile.gettempdir()
+    new = [os.path.join(top, n) for n in _new_entries(before, "parcomm-bcast-")]
+    return max((sum(f.startswith("progress-") for f in os.listdir(d)) for d in new if os.path.isdir(d)), default=0)
+
+
 def kill9_bcast_local(tree: Path, work: Path) -> dict:
     sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "python"))
     from parcomm.apps.bcast import manifest as mf
@@ -184,7 +191,7 @@ def kill9_bcast_local(tree: Path, work: Path) -> dict:
             env = {**_env(tree, REPLAY_TAG=tag), **gw.environ(), "AWS_ENDPOINT_URL_S3": proxy.endpoint_url}
             argv = [sys.executable, "-m", "parcomm", "bcast", url, "--local", "3", "--out", str(work / "o.{rank}"),
                     "--timeout", "120s"]
-            started, left = _kill9(argv, env, lambda: len(_tagged(tag)) >= 4, tag, work)
+            started, left = _kill9(argv, env, lambda: _downloading(before) >= 3, tag, work)
         stayed = _new_entries(before, "parcomm-bcast-")
         subprocess.run([sys.executable, "-m", "parcomm", "bcast", url, "--local", "1", "--out", str(work / "next")],
                        env={**_env(tree), **gw.environ()}, cwd=work, capture_output=True, timeout=120)

@@ -1171,6 +1171,12 @@ def test_run_local_ranks_die_with_a_killed_launcher_and_its_temp_dir_is_swept(tm
     assert not any(p.exists() for p in dead)
 
 
+def _downloading(before: set[Path]) -> int:
+    """Nodes of a new `bcast --local` that report progress (they are past start-up)."""
+    new = set(Path(tempfile.gettempdir()).glob("parcomm-bcast-*")) - before
+    return max((len(list(d.glob("progress-*.json"))) for d in new), default=0)
+
+
 def _owner_dead(name: str) -> bool:
     """For a ``parcomm-<kind>-<pid>-<start>-XXXX`` directory: is the process that made it gone?"""
     _, _, pid, start, _ = name.split("-", 4)
@@ -1183,12 +1189,13 @@ def test_bcast_local_nodes_die_with_a_killed_launcher(versitygw, s3_object, tmp_
     kills them: PR_SET_PDEATHSIG), and the next run sweeps the directory."""
     url, _digest, _size = s3_object
     tag = os.urandom(8).hex()
+    before = set(Path(tempfile.gettempdir()).glob("parcomm-bcast-*"))
     with PacingProxy(versitygw.endpoint_url, profile=[(1.0, 3e4)], seed=3) as proxy:  # 30 kB/s: a minute to go
         env = {**os.environ, **versitygw.environ(), "AWS_ENDPOINT_URL_S3": proxy.endpoint_url}
         env["PARCOMM_TEST_TAG"] = tag
         argv = [sys.executable, "-m", "parcomm", "bcast", url, "--local", "3", "--out", str(tmp_path / "o.{rank}")]
         argv += ["--timeout", "120s"]
-        started, left = _kill_launcher_and_watch(argv, env, lambda: len(_tagged(tag)) >= 4, tag)
+        started, left = _kill_launcher_and_watch(argv, env, lambda: _downloading(before) >= 3, tag)
     assert started == 3
     assert left == [], f"{len(left)} nodes outlived their launcher"
     mine = [p for p in Path(tempfile.gettempdir()).glob("parcomm-bcast-*-*-*") if _owner_dead(p.name)]
