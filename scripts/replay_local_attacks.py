@@ -16,7 +16,6 @@ import secrets
 import signal
 import subprocess
 import sys
-import tempfile
 import time
 from pathlib import Path
 
@@ -146,30 +145,39 @@ def _kill9(argv: list[str], env: dict, ready, tag: str, cwd: Path) -> tuple[int,
                 pass
 
 
-def _new_entries(before: set[str], prefix: str) -> list[str]:
-    return sorted(n for n in set(os.listdir(tempfile.gettempdir())) - before if n.startswith(prefix))
+def _entries(tmp: Path, prefix: str) -> list[str]:
+    return sorted(n for n in os.listdir(tmp) if n.startswith(prefix))
+
+
+_HOLD = """import asyncio, os, pathlib
+async def hold(comm):
+    pathlib.Path(os.environ["HOLD_DIR"], f"started-{comm.rank}").touch()
+    await asyncio.sleep(60)
+"""
 
 
 def kill9_run_local(tree: Path, work: Path) -> dict:
-    (work / "hold.py").write_text("import asyncio\nasync def hold(comm):\n    await asyncio.sleep(60)\n")
+    """The launcher's temporary directory is private to the case (TMPDIR), so what stays is its."""
+    (work / "hold.py").write_text(_HOLD)
+    tmp = work / "tmp"
+    tmp.mkdir()
     tag = secrets.token_hex(8)
-    env = {**_env(tree, REPLAY_TAG=tag), "PYTHONPATH": f"{tree / 'python'}{os.pathsep}{work}"}
-    before = set(os.listdir(tempfile.gettempdir()))
+    env = {**_env(tree, REPLAY_TAG=tag, TMPDIR=str(tmp), HOLD_DIR=str(work))}
+    env["PYTHONPATH"] = f"{tree / 'python'}{os.pathsep}{work}"
     argv = [sys.executable, "-m", "parcomm", "run", "local", "-n", "3", "--program", "hold:hold", "--timeout", "90s"]
-    started, left = _kill9(argv, env, lambda: len(_tagged(tag)) >= 5, tag, work)
-    stayed = _new_entries(before, "pymp-")
+    started, left = _kill9(argv, env, lambda: len(list(work.glob("started-*"))) >= 3, tag, work)
+    stayed = _entries(tmp, "pymp-")
     subprocess.run([sys.executable, "-m", "parcomm", "run", "local", "-n", "2", "--program", "barrier"],
-                   env=_env(tree), cwd=work, capture_output=True, timeout=120)
-    after = [n for n in stayed if os.path.exists(os.path.join(tempfile.gettempdir(), n))]
-    return {"attack": "kill -9 of `run local` (3 ranks)", "processes": started, "left_after_5s": left,
+                   env=_env(tree, TMPDIR=str(tmp)), cwd=work, capture_output=True, timeout=120)
+    after = [n for n in stayed if (tmp / n).exists()]
+    return {"attack": "kill -9 of `run local` (3 ranks running)", "processes": started, "left_after_5s": left,
             "pymp_dirs_left": len(stayed), "after_next_run": len(after)}
 
 
-def _downloading(before: set[str]) -> int:
-    """Nodes of a new `bcast --local` reporting progress (past their start-up)."""
-    top = tempfile.gettempdir()
-    new = [os.path.join(top, n) for n in _new_entries(before, "parcomm-bcast-")]
-    return max((sum(f.startswith("progress-") for f in os.listdir(d)) for d in new if os.path.isdir(d)), default=0)
+def _downloading(tmp: Path) -> int:
+    """Nodes of `bcast --local` reporting progress (past their start-up)."""
+    dirs = [tmp / n for n in _entries(tmp, "parcomm-bcast-")]
+    return max((len(list(d.glob("progress-*.json"))) for d in dirs if d.is_dir()), default=0)
 
 
 def kill9_bcast_local(tree: Path, work: Path) -> dict:
@@ -180,42 +188,56 @@ def kill9_bcast_local(tree: Path, work: Path) -> dict:
     from parcomm.apps.bcast.versitygw import VersityGW, ensure_versitygw
 
     tag = secrets.token_hex(8)
+    tmp = work / "tmp"
+    tmp.mkdir()
     with VersityGW(work / "gw", binary=ensure_versitygw(install=False)) as gw:
         gw.create_bucket("attack")
         client = S3Client(gw.s3_config())
         url = "s3://attack/obj.bin"
         client.put_bytes(url, os.urandom(3 << 20))
         mf.prepare(url, 64 << 10, client=client)
-        before = set(os.listdir(tempfile.gettempdir()))
         with PacingProxy(gw.endpoint_url, profile=[(1.0, 3e4)], seed=3) as proxy:
-            env = {**_env(tree, REPLAY_TAG=tag), **gw.environ(), "AWS_ENDPOINT_URL_S3": proxy.endpoint_url}
+            env = {**_env(tree, REPLAY_TAG=tag, TMPDIR=str(tmp)), **gw.environ()}
+            env["AWS_ENDPOINT_URL_S3"] = proxy.endpoint_url
             argv = [sys.executable, "-m", "parcomm", "bcast", url, "--local", "3", "--out", str(work / "o.{rank}"),
                     "--timeout", "120s"]
-            started, left = _kill9(argv, env, lambda: _downloading(before) >= 3, tag, work)
-        stayed = _new_entries(before, "parcomm-bcast-")
-        subprocess.run([sys.executable, "-m", "parcomm", "bcast", url, "--local", "1", "--out", str(work / "next")],
-                       env={**_env(tree), **gw.environ()}, cwd=work, capture_output=True, timeout=120)
-    after = [n for n in stayed if os.path.exists(os.path.join(tempfile.gettempdir(), n))]
-    return {"attack": "kill -9 of `bcast --local 3`", "processes": started, "left_after_5s": left,
+            started, left = _kill9(argv, env, lambda: _downloading(tmp) >= 3, tag, work)
+        stayed = _entries(tmp, "parcomm-bcast-")
+        subprocess.run([sys.executable, "-m", "parcomm", "bcast", url, "--local", "2", "--out", str(work / "next.{rank}")],
+                       env={**_env(tree, TMPDIR=str(tmp)), **gw.environ()}, cwd=work, capture_output=True,
+                       timeout=120)
+    after = [n for n in stayed if (tmp / n).exists()]
+    return {"attack": "kill -9 of `bcast --local 3` (downloading)", "processes": started, "left_after_5s": left,
             "status_dirs_left": len(stayed), "after_next_run": len(after)}
 
 
 def kill9_mine_gen(tree: Path, work: Path) -> dict:
+    """Another user planted a link at the old partial name first; then the writer is killed."""
     d = work / "mine"
     d.mkdir()
+    d.chmod(0o1777)
+    victim = work / "root-owned"
+    victim.write_text("precious\n")
+    (d / "data.qtx.part").symlink_to(victim)
+    os.chown(d / "data.qtx.part", NOBODY, NOBODY, follow_symlinks=False)
+
+    def partials() -> list[str]:
+        return [n for n in os.listdir(d) if n.endswith(".part") and not (d / n).is_symlink()]
+
     proc = subprocess.Popen([sys.executable, "-m", "parcomm", "mine", "gen", str(d / "data.qtx"), "-D", "20M"],
                             env=_env(tree), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     end = time.monotonic() + 60
-    while not [n for n in os.listdir(d) if n.endswith(".part")] and time.monotonic() < end:
+    while not partials() and victim.read_text(errors="replace") == "precious\n" and time.monotonic() < end:
         time.sleep(0.05)
     time.sleep(0.3)
     proc.kill()
     proc.wait()
-    left = [n for n in os.listdir(d) if n.endswith(".part")]
+    overwritten = victim.read_text(errors="replace") != "precious\n"
+    left = partials()
     subprocess.run([sys.executable, "-m", "parcomm", "mine", "gen", str(d / "data.qtx"), "-D", "100"],
                    env=_env(tree), capture_output=True, timeout=120)
-    after = [n for n in os.listdir(d) if n.endswith(".part")]
-    return {"attack": "kill -9 of `mine gen`", "partials_left": len(left), "after_next_run": len(after)}
+    return {"attack": "link at OUT.part, then kill -9 of `mine gen`", "victim_overwritten": overwritten,
+            "partials_left": len(left), "after_next_run": len(partials())}
 
 
 # ------------------------------------------------------------------ input reproducers
