@@ -14,11 +14,14 @@ broadcast. Issue 30 (network): (30.1) port squatting and relaying the
 handshake to a genuine listener, then a pickle to both members; (30.1b) a
 pickle frame injected into a genuine connection after its handshake; (30.2)
 1,000 silent connections held against rank 1 of a 2-rank `run socket` job and
-against a 4-rank rendezvous. Every loop is bounded in count and time; only
-processes this script started are ended, by pid.
+against a 4-rank rendezvous. Issue 30 (local), with --local instead: another
+user's FIFO and links in a rendezvous dir, FIFO and foreign key files, kill -9 of
+launchers, the input reproducers (scripts/replay_local_attacks.py). Every loop is
+bounded in count and time; only processes this script started are ended, by pid.
 
     python scripts/replay_attacks.py --tree /tmp/parcomm-base --issue30   # before
     python scripts/replay_attacks.py --issue30                            # after
+    python scripts/replay_attacks.py --tree /tmp/parcomm-base --local --bcast
 """
 
 from __future__ import annotations
@@ -514,7 +517,15 @@ def main() -> None:
     ap.add_argument("--bcast", action="store_true", help="also the broadcast attack (needs versitygw)")
     ap.add_argument("--issue30", action="store_true", help="only issue 30's network attacks")
     ap.add_argument("--no-flood", action="store_true", help="with --issue30: skip the flood timings")
+    ap.add_argument("--local", action="store_true", help="issue 30's local attacks only (replay_local_attacks.py)")
     args = ap.parse_args()
+    if args.local:  # other local users and kill -9 of launchers: separate cases, separate module
+        import replay_local_attacks
+
+        print(f"tree {args.tree} (local attacks)")
+        with tempfile.TemporaryDirectory(prefix="parcomm-attacks-") as tmp:
+            replay_local_attacks.run_all(args.tree, Path(tmp), with_bcast=args.bcast)
+        return
     has_auth = (args.tree / "python" / "parcomm" / "auth").is_dir()
     print(f"tree {args.tree} ({'with' if has_auth else 'without'} job authentication)")
     with tempfile.TemporaryDirectory(prefix="parcomm-attacks-") as tmp:

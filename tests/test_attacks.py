@@ -20,7 +20,6 @@ import socket
 import struct
 import subprocess
 import sys
-import tempfile
 import threading
 import time
 from pathlib import Path
@@ -1113,7 +1112,9 @@ def test_key_file_of_another_user_is_refused_as_ssh_does(tmp_path):
 
 
 async def hold(comm, seconds=60.0):
-    """A rank that keeps running (what a killed launcher's ranks used to go on doing)."""
+    """A rank that keeps running (what a killed launcher's ranks used to go on doing); it says
+    it started with a file in $HOLD_DIR."""
+    Path(os.environ["HOLD_DIR"], f"started-{comm.rank}").touch()
     await asyncio.sleep(seconds)
     return comm.rank
 
@@ -1156,25 +1157,29 @@ def _kill_launcher_and_watch(argv, env, ready, tag: str) -> tuple[int, list[int]
 
 def test_run_local_ranks_die_with_a_killed_launcher_and_its_temp_dir_is_swept(tmp_path):
     """Before: after kill -9 of `parcomm run local`, its ranks (and multiprocessing's fork server)
-    ran on, and its pymp-* directory stayed. Now they die with it, and the next run sweeps the dir."""
+    ran on, and its pymp-* directory stayed. Now they die with it, and the next run sweeps the dir.
+    The launcher's temporary directory is private to the test (TMPDIR), so what stays is its."""
     tag = os.urandom(8).hex()
+    tmp = tmp_path / "tmp"
+    tmp.mkdir()
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(HERE), os.environ.get("PYTHONPATH", "")])}
-    env["PARCOMM_TEST_TAG"] = tag
+    env.update(PARCOMM_TEST_TAG=tag, TMPDIR=str(tmp), HOLD_DIR=str(tmp_path))
     argv = [sys.executable, "-m", "parcomm", "run", "local", "-n", "3", "--program", f"{ME}:hold", "--timeout", "90s"]
-    started, left = _kill_launcher_and_watch(argv, env, lambda: len(_tagged(tag)) >= 5, tag)
+    ready = lambda: len(list(tmp_path.glob("started-*"))) == 3  # noqa: E731 - every rank runs the program
+    started, left = _kill_launcher_and_watch(argv, env, ready, tag)
     assert started >= 4  # the fork server, its resource tracker and the ranks
     assert left == [], f"{len(left)} processes outlived their launcher"
-    dead = [p for p in Path(tempfile.gettempdir()).glob("pymp-*") if lifetime._mp_owner_dead(str(p))]
-    assert dead, "the killed launcher's pymp-* directory was not marked"
-    res = run_local(ring, 2, timeout=30)  # the next run
-    assert res.results == [1, 0]
-    assert not any(p.exists() for p in dead)
+    stayed = list(tmp.glob("pymp-*"))
+    assert len(stayed) == 1 and lifetime._mp_owner_dead(str(stayed[0]))  # marked as the dead launcher's
+    nxt = [sys.executable, "-m", "parcomm", "run", "local", "-n", "2", "--program", "barrier"]
+    run = subprocess.run(nxt, env={**env, "PARCOMM_TEST_TAG": ""}, capture_output=True, text=True, timeout=120)
+    assert run.returncode == 0, run.stderr
+    assert list(tmp.iterdir()) == []  # swept by the next run, which cleaned up after itself
 
 
-def _owner_dead(name: str) -> bool:
-    """For a ``parcomm-<kind>-<pid>-<start>-XXXX`` directory: is the process that made it gone?"""
-    _, _, pid, start, _ = name.split("-", 4)
-    return not lifetime.alive(lifetime.Owner(int(pid), int(start)))
+def _downloading(tmp: Path) -> int:
+    """Nodes of `bcast --local` that report progress (they are past start-up)."""
+    return max((len(list(d.glob("progress-*.json"))) for d in tmp.glob("parcomm-bcast-*")), default=0)
 
 
 def test_bcast_local_nodes_die_with_a_killed_launcher(versitygw, s3_object, tmp_path):
@@ -1183,18 +1188,26 @@ def test_bcast_local_nodes_die_with_a_killed_launcher(versitygw, s3_object, tmp_
     kills them: PR_SET_PDEATHSIG), and the next run sweeps the directory."""
     url, _digest, _size = s3_object
     tag = os.urandom(8).hex()
+    tmp = tmp_path / "tmp"
+    tmp.mkdir()
     with PacingProxy(versitygw.endpoint_url, profile=[(1.0, 3e4)], seed=3) as proxy:  # 30 kB/s: a minute to go
         env = {**os.environ, **versitygw.environ(), "AWS_ENDPOINT_URL_S3": proxy.endpoint_url}
-        env["PARCOMM_TEST_TAG"] = tag
+        env.update(PARCOMM_TEST_TAG=tag, TMPDIR=str(tmp))
         argv = [sys.executable, "-m", "parcomm", "bcast", url, "--local", "3", "--out", str(tmp_path / "o.{rank}")]
         argv += ["--timeout", "120s"]
-        started, left = _kill_launcher_and_watch(argv, env, lambda: len(_tagged(tag)) >= 4, tag)
+        started, left = _kill_launcher_and_watch(argv, env, lambda: _downloading(tmp) == 3, tag)
     assert started == 3
     assert left == [], f"{len(left)} nodes outlived their launcher"
-    mine = [p for p in Path(tempfile.gettempdir()).glob("parcomm-bcast-*-*-*") if _owner_dead(p.name)]
-    assert mine, "the killed launcher's status directory is not where the sweep looks"
-    lifetime.sweep_temp_dirs()  # what the next run does first
-    assert not any(p.exists() for p in mine)
+    stayed = list(tmp.glob("parcomm-bcast-*"))
+    assert len(stayed) == 1
+    _, _, pid, start, _ = stayed[0].name.split("-", 4)  # parcomm-bcast-<pid>-<start>-XXXX
+    assert not lifetime.alive(lifetime.Owner(int(pid), int(start)))
+    nxt = [sys.executable, "-m", "parcomm", "bcast", url, "--local", "2", "--out", str(tmp_path / "next.{rank}")]
+    run = subprocess.run(
+        nxt, env={**os.environ, **versitygw.environ(), "TMPDIR": str(tmp)}, capture_output=True, text=True, timeout=120
+    )
+    assert run.returncode == 0, run.stderr
+    assert list(tmp.glob("parcomm-bcast-*")) == []
 
 
 def test_mine_gen_killed_leaves_a_partial_the_next_run_removes(tmp_path):

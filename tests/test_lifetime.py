@@ -29,6 +29,23 @@ def test_owner_check_tells_a_recycled_pid_apart():
     assert not lifetime.alive(_dead_owner())
 
 
+def test_a_killed_process_not_yet_reaped_is_dead():
+    """A launcher killed by -9 is a zombie until its parent reaps it: its children must not wait for that."""
+    p = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
+    try:
+        owner = lifetime.Owner(p.pid, lifetime.proc_start_time(p.pid))
+        assert lifetime.alive(owner)
+        p.kill()
+        deadline = time.monotonic() + 20
+        while lifetime.alive(owner) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert not lifetime.alive(owner)
+        assert Path(f"/proc/{p.pid}").exists()  # not reaped yet: a zombie
+    finally:
+        p.kill()
+        p.wait()
+
+
 def test_sweep_removes_only_dead_owners_directories_of_ours(tmp_path, monkeypatch):
     monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
     dead = _dead_owner()

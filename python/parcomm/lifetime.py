@@ -71,17 +71,22 @@ class Owner(NamedTuple):
     start: int | None
 
 
-def proc_start_time(pid: int) -> int | None:
-    """Field 22 of /proc/<pid>/stat (clock ticks since boot), or None if no such process."""
+def _stat_fields(pid: int) -> list[str] | None:
+    """The fields of /proc/<pid>/stat after the command name (field 3 first), or None."""
     try:
         with open(f"/proc/{pid}/stat", "rb") as f:
             data = f.read().decode(errors="replace")
     except OSError:
         return None
     # comm (field 2) may contain spaces and parentheses: split after the last ')'.
-    rest = data[data.rfind(")") + 2 :].split()
+    return data[data.rfind(")") + 2 :].split()
+
+
+def proc_start_time(pid: int) -> int | None:
+    """Field 22 of /proc/<pid>/stat (clock ticks since boot), or None if no such process."""
+    rest = _stat_fields(pid)
     try:
-        return int(rest[19])
+        return int(rest[19]) if rest else None
     except (IndexError, ValueError):
         return None
 
@@ -92,11 +97,15 @@ def this_process() -> Owner:
 
 
 def alive(owner: Owner) -> bool:
-    """Whether ``owner`` still runs (the same process, not a later one with its pid)."""
-    now = proc_start_time(owner.pid)
-    if now is None:
+    """Whether ``owner`` still runs (the same process, not a later one with its pid, and not a
+    zombie: a killed process its parent has not reaped yet is dead)."""
+    rest = _stat_fields(owner.pid)
+    if not rest or rest[0] in ("Z", "X"):
         return False
-    return owner.start is None or now == owner.start
+    try:
+        return owner.start is None or int(rest[19]) == owner.start
+    except (IndexError, ValueError):
+        return False
 
 
 def _libc() -> ctypes.CDLL | None:
@@ -144,10 +153,11 @@ def die_when_closed(fd: int) -> threading.Thread:
 
 
 def tie_to(owner: Owner) -> bool:
-    """In a child: die with the parent, then make sure ``owner`` (the launcher) did not die
-    before that took effect. False: the launcher is gone, the caller should exit at once."""
+    """In a child of ``owner`` (the launcher): die with it, then make sure it did not die before
+    that took effect (a child is re-parented the moment its parent dies, reaped or not).
+    False: the launcher is gone, the caller should exit at once."""
     die_with_parent()
-    return alive(owner)
+    return os.getppid() == owner.pid and alive(owner)
 
 
 # --------------------------------------------------------------------------- temporary dirs

@@ -10,7 +10,7 @@ from typing import Any, Iterator
 import click
 
 from ..platform.units import parse_count, parse_size
-from .common import Duration, UserError, emit_json, parse_with
+from .common import Duration, IntIn, UserError, emit_json, parse_with
 
 
 def _fraction(value: str, option: str) -> float:
@@ -69,8 +69,12 @@ def _with_option(message: str) -> str:
 @click.option(
     "--corruption", type=float, default=0.5, show_default=True, help="mean corruption level of patterns (Quest)"
 )
-@click.option("--seed", type=int, default=1, show_default=True, help="seed of the generator (same seed, same bytes)")
-@click.option("--parts", "-P", type=int, default=1, show_default=True, help="partitions (nodes) in the binary file")
+@click.option(
+    "--seed", type=IntIn(0), default=1, show_default=True, help="seed of the generator (same seed, same bytes)"
+)
+@click.option(
+    "--parts", "-P", type=IntIn(1), default=1, show_default=True, help="partitions (nodes) in the binary file"
+)
 @click.option(
     "--format",
     "fmt",
