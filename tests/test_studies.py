@@ -90,3 +90,18 @@ def test_a_quick_report_shows_the_recorded_full_verdicts_beside_its_own(tmp_path
     assert [c["full"] for c in rep["comparisons"]] == [False, "no such row"]
     page = section_html(rep)
     assert "<th>full run</th>" in page and "no such row" in page
+
+
+def test_a_verdict_row_links_to_the_figure_and_csv_of_the_paper_figure_it_names():
+    from parcomm.studies.report import section_html
+
+    rule = {"kind": "tolerance", "text": "within ±20 % of ~1.7x"}
+    rep = {"name": "x", "title": "t", "source": "s", "figures": ["/r/x/fig1_rates.png", "/r/x/fig11_13.png"]}
+    rep["tables"] = {"fig11_13": [], "study4": []}
+    rep["comparisons"] = [
+        {"quantity": "Fig. 11: steal / flat", "paper": "~1.7x", "parcomm": "1.8x", "agrees": True, "rule": rule},
+        {"quantity": "study 4, A: delay", "paper": "1", "parcomm": "1", "agrees": True, "rule": rule},
+    ]
+    page = section_html(rep)
+    assert "<a href='#x-fig2'>figure 2</a> · <a href='x/fig11_13.csv'>CSV</a>" in page
+    assert "<a href='x/study4.csv'>CSV</a>" in page and "#x-fig1'>figure 1</a> ·" not in page

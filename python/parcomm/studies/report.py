@@ -243,12 +243,14 @@ def section_html(rep: dict[str, Any], base: Path | None = None) -> str:
             f"<th>parcomm</th><th>verdict</th>{'<th>full run</th>' if with_full else ''}"
             f"{'<th>note</th>' if with_notes else ''}</tr>"
         )
+        figs = {Path(f).stem: i for i, f in enumerate(rep.get("figures", []), 1)}
         for i, c in enumerate(comps, 1):
             note = f"<td>{e(c.get('note', ''))}</td>" if with_notes else ""
             cls = {True: "v-ok", False: "v-bad", None: "v-na"}[c.get("agrees")]
             why_link = f" <a href='#{name}-why{i}'>why</a>" if c.get("agrees") is False else ""
+            links = _row_links(name, c["quantity"], figs, rep.get("tables", {}))
             parts.append(
-                f"<tr class='{cls}' id='{name}-row{i}'><td>{e(c['quantity'])}</td><td>{e(c['paper'])}</td>"
+                f"<tr class='{cls}' id='{name}-row{i}'><td>{e(c['quantity'])}{links}</td><td>{e(c['paper'])}</td>"
                 f"<td>{e(c['parcomm'])}</td><td>{_verdict(c.get('agrees'))}{why_link}{_rule_html(c, e)}</td>"
                 f"{_full_html(c) if with_full else ''}{note}</tr>"
             )
@@ -295,6 +297,31 @@ def section_html(rep: dict[str, Any], base: Path | None = None) -> str:
         f"{links or 'none'}.</small></p></section>"
     )
     return "\n".join(parts)
+
+
+_FIG_NUMBER = re.compile(r"\bFigs?\. (\d+)(?:\s*(?:-|and|,)\s*(\d+))?")
+
+
+def _numbers(stem: str) -> set[int]:
+    """The paper's figure numbers a file is named after: fig2_9_10 -> {2, 9, 10}."""
+    m = re.match(r"fig(\d+(?:_\d+)*)(?:_|$)", stem)
+    return {int(x) for x in m.group(1).split("_")} if m else set()
+
+
+def _row_links(name: str, quantity: str, figs: dict[str, int], tables: dict[str, Any]) -> str:
+    """Links from a verdict row to the figure and the CSV of the paper's figure it names."""
+    out = []
+    m = _FIG_NUMBER.search(quantity)
+    if m:
+        lo = int(m.group(1))
+        wanted = set(range(lo, int(m.group(2) or lo) + 1))
+        out += [f"<a href='#{name}-fig{i}'>figure {i}</a>" for stem, i in figs.items() if wanted & _numbers(stem)]
+        out += [f"<a href='{name}/{html.escape(t)}.csv'>CSV</a>" for t in tables if wanted & _numbers(t)]
+    m = re.match(r"(study|Table) (\d+(?:\.\d+)?)", quantity)  # a paper's numbered study or table
+    if m and not out:
+        stem = f"{m.group(1).lower()}{m.group(2).replace('.', '_')}"
+        out += [f"<a href='{name}/{html.escape(t)}.csv'>CSV</a>" for t in tables if t == stem]
+    return f"<br><small>{' · '.join(out)}</small>" if out else ""
 
 
 def _full_html(c: dict[str, Any]) -> str:
