@@ -831,11 +831,11 @@ def _notes(rep, plan, prof) -> None:
         "assumption (the chiba2010 storage profile), not a fit: the study does not tune it. With 30 MB/s the "
         "simulated phase 2 runs at ~27 MB/s, ~2.7x the paper's, which is why steal and non-steal beat flat by "
         "far more than the paper's 1.6-1.7x at 32 nodes (phase 2 is ~90 % of the time, Fig. 13, so the ratio "
-        "follows the phase-2 rate). Table fig11_net10 reruns 32 nodes with 10 MB/s NICs, the paper's observed "
+        "follows the phase-2 rate). A sensitivity table reruns 32 nodes with 10 MB/s NICs, the paper's observed "
         "phase-2 rate, as a sensitivity check of that explanation, not as a calibration.",
         "Protocol: the paper's works (3.2 MB, the GET and steal unit) and one S3 connection, but each work cut into "
         "10 pieces of 320 KiB instead of 100 of 32 KiB, for the simulator's speed (see the study's documentation and, in "
-        "the full study, table piece_check). parcomm's defaults (1 MiB pieces, 8-piece works, 2 connections) are "
+        "the full study, the piece-size check). parcomm's defaults (1 MiB pieces, 8-piece works, 2 connections) are "
         "in the beyond_32 table.",
         "Total throughput (Fig. 11) is the sum over nodes of size / that node's completion time; "
         "ratios to flat use the same definition on both sides.",
@@ -843,11 +843,11 @@ def _notes(rep, plan, prof) -> None:
         "per-GET rate (6.4 MB/s) x the node's S3 connections, no aggregate limit, NICs 30/30 MB/s, 50 ms request "
         "latency, one piece. At 32 nodes it is bound by a node's download NIC (1 GB / 30 MB/s = 33 s). "
         "The fraction of the bound is the bound over the slowest node's completion time.",
-        "Beyond the paper (table beyond_32): overlap_phases (exchange while fetching), s3_connections, "
-        "adaptive_works (new: GET size from the measured rate and latency; grants in proportion to the estimated "
+        "Beyond the paper (the beyond-32 tables): overlapping the phases (exchange while fetching), several S3 connections, "
+        "adaptive works (new: GET size from the measured rate and latency; grants in proportion to the estimated "
         "rates of thief and victim, never less than half), and a wider overlay (peers/upload slots 8). Each row "
         "keeps origin egress <= 1.05x and every node complete (see the egress and completion columns of the beyond-32 summary table). "
-        "adaptive_works matters little here: phase 1 is a few seconds of a ~40 s broadcast at 32 nodes, and "
+        "Adaptive works matter little here: phase 1 is a few seconds of a ~40 s broadcast at 32 nodes, and "
         "stealing already balances it to within a work.",
         "1,024 nodes: with 32 MiB pieces (30 of them) a piece must arrive whole before it is forwarded, so the "
         "exchange pipelines poorly and every protocol stays far from the bound; there the wider overlay (8 upload "

@@ -672,7 +672,7 @@ def _mechanism_notes() -> list[str]:
         "therefore bounded by the senders' windows (which grow with P and with m), not by (n-1)m; messages "
         "larger than the buffer enter it piece by piece and the sends of a rank serialize. That is why the "
         "study times warm calls: open windows let A's phases pile up on a port, and the "
-        "first call, which starts every stream from 3 segments, is kept beside them as cold_s. Even warm, the "
+        "first call, which starts every stream from 3 segments, is kept beside them as the cold call. Even warm, the "
         "XOR phases of A at P = 8 send to a permutation of the ranks at any instant, so a port holds more than "
         "one phase's bytes only while neighbouring phases overlap; at 32 and 64 KiB they overlap too little for "
         "(n-1)m to pile up.",

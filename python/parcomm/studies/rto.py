@@ -40,7 +40,7 @@ CAPTIONS = {
     "values are not in the paper's text (plot only), so none are plotted; the nomura study compares the models.",
     "stacks": "The same sweeps under TCP stack profiles. Left: incast completion time at RTO min 200 ms with the "
     "earlier settings (the RFC stack profile), Nomura & Ishikawa's Linux 2.6.11 and today's Linux. Right: "
-    "Alltoall A and B, before (opteron_cluster with SACK, Linux RTO rules, timestamps, quick-ACK and idle "
+    "Alltoall A and B, before (the Opteron cluster with SACK, Linux RTO rules, timestamps, quick-ACK and idle "
     "restart off) and with the full Linux 2.6.11 profile.",
 }
 
@@ -325,7 +325,7 @@ def _stack_verdicts(rep: StudyReport, rows: list[dict]) -> None:
         "Stack profiles (table stacks): every case again under seed 001's kernel, linux-2.6.11 (SACK, Linux RTO "
         "rules with timestamps, quick-ACK, restart after idle, IW3, 3 s initial RTO), and incast also under today's "
         "linux (RACK-TLP, PRR, CUBIC, IW10). The verdicts above the last two were obtained with the earlier settings "
-        "(incast: the RFC profile; Alltoall: opteron_cluster with those five features off) and are kept for "
+        "(incast: the RFC profile; Alltoall: the Opteron cluster with those five features off) and are kept for "
         f"comparison. Largest change under linux-2.6.11: {worst['workload']}, {worst['case']}: "
         f"{worst['before_time_s'] * 1e3:.1f} ms -> {worst[f'{st}_time_s'] * 1e3:.1f} ms "
         f"({worst['before_timeouts']} -> {worst[f'{st}_timeouts']} timeouts)."
