@@ -496,27 +496,7 @@ def _plot(ctx, sweep, models, seg, cross, place_rows, whatif) -> list[str]:
         (seg, "fig5_segment", "Fig. 5: pairs inside one segment"),
         (cross, "fig6_router", "Fig. 6: pairs across segments (router)"),
     ):
-        fig, ax = plt.subplots(figsize=(6, 4))
-        # The curves nearly coincide (that is Fig. 6's finding): a marker and a dash pattern each keep all visible.
-        for i, k in enumerate(sorted({r["pairs"] for r in rows})):
-            pts = [r for r in rows if r["pairs"] == k]
-            ax.plot(
-                [r["size_bytes"] for r in pts],
-                [r["time_10rt_s"] * 1e3 for r in pts],
-                ("-", "--", "-.", ":")[i % 4],
-                marker="osD^"[i % 4],
-                mfc="none",
-                ms=7 - i,
-                label=f"{k} pair(s)",
-            )
-        knee = paper_data.get(NAME, "knee_bytes")
-        ax.axvline(knee.mid, color="k", ls="--", lw=1, label=f"{knee.label()}: knee {knee.shown()}")
-        ax.set_xscale("log")
-        ax.set_yscale("log")
-        ax.set_xlabel("message size (bytes)")
-        ax.set_ylabel("10 round trips (ms)")
-        ax.set_title(title)
-        figs.append(ctx.save_figure(fig, name))
+        figs.append(_plot_pairs(ctx, rows, name, title))
 
     fig, ax = plt.subplots(figsize=(6, 4))
     Ns = sorted({r["N"] for r in place_rows})
@@ -533,6 +513,32 @@ def _plot(ctx, sweep, models, seg, cross, place_rows, whatif) -> list[str]:
     ax.set_title("§5.3: placement of 121 tasks on 16 segments")
     figs.append(ctx.save_figure(fig, "placement"))
     return figs
+
+
+def _plot_pairs(ctx, rows: list[dict], name: str, title: str) -> str:
+    """Figs. 5 and 6: 10 round trips against message size, one curve per number of pairs."""
+    plt = ctx.pyplot()
+    fig, ax = plt.subplots(figsize=(6, 4))
+    # The curves nearly coincide (that is Fig. 6's finding): a marker and a dash pattern each keep all visible.
+    for i, k in enumerate(sorted({r["pairs"] for r in rows})):
+        pts = [r for r in rows if r["pairs"] == k]
+        ax.plot(
+            [r["size_bytes"] for r in pts],
+            [r["time_10rt_s"] * 1e3 for r in pts],
+            ("-", "--", "-.", ":")[i % 4],
+            marker="osD^"[i % 4],
+            mfc="none",
+            ms=7 - i,
+            label=f"{k} pair(s)",
+        )
+    knee = paper_data.get(NAME, "knee_bytes")
+    ax.axvline(knee.mid, color="k", ls="--", lw=1, label=f"{knee.label()}: knee {knee.shown()}")
+    ax.set_xscale("log")
+    ax.set_yscale("log")
+    ax.set_xlabel("message size (bytes)")
+    ax.set_ylabel("10 round trips (ms)")
+    ax.set_title(title)
+    return ctx.save_figure(fig, name)
 
 
 def _ways(sweep: list[dict], models: dict) -> list[dict]:

@@ -176,6 +176,12 @@ def _at(rows: list[dict], xname: str, x: float, var: str, key: str = "delay_ms")
 # ---------------------------------------------------------------- study 4
 
 
+#: Study 4's table is printed to these digits.
+STUDY4_RULE = rules.Rule(
+    rules.TOLERANCE, "delay ±1 ms, ratio ±0.001, buffers ±0.1 MB (±0.01 MB below 10 MB)", "the table's printed digits"
+)
+
+
 def _study4(ctx: StudyContext, sim) -> tuple[list[dict], list[dict], list[Comparison]]:
     rows = []
     comps = []
@@ -225,14 +231,7 @@ def _study4(ctx: StudyContext, sim) -> tuple[list[dict], list[dict], list[Compar
                 f"study 4, {var} ({row['repair_levels']}): delay, ratio, buffer system / per device",
                 f"{pd} ms, {pr}, {pb} / {pm} MB",
                 f"{row['delay_ms']:.2f} ms, {row['ratio']:.4f}, {row['buffer_system_MB']:.2f} / {row['buffer_max_MB']:.3f} MB",
-                rules.Verdict(
-                    ok,
-                    rules.Rule(
-                        rules.TOLERANCE,
-                        "delay ±1 ms, ratio ±0.001, buffers ±0.1 MB (±0.01 MB below 10 MB)",
-                        "the table's printed digits",
-                    ),
-                ),
+                rules.Verdict(ok, STUDY4_RULE),
                 "the paper's last digit is rounded down here" if var in ("C", "D") else "",
             )
         )
