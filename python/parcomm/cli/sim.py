@@ -68,6 +68,7 @@ def _run(
     summary: dict[str, Any] = {
         **what,
         "platform": platform_spec,
+        **_transport(plat),
         "procs": len(res.finish_times),
         "seed": seed,
         "time_s": res.time,
@@ -80,6 +81,13 @@ def _run(
         emit_json({"summary": summary, "finish_times_s": res.finish_times, "counters": res.counters})
         return
     _print_tables(summary, res)
+
+
+def _transport(plat: dict) -> dict:
+    """Which TCP stack and timing noise ran, and whether that is the validated default."""
+    from ..platform.defaults import transport_of
+
+    return transport_of(plat)
 
 
 def _print_tables(summary: dict, res) -> None:
@@ -293,7 +301,13 @@ def run_program(
         "sim",
         platform_spec,
         as_json,
-        extra={"seed": seed, "events": res.events, **res.host_totals(), "port_drops": res.port_drops()},
+        extra={
+            **_transport(plat),
+            "seed": seed,
+            "events": res.events,
+            **res.host_totals(),
+            "port_drops": res.port_drops(),
+        },
         json_out=json_out,
         script=script,
     )

@@ -35,7 +35,18 @@ DEFAULT_MATRIX = os.path.join(os.path.dirname(__file__), "matrix.toml")
 WORKLOADS = ("incast", "program")
 
 #: The TCP settings a scenario fixes for both sides (kernel and simulator).
-TCP_KEYS = ("rto_min", "rto_max", "delayed_ack", "sack", "initial_window")
+TCP_KEYS = ("rto_min", "rto_max", "delayed_ack", "sack", "initial_window", "stock")
+
+#: What a scenario without ``tcp.stock`` runs on both sides besides its own settings: the
+#: ``linux`` stack with Reno and fixed 256 KiB socket buffers, as every kernel run recorded
+#: before stock rows existed (``emu/tcpknobs.py`` set Reno and tcp_wmem/rmem = 256 KiB then).
+RENO_FIXED_BUFFERS = {
+    "cubic": False,
+    "hystart": False,
+    "sndbuf_initial_bytes": 0,
+    "sndbuf_bytes": 262144,
+    "rcvbuf_bytes": 262144,
+}
 
 #: Bounds: what 2 cores emulate without bending the timings (docs/conformance.md).
 MAX_HOSTS = 64
@@ -91,14 +102,19 @@ class Scenario:
     kwargs: dict = field(default_factory=dict)
     ranks: int = 0
     about: str = ""
-    jitter_s: float = 0.0  # the referee's measured timing noise, given to the simulator's links
+    jitter_s: float = 0.0  # the referee's measured host timing noise, given to the simulator's hosts
 
     def platform(self, **tcp_overrides: Any) -> dict:
-        """The platform both sides get; ``tcp_overrides`` are simulator-only extras (a profile)."""
+        """The platform both sides get (the kernel through ``platform/tcp_backends.toml``);
+        ``tcp_overrides`` are simulator-only extras (a profile). A ``stock`` scenario runs
+        the ``linux`` stack as shipped (CUBIC, HyStart, autotuned send buffers); the others
+        Reno with fixed buffers (``RENO_FIXED_BUFFERS``)."""
         from ..platform.star import star
 
         t = self.tcp
         tcp = {
+            "stack": "linux",
+            **({} if t.get("stock") else RENO_FIXED_BUFFERS),
             "rto_min_s": t["rto_min_s"],
             "rto_max_s": t["rto_max_s"],
             "delayed_ack": t["delayed_ack"],
@@ -112,7 +128,7 @@ class Scenario:
             rate_bps=self.rate_bps,
             buffer=buf,
             tcp=tcp,
-            jitter_s=self.jitter_s,
+            timing_noise_s=self.jitter_s,
             name=f"conformance-{self.name}",
         )
         for ln in plat["links"]:
@@ -168,6 +184,8 @@ def _check_tcp(raw: Any, where: str) -> dict:
         "sack": _parse(parse_bool, raw.get("sack", True), f"{where}.sack"),
         "initial_window": _int(raw.get("initial_window", 10), f"{where}.initial_window", 1, 1000),
     }
+    if raw.get("stock"):  # recorded only when on: rows recorded before it existed keep their identity
+        out["stock"] = _parse(parse_bool, raw["stock"], f"{where}.stock")
     # What the emulation can set: route rto_min in whole ms (>= 1), tcp_rto_max_ms in [1 s, 120 s].
     if not 0.001 <= out["rto_min_s"] <= 120:
         raise _err(

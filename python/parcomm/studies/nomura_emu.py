@@ -78,9 +78,18 @@ def why_not() -> str | None:
 
 def platform(plan: EmuPlan, procs: int) -> dict:
     from ..platform import opteron_cluster
+    from ..platform.defaults import DEFAULT_TIMING_NOISE_S
 
+    # One stack on both sides: the kernel gets stack linux (CUBIC) through platform/tcp_backends.toml,
+    # and the simulated twin the timing noise measured on this very emulation (platform/defaults.py).
     return opteron_cluster(
-        procs, rate_bps=plan.rate_bps, buffer=plan.buffer, tcp={"stack": "linux"}, switch_latency_s=0, propagation_s=0
+        procs,
+        rate_bps=plan.rate_bps,
+        buffer=plan.buffer,
+        tcp={"stack": "linux"},
+        switch_latency_s=0,
+        propagation_s=0,
+        timing_noise_s=DEFAULT_TIMING_NOISE_S,
     )
 
 

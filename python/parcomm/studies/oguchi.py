@@ -419,12 +419,15 @@ TWINS = ("sack-tlp", "linux")
 def _emu_platform(rto: tuple, seed: int, twin: str | None) -> dict:
     """The emulated platform (``twin=None``) or its simulated twin."""
     from ..platform import from_spec_string
-    from ..platform.stack import stack_mechanisms
+    from ..platform.schema import tcp_spec
+    from ..platform.stack import MECHANISMS, stack_mechanisms
 
     plat = from_spec_string(EMU_SPEC)
     plat = set_rto(plat, rto[1], rto[2]) if rto[0] == "minmax" else apply_rto(plat, rto[0], rto[1], seed=seed)
     for h in plat["hosts"]:
-        if twin == "sack-tlp":
+        if twin == "sack-tlp":  # the RFC transport (stack rfc) with SACK and TLP on the kernel's timer ticks
+            rfc = tcp_spec(stack="rfc")
+            h["tcp"].update({k: rfc[k] for k in (*MECHANISMS, "cubic", "hystart", "cwnd_restart_after_idle")})
             h["tcp"].update(sack=True, tail_loss_probe=True, timer_tick_s=LINUX_TIMER_TICK_S)
         elif twin == "linux":
             h["tcp"].update(stack_mechanisms("linux"))
