@@ -510,6 +510,58 @@ def rendezvous_flood(tree: Path, work: Path, flooded: bool) -> dict:
             "errors": [r.get("error") for r in results if r.get("error")], "flood": stats}
 
 
+def bcast_local_flood(tree: Path, work: Path, size_mib: int = 64, rounds: int = 2) -> list[dict]:
+    """Attack 30.2 on `bcast --local 4` (needs versitygw): the same command without and
+    with 1,000 silent connections held against every node's listener, interleaved."""
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "python"))
+    from parcomm.apps.bcast import manifest as mf
+    from parcomm.apps.bcast.s3 import S3Client
+    from parcomm.apps.bcast.versitygw import VersityGW, ensure_versitygw
+
+    size = size_mib << 20
+    data = os.urandom(size)
+    digest = hashlib.sha256(data).hexdigest()
+    out = []
+    flood_script = Path(__file__).resolve().parents[1] / "tests" / "flood.py"
+    with VersityGW(work / "gw30", binary=ensure_versitygw(install=False)) as gw:
+        gw.create_bucket("flood")
+        client = S3Client(gw.s3_config())
+        url = "s3://flood/obj.bin"
+        client.put_bytes(url, data)
+        mf.prepare(url, 1 << 20, client=client)
+        env = {**_env(tree), **gw.environ()}
+        for flooded in [False, True] * rounds:
+            flood = None
+            t0 = time.monotonic()
+            p = subprocess.Popen([sys.executable, "-m", "parcomm", "bcast", url, "--local", "4", "--out",
+                                  str(work / "b30.{rank}"), "--timeout", "300s", "--json"], env=env, cwd=work,
+                                 stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+            if flooded:  # the ports the command's processes listen on (its nodes'), nobody else's
+                flood = subprocess.Popen([sys.executable, str(flood_script), "--pid", str(p.pid), "--per-target",
+                                          "1000"], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+            try:
+                stdout, stderr = p.communicate(timeout=400)
+            except subprocess.TimeoutExpired:
+                _end([p])
+                stdout, stderr = b"", b"killed"
+            took = time.monotonic() - t0
+            stats = _end_flood(flood) if flood is not None else {}
+            ok = sum((work / f"b30.{r}").exists() and hashlib.sha256((work / f"b30.{r}").read_bytes()).hexdigest()
+                     == digest for r in range(4))
+            for r in range(4):
+                (work / f"b30.{r}").unlink(missing_ok=True)
+            try:
+                egress = sum(n["bytes_from_storage"] for n in json.loads(stdout)["nodes"]) / size
+            except (ValueError, KeyError):
+                egress = None
+            out.append({"attack": f"30.2 bcast --local 4, {size_mib} MiB" + (" under a 1,000-connection flood per node"
+                                                                            if flooded else ""),
+                        "seconds": round(took, 2), "exit": p.returncode, "outputs_correct": ok,
+                        "storage_egress_x": egress, "tracebacks": stderr.count(b"Traceback"),
+                        "flood_opened": stats.get("opened"), "flood_peak_held": stats.get("peak_held")})
+    return out
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--tree", type=Path, default=Path(__file__).resolve().parents[1], help="a parcomm checkout")
@@ -535,6 +587,8 @@ def main() -> None:
             for flooded in () if args.no_flood else (False, True, False, True):  # interleaved, twice
                 results.append(run_socket_flood(args.tree, work, flooded))
                 results.append(rendezvous_flood(args.tree, work, flooded))
+            if args.bcast and not args.no_flood:
+                results += bcast_local_flood(args.tree, work)
         else:
             results = [rce(args.tree, work), huge_frame(args.tree, work, args.stream_s)]
             if args.bcast:

@@ -8,6 +8,7 @@ in time (``window_s``) and in connections opened (``max_opens``); loopback only.
 from __future__ import annotations
 
 import errno
+import os
 import selectors
 import socket
 import threading
@@ -94,30 +95,63 @@ class Flood(threading.Thread):
         self.join(30)
 
 
-def _listening_now() -> set[int]:
-    """Ports listening on 127.0.0.1 (/proc/net/tcp, as any local user sees them)."""
+def _tree_of(pid: int) -> set[int]:
+    """``pid`` and its descendants (from /proc/*/stat)."""
+    children: dict[int, list[int]] = {}
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                with open(f"/proc/{entry}/stat") as f:
+                    ppid = int(f.read().rsplit(")", 1)[1].split()[1])
+            except (OSError, ValueError, IndexError):
+                continue
+            children.setdefault(ppid, []).append(int(entry))
+    tree, todo = set(), [pid]
+    while todo:
+        p = todo.pop()
+        if p not in tree:
+            tree.add(p)
+            todo += children.get(p, [])
+    return tree
+
+
+def listening_ports_of(pid: int) -> set[int]:
+    """Ports on 127.0.0.1 that ``pid`` or its descendants listen on: only those are flooded,
+    never a listener of anyone else on the machine."""
+    inodes = set()
+    for p in _tree_of(pid):
+        try:
+            for fd in os.listdir(f"/proc/{p}/fd"):
+                try:
+                    link = os.readlink(f"/proc/{p}/fd/{fd}")
+                except OSError:
+                    continue
+                if link.startswith("socket:["):
+                    inodes.add(link[8:-1])
+        except OSError:
+            continue
     found = set()
     with open("/proc/net/tcp") as f:
         next(f)
         for line in f:
-            local, _, state = line.split()[1:4]
-            addr, port = local.split(":")
-            if state == "0A" and addr == "0100007F":
+            cols = line.split()
+            addr, port = cols[1].split(":")
+            if cols[3] == "0A" and addr == "0100007F" and cols[9] in inodes:
                 found.add(int(port, 16))
     return found
 
 
 class FloodProcess:
     """A :class:`Flood` in a process of its own (so it does not share the victim's GIL
-    when the victim is in the test's process), flooding ``ports``, or with ``new=True``
-    every port that starts listening on 127.0.0.1 after it started. ``stats`` after exit."""
+    when the victim is in the test's process), flooding ``ports``, or every port on
+    127.0.0.1 that process ``pid`` or its children listen on. ``stats`` after exit."""
 
-    def __init__(self, ports: list[int] | None = None, per_target: int = 1000, *, new: bool = False) -> None:
+    def __init__(self, ports: list[int] | None = None, per_target: int = 1000, *, pid: int | None = None) -> None:
         import subprocess
         import sys
 
         args = [sys.executable, __file__, "--per-target", str(per_target)]
-        args += ["--new"] if new else [str(p) for p in ports or []]
+        args += ["--pid", str(pid)] if pid is not None else [str(p) for p in ports or []]
         self.proc = subprocess.Popen(args, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
         self.stats: dict = {}
 
@@ -153,17 +187,16 @@ def main() -> None:
     ap = argparse.ArgumentParser(description="hold silent connections open to loopback listeners")
     ap.add_argument("ports", type=int, nargs="*")
     ap.add_argument("--per-target", type=int, default=1000)
-    ap.add_argument("--new", action="store_true", help="flood every port that starts listening after us")
+    ap.add_argument("--pid", type=int, help="flood the ports this process and its children listen on")
     ap.add_argument("--window-s", type=float, default=300.0)
     args = ap.parse_args()
-    before = _listening_now() if args.new else set()
-    if args.new:
-        targets = lambda: [("127.0.0.1", p) for p in sorted(_listening_now() - before)]  # noqa: E731
+    if args.pid is not None:
+        targets = lambda: [("127.0.0.1", p) for p in sorted(listening_ports_of(args.pid))]  # noqa: E731
     else:
         targets = lambda: [("127.0.0.1", p) for p in args.ports]  # noqa: E731
     flood = Flood(targets, args.per_target, window_s=args.window_s)
     flood.start()
-    if not args.new:
+    if args.pid is None:
         flood.ready.wait(30)
     print("ready", flush=True)
     sys.stdin.readline()  # until the caller says stop (or goes away)

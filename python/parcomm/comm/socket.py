@@ -327,16 +327,27 @@ class SocketComm(AioCommBase):
     async def _accept(self, reader, writer, expected: set[int], done: asyncio.Event, deadline: float) -> None:
         loop = asyncio.get_running_loop()
         claimed: set[int] = self._claimed
+        mine: list[bytes] = []  # this connection's accepted claim, if any
+
+        def judge(hello: bytes, expect: bytes) -> bytes:
+            ours = self._judge_claim(expected, claimed, hello, expect)
+            mine.append(hello)
+            return ours
+
         result = await self._gate.admit(
             reader,
             writer,
             self._key,
             context=_AUTH_CONTEXT,
-            accept=lambda hello, expect: self._judge_claim(expected, claimed, hello, expect),
+            accept=judge,
             timeout=max(0.01, min(self._handshake_timeout, deadline - loop.time())),
         )
         if result is None:
-            return  # an outsider (dropped before anything was read), or a member refused
+            # an outsider (dropped before anything was read), or a member refused; a claim accepted
+            # on a connection that then failed is released, so the member's retry is not a duplicate
+            if mine:
+                claimed.discard(_HELLO.unpack(mine[0])[1])
+            return
         hello, frames = result
         peer = _HELLO.unpack(hello)[1]
         try:

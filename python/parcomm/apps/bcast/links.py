@@ -25,7 +25,17 @@ import threading
 import time
 from typing import Callable
 
-from ...auth import DEFAULT_TIMEOUT_S, TAG_SIZE, AuthError, FrameAuth, FrameAuthError, Gate, JobKey, PeerRefused
+from ...auth import (
+    ATTEMPT_TIMEOUT_S,
+    DEFAULT_TIMEOUT_S,
+    TAG_SIZE,
+    AuthError,
+    FrameAuth,
+    FrameAuthError,
+    Gate,
+    JobKey,
+    PeerRefused,
+)
 from ...auth.handshake import Handshake, Refusal
 from ...auth.quiet import QuietPool, drop
 from ...auth.sockets import authenticate_socket, recv_exact
@@ -49,9 +59,11 @@ from .wire import (
 
 log = logging.getLogger("parcomm.bcast")
 
-#: Seconds a connecting node gives one attempt at the handshake before it retries (the caller
-#: retries until its own deadline). An accepting node gives a connection the gate's deadline.
-HANDSHAKE_TIMEOUT_S = 2.0
+#: Seconds one :func:`connect_link` call keeps trying (attempts of at most ATTEMPT_TIMEOUT_S,
+#: retried with back-off while the listener sheds, drops or does not answer us: a flood, or a
+#: machine too busy to answer within the listener's 1 s). An accepting node gives a connection
+#: the gate's deadline.
+HANDSHAKE_TIMEOUT_S = 10.0
 _FIELD_SIZE = 8
 # sendfile moves at most this per call (Linux caps one call at 2 GiB anyway).
 _SENDFILE_CHUNK = 1 << 30
@@ -210,11 +222,28 @@ def connect_link(
     expect_rank: int | None = None,
     timeout: float = HANDSHAKE_TIMEOUT_S,
 ) -> Link:
-    """Connect and run the handshake (our Hello and the rank we expect in, theirs out).
-    A peer that does not complete it raises :class:`~.wire.NotAMember` (retry until a
-    deadline: a busy listener, a node not started yet, or a different key); a member
-    that refuses us (another broadcast, another rank) :class:`~.wire.HandshakeError`
-    (do not)."""
+    """Connect and run the handshake (our Hello and the rank we expect in, theirs out),
+    retrying for up to ``timeout`` seconds while the listener sheds, drops or does not
+    answer us. A peer that still has not completed it raises :class:`~.wire.NotAMember`
+    (a busy listener, a node not started yet, or a different key); a member that
+    refuses us (another broadcast, another rank) :class:`~.wire.HandshakeError` (do not
+    retry); a refused or failed TCP connect its ``OSError`` at once (the caller backs off)."""
+    deadline = time.monotonic() + timeout
+    delay = 0.01
+    while True:
+        attempt = min(ATTEMPT_TIMEOUT_S, max(0.05, deadline - time.monotonic()))
+        try:
+            return _connect_once(host, port, ours, max_payload, key, expect_rank, attempt)
+        except NotAMember:
+            if time.monotonic() + delay >= deadline:
+                raise
+        time.sleep(delay)
+        delay = min(delay * 2, 0.5)
+
+
+def _connect_once(
+    host: str, port: int, ours: Hello, max_payload: int, key: JobKey, expect_rank: int | None, timeout: float
+) -> Link:
     sock = socket.create_connection((host, port), timeout=timeout)
     try:
         try:
