@@ -182,6 +182,32 @@ class Datatype:
             "indexed", blocks, max(ends) if ends else 0, (list(blocklengths), list(displacements), self)
         )
 
+    @classmethod
+    def Create_struct(  # noqa: N802
+        cls, blocklengths: list[int], displacements: list[int], datatypes: list["Datatype"]
+    ) -> "Datatype":
+        """Blocks of different types at byte displacements (MPI_Type_create_struct)."""
+        if not len(blocklengths) == len(displacements) == len(datatypes):
+            raise ValueError("Create_struct: blocklengths, displacements and datatypes differ in length")
+        blocks = [
+            (int(d) + j * t.extent + o, n)
+            for b, d, t in zip(blocklengths, displacements, datatypes)
+            for j in range(int(b))
+            for o, n in t.blocks
+        ]
+        ends = [int(d) + int(b) * t.extent for b, d, t in zip(blocklengths, displacements, datatypes)]
+        bases = {t.base for t in datatypes}
+        base = bases.pop() if len(bases) == 1 else None
+        return Datatype(
+            "struct",
+            _merge(blocks),
+            max(ends) if ends else 0,
+            base,
+            0,
+            "struct",
+            (blocklengths, displacements, datatypes),
+        )
+
     def Create_resized(self, lb: int, extent: int) -> "Datatype":  # noqa: N802
         t = Datatype("resized", list(self.blocks), int(extent), self.base, int(lb), "resized", (lb, extent, self))
         return t
