@@ -438,10 +438,10 @@ def mpi(
             import runpy
             import sys
 
-            if tag_output:
-                from ..blocking.output import RankOutput
+            from ..blocking.output import RankOutput
 
-                rank = int(os.environ.get("PMI_RANK", os.environ.get("OMPI_COMM_WORLD_RANK", "0")))
+            rank = int(os.environ.get("PMI_RANK", os.environ.get("OMPI_COMM_WORLD_RANK", "0")))
+            if tag_output:
                 sys.stdout = RankOutput(sys.stdout, True, rank)  # type: ignore[assignment]
                 sys.stderr = RankOutput(sys.stderr, True, rank)  # type: ignore[assignment]
             sys.argv = [ref, *script_args]
@@ -449,7 +449,7 @@ def mpi(
                 runpy.run_path(ref, run_name="__main__")
             finally:
                 for stream in (sys.stdout, sys.stderr):
-                    if isinstance(stream, RankOutput if tag_output else ()):
+                    if isinstance(stream, RankOutput):
                         stream.finish_rank(rank)
             return
         run_script_under_mpiexec(ref, _procs(procs), script_args, limit, tag_output)
