@@ -140,7 +140,7 @@ def run_file(name: str, procs: int, sdist: Path | None = None, timeout: float = 
             if ok and not stuck:
                 break
             if not stuck:  # the run failed before any test started: nothing more can run
-                results[f"{name} (import)"] = ("error", last[:300])
+                results[f"{name}.(import)"] = ("error", last[:300])
                 break
             for t in stuck:  # a rank's own failure in it says more than the run's last line
                 if results.get(t, ("pass", ""))[0] not in ("fail", "error"):
@@ -157,15 +157,38 @@ def summary(results: dict[str, tuple[str, str]]) -> tuple[int, int, int]:
     return passed, len(results) - passed - skipped, skipped
 
 
+ALLOWLIST = Path(__file__).resolve().parent / "expected_failures.jsonl"
+
+
+def read_allowlist() -> dict[tuple[int, str], str]:
+    """{(procs, test id): reason} of the tests known to fail (they may only be removed)."""
+    out = {}
+    if ALLOWLIST.exists():
+        for line in ALLOWLIST.read_text().splitlines():
+            if line.strip():
+                rec = json.loads(line)
+                out[(rec["procs"], rec["test"])] = rec["reason"]
+    return out
+
+
+def reason_of(detail: str) -> str:
+    """The cause of a failure, as its first line says it (without per-call values where possible)."""
+    return detail.split(" (at ")[0][:200] or "failed"
+
+
 def main(argv: list[str]) -> int:
     procs_list = [1, 2, 4]
     files = []
+    write = False
     it = iter(argv)
     for a in it:
         if a == "--procs":
             procs_list = [int(x) for x in next(it).split(",")]
+        elif a == "--write-allowlist":  # record today's failures, each with its observed cause
+            write = True
         else:
             files.append(a)
+    records = []
     files = files or REFEREE_FILES
     sdist = fetch()
     print(f"mpi4py {PINNED} test suite under `parcomm sim run` (passed / run, skipped apart)")
@@ -175,6 +198,11 @@ def main(argv: list[str]) -> int:
         cells = []
         for p in procs_list:
             res = run_file(name, p, sdist)
+            records += [
+                {"procs": p, "test": tid, "reason": reason_of(d)}
+                for tid, (k, d) in sorted(res.items())
+                if k in ("fail", "error")
+            ]
             passed, failed, skipped = summary(res)
             run = passed + failed
             pct = 100.0 * passed / run if run else 0.0
@@ -184,6 +212,13 @@ def main(argv: list[str]) -> int:
                     if k in ("fail", "error"):
                         print(f"  {p}: {tid}: {k}: {d}", file=sys.stderr)
         print(f"| {name} | " + " | ".join(cells) + " |", flush=True)
+    if write:  # the files run here get today's records; other files' stay as they were
+        kept = [
+            {"procs": p, "test": t, "reason": why}
+            for (p, t), why in sorted(read_allowlist().items())
+            if t.split(".")[0] not in files
+        ]
+        ALLOWLIST.write_text("".join(json.dumps(r) + "\n" for r in kept + records))
     return 0
 
 

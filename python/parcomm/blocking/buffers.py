@@ -44,10 +44,10 @@ def is_in_place(spec: Any) -> bool:
 def _memory(obj: Any, what: str) -> tuple[np.ndarray, str]:
     """(uint8 view of ``obj``'s memory, its typecode)."""
     if isinstance(obj, np.ndarray):
-        if not obj.flags.c_contiguous:
+        if not (obj.flags.c_contiguous or obj.flags.f_contiguous):
             raise ValueError(f"{what}: the array is not contiguous (pass a contiguous array)")
         code = obj.dtype.char
-        return obj.reshape(-1).view(np.uint8), code
+        return obj.ravel(order="K").view(np.uint8), code  # memory order: a view for C or Fortran order
     if hasattr(obj, "__dlpack__") and not isinstance(obj, np.ndarray):
         return _from_address(_dlpack_interface(obj, what), what)
     cai = getattr(obj, "__cuda_array_interface__", None)

@@ -43,6 +43,19 @@ IDENT, CONGRUENT, SIMILAR, UNEQUAL = 0, 1, 2, 3
 KEYVAL_TAG_UB, KEYVAL_HOST, KEYVAL_IO, KEYVAL_WTIME_IS_GLOBAL = 0x64400001, 0x64400003, 0x64400005, 0x64400007
 
 
+class RawBytes(bytes):
+    """The packed bytes of a buffer send: a lowercase ``recv`` unpickles them, as
+    mpi4py's does (an empty message is None)."""
+
+
+def _object(value: Any) -> Any:
+    if isinstance(value, RawBytes):
+        import pickle
+
+        return pickle.loads(value) if value else None
+    return value
+
+
 def _err(cls: str, text: str) -> MPIException:
     return MPIException(ERROR_CLASSES[cls], text)
 
@@ -272,7 +285,7 @@ class Comm:
         st = BaseStatus()
         value = wait(self._comm().recv(None, s, t, st))
         from_base(st, status)
-        return value
+        return _object(value)
 
     def sendrecv(
         self,
@@ -310,7 +323,7 @@ class Comm:
         s, t = self._source(source), self._tag(tag, recv=True)
         if s is None:
             return Request(proc_null=True)
-        return Request(self._comm().irecv(None, s, t))
+        return Request(self._comm().irecv(None, s, t), lambda value, st: _object(value))
 
     # --- point-to-point, buffers -----------------------------------------------------------
     def Isend(self, buf: Any, dest: int, tag: int = 0, _synchronous: bool = False) -> Request:  # noqa: N802
@@ -319,7 +332,7 @@ class Comm:
         d, t = self._dest(dest), self._tag(tag)
         if d is None:
             return Request(proc_null=True)
-        data = b.pack()
+        data = RawBytes(b.pack())
         start = self._comm().issend if _synchronous else self._comm().isend
         return Request(start(data, d, t, nbytes=len(data)))
 

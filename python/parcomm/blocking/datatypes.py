@@ -134,6 +134,9 @@ class Datatype:
 
     def Create_contiguous(self, count: int) -> "Datatype":  # noqa: N802
         _check_count(count, "Create_contiguous count")
+        if self.is_contiguous():  # one block, however many items
+            return self._derived("contiguous", [(0, count * self.extent)], count * self.extent, (count, self))
+        _check_blocks(count * len(self.blocks), "Create_contiguous")
         blocks = [(i * self.extent + o, n) for i in range(count) for o, n in self.blocks]
         return self._derived("contiguous", blocks, count * self.extent, (count, self))
 
@@ -146,6 +149,12 @@ class Datatype:
     def _vector(self, count: int, blocklength: int, stride_bytes: int, name: str, contents: tuple) -> "Datatype":
         _check_count(count, f"Create_{name} count")
         _check_count(blocklength, f"Create_{name} blocklength")
+        if self.is_contiguous():  # each block of items is one run of bytes
+            run = blocklength * self.extent
+            extent = 0 if count == 0 or blocklength == 0 else (count - 1) * stride_bytes + run
+            _check_blocks(count, f"Create_{name}")
+            return self._derived(name, [(i * stride_bytes, run) for i in range(count)], extent, contents)
+        _check_blocks(count * blocklength * len(self.blocks), f"Create_{name}")
         blocks = [
             (i * stride_bytes + j * self.extent + o, n)
             for i in range(count)
@@ -161,6 +170,7 @@ class Datatype:
     def Create_indexed_block(self, blocklength: int, displacements: list[int]) -> "Datatype":  # noqa: N802
         _check_count(blocklength, "Create_indexed_block blocklength")
         displs = [int(d) for d in displacements]
+        _check_blocks(len(displs) * blocklength * len(self.blocks), "Create_indexed_block")
         blocks = [
             (d * self.extent + j * self.extent + o, n)
             for d in displs
@@ -171,6 +181,7 @@ class Datatype:
         return self._derived("indexed_block", blocks, extent, (blocklength, displs, self))
 
     def Create_indexed(self, blocklengths: list[int], displacements: list[int]) -> "Datatype":  # noqa: N802
+        _check_blocks(sum(int(b) for b in blocklengths) * len(self.blocks), "Create_indexed")
         blocks = [
             (d * self.extent + j * self.extent + o, n)
             for b, d in zip(blocklengths, displacements)
@@ -180,6 +191,32 @@ class Datatype:
         ends = [(d + b) * self.extent for b, d in zip(blocklengths, displacements)]
         return self._derived(
             "indexed", blocks, max(ends) if ends else 0, (list(blocklengths), list(displacements), self)
+        )
+
+    @classmethod
+    def Create_struct(  # noqa: N802
+        cls, blocklengths: list[int], displacements: list[int], datatypes: list["Datatype"]
+    ) -> "Datatype":
+        """Blocks of different types at byte displacements (MPI_Type_create_struct)."""
+        if not len(blocklengths) == len(displacements) == len(datatypes):
+            raise ValueError("Create_struct: blocklengths, displacements and datatypes differ in length")
+        blocks = [
+            (int(d) + j * t.extent + o, n)
+            for b, d, t in zip(blocklengths, displacements, datatypes)
+            for j in range(int(b))
+            for o, n in t.blocks
+        ]
+        ends = [int(d) + int(b) * t.extent for b, d, t in zip(blocklengths, displacements, datatypes)]
+        bases = {t.base for t in datatypes}
+        base = bases.pop() if len(bases) == 1 else None
+        return Datatype(
+            "struct",
+            _merge(blocks),
+            max(ends) if ends else 0,
+            base,
+            0,
+            "struct",
+            (blocklengths, displacements, datatypes),
         )
 
     def Create_resized(self, lb: int, extent: int) -> "Datatype":  # noqa: N802
@@ -226,6 +263,19 @@ def _merge(blocks: list[tuple[int, int]]) -> list[tuple[int, int]]:
         else:
             out.append((o, n))
     return out
+
+
+#: Byte blocks a derived datatype may have (each is a Python tuple; beyond, memory runs out).
+MAX_BLOCKS = 1 << 20
+
+
+def _check_blocks(n: int, what: str) -> None:
+    if n > MAX_BLOCKS:
+        from .errors import ERROR_CLASSES, MPIException
+
+        raise MPIException(
+            ERROR_CLASSES["ERR_OTHER"], f"{what}: {n} separate blocks (more than {MAX_BLOCKS} are not supported)"
+        )
 
 
 def _check_count(n: Any, what: str) -> None:

@@ -29,9 +29,10 @@ def _rank() -> int | None:
 class RankOutput(io.TextIOBase):
     """Stands for sys.stdout or sys.stderr while scripts run."""
 
-    def __init__(self, target: TextIO, tag_output: bool):
+    def __init__(self, target: TextIO, tag_output: bool, rank: int | None = None):
         self._target = target
         self._tag = tag_output
+        self._rank = rank  # this process's rank when it is one rank (run mpi); else asked per write
         self._partial: dict[int, str] = {}  # a rank's unfinished line (tagged output only)
 
     @property
@@ -48,14 +49,15 @@ class RankOutput(io.TextIOBase):
         return self._target.fileno()
 
     def write(self, text: str) -> int:
-        rank = _rank()
+        rank = self._rank if self._rank is not None else _rank()
         if rank is None or not self._tag:
             return self._target.write(text)
         pending = self._partial.pop(rank, "") + text
         lines = pending.split("\n")
         self._partial[rank] = lines.pop()
-        if lines:
+        if lines:  # whole lines in one write, flushed: lines of ranks sharing a pipe never mix
             self._target.write("".join(f"[{rank}] {line}\n" for line in lines))
+            self._target.flush()
         return len(text)
 
     def finish_rank(self, rank: int) -> None:

@@ -273,7 +273,7 @@ class Request:
         reqs = list(requests)
         active = [i for i, q in enumerate(reqs) if not q._null]
         if not active:
-            return None, []
+            return None, None  # type: ignore[return-value]
         if not any(reqs[i]._ready() for i in active):
             cls._block_any([reqs[i] for i in active])
         return cls._some(reqs, active, statuses)
@@ -287,7 +287,7 @@ class Request:
         reqs = list(requests)
         active = [i for i, q in enumerate(reqs) if not q._null]
         if not active:
-            return None, []
+            return None, None  # type: ignore[return-value]
         if not any(reqs[i]._ready() for i in active):
             poll_pause()
         return cls._some(reqs, active, statuses)
@@ -300,8 +300,8 @@ class Request:
                 st = Status()
                 values.append(reqs[i]._complete(st))
                 indices.append(i)
-                if statuses is not None:
-                    _store_status(statuses, i, st)
+                if statuses is not None:  # the k-th completed request's status goes k-th
+                    _store_status(statuses, len(indices) - 1, st)
         return indices, values
 
     @classmethod

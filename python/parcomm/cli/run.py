@@ -283,16 +283,25 @@ class program_output_to_stderr:
             self._saved = None
 
 
-def run_script_under_mpiexec(ref: str, procs: int, script_args: tuple[str, ...], timeout: float | None) -> None:
+def run_script_under_mpiexec(
+    ref: str, procs: int, script_args: tuple[str, ...], timeout: float | None, tag_output: bool = False
+) -> None:
     """``run mpi prog.py``: the real mpi4py, exactly as ``mpiexec -n N python prog.py``
-    (stdin goes to rank 0, output passes through); a failure is exit status 1."""
+    (stdin goes to rank 0, output passes through); a failure is exit status 1.
+    ``tag_output``: each rank runs the script through ``run mpi --tag-output``,
+    which writes whole lines prefixed with ``[rank] `` (Hydra's -prepend-rank
+    does not keep lines whole)."""
     import subprocess
     import sys
 
     from ..comm.mpi import find_mpiexec
 
+    if tag_output:
+        rank_cmd = [sys.executable, "-m", "parcomm", "run", "mpi", ref, "--tag-output", *script_args]
+    else:
+        rank_cmd = [sys.executable, ref, *script_args]
     try:
-        done = subprocess.run([find_mpiexec(), "-n", str(procs), sys.executable, ref, *script_args], timeout=timeout)
+        done = subprocess.run([find_mpiexec(), "-n", str(procs), *rank_cmd], timeout=timeout)
     except subprocess.TimeoutExpired:
         raise RunFailed(f"{ref} did not finish within --timeout ({timeout:g} s)") from None
     if done.returncode != 0:
@@ -412,6 +421,7 @@ def local(
 @click.option("--spin", type=float, default=0.05, hidden=True)
 @click.option("--trace-ranks", is_flag=True, hidden=True)
 @click.option("--json-out", type=click.Path(dir_okay=False, path_type=Path), default=None, help=JSON_OUT_HELP)
+@click.option("--tag-output", is_flag=True, help=TAG_OUTPUT_HELP)
 @click.argument("script_args", nargs=-1, type=click.UNPROCESSED)
 def mpi(
     program_arg,
@@ -427,6 +437,7 @@ def mpi(
     spin,
     trace_ranks,
     json_out,
+    tag_output,
     script_args,
 ) -> None:
     """Run PROGRAM under MPI (mpi4py + MPICH). Started by hand under
@@ -443,13 +454,25 @@ def mpi(
         if kwargs_json:
             raise UserError(f"--kwargs is for MODULE:FUNCTION programs; {ref} is a script")
         if under_mpi():  # one rank of a hand-started mpiexec: the script itself, with the real mpi4py
+            import os
             import runpy
             import sys
 
+            from ..blocking.output import RankOutput
+
+            rank = int(os.environ.get("PMI_RANK", os.environ.get("OMPI_COMM_WORLD_RANK", "0")))
+            if tag_output:
+                sys.stdout = RankOutput(sys.stdout, True, rank)  # type: ignore[assignment]
+                sys.stderr = RankOutput(sys.stderr, True, rank)  # type: ignore[assignment]
             sys.argv = [ref, *script_args]
-            runpy.run_path(ref, run_name="__main__")
+            try:
+                runpy.run_path(ref, run_name="__main__")
+            finally:
+                for stream in (sys.stdout, sys.stderr):
+                    if isinstance(stream, RankOutput):
+                        stream.finish_rank(rank)
             return
-        run_script_under_mpiexec(ref, _procs(procs), script_args, limit)
+        run_script_under_mpiexec(ref, _procs(procs), script_args, limit, tag_output)
         return
     no_script_args(ref, script_args)
     kwargs = checked_kwargs(ref, kwargs_json)
