@@ -31,7 +31,7 @@ from ... import lifetime
 from ...auth import KEY_ENV, JobKey, JobKeyError, resolve_key
 from . import manifest as manifests
 from .node import BcastConfig
-from .real import BcastError, NodeReport, Progress, RealNode
+from .real import BcastError, NodeReport, Progress, RealNode, is_usage_error
 from .rendezvous import Endpoint, RendezvousError, local_table, reserve_local_sockets, via_address, via_directory
 from .s3 import DeadlineExceeded, S3Client, S3Config
 
@@ -280,7 +280,8 @@ def child_main(argv: list[str]) -> int:
         manifest = check_object(job, client)
         report = _node(job, rank, table, listen, client, manifest, on_progress, key)
     except Exception as exc:  # reported to the parent, which prints one line per node
-        write_status(report_file, {"rank": rank, "error": str(exc) or type(exc).__name__})
+        error = {"rank": rank, "error": str(exc) or type(exc).__name__, "usage": is_usage_error(exc)}
+        write_status(report_file, error)
         return 1
     write_status(report_file, {"rank": rank, "report": report.to_dict()})
     return 0
@@ -291,6 +292,8 @@ class LocalResult:
     reports: list[NodeReport]
     errors: dict[int, str]
     seconds: float
+    usage_errors: set[int] = dataclasses.field(default_factory=set)  # ranks whose error was the user's input
+    unreported_egress: int = 0  # bytes failed or killed nodes had read from storage (their last progress)
 
 
 def run_local(
@@ -354,7 +357,7 @@ def run_local(
             time.sleep(0.2)
         if on_tick is not None:
             on_tick(_read_progress(status, nodes))
-        reports, errors = [], {}
+        reports, errors, usage = [], {}, set()
         for rank, proc in enumerate(procs):
             if proc.poll() is None:
                 proc.kill()  # our own child, past the job's timeout
@@ -366,9 +369,13 @@ def run_local(
                 errors[rank] = f"exited with status {proc.returncode} without a report"
             elif "error" in result:
                 errors[rank] = result["error"]
+                if result.get("usage"):
+                    usage.add(rank)
             else:
                 reports.append(NodeReport(**{k: v for k, v in result["report"].items() if k != "throughput_Bps"}))
-        return LocalResult(reports, errors, time.monotonic() - start)
+        # What nodes that left no report had fetched still left the storage: count it.
+        lost = sum(int((read_status(status / f"progress-{r}.json") or {}).get("bytes_from_storage", 0)) for r in errors)
+        return LocalResult(reports, errors, time.monotonic() - start, usage, lost)
     finally:
         for sock in socks:
             sock.close()

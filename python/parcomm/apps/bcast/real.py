@@ -124,8 +124,9 @@ class NodeReport:
     run_s: float = 0.0  # from start until this node left (it may serve others after its copy is complete)
     phase1_s: float | None = None
     phase2_s: float | None = None
-    bytes_from_storage: int = 0
+    bytes_from_storage: int = 0  # measured: body bytes read from S3 during the run, retries included
     bytes_from_peers: int = 0
+    storage_bytes_kept: int = 0  # of those, the pieces the protocol accepted (each piece once per node)
     storage_requests: int = 0
     storage_retries: int = 0
     bad_pieces: int = 0
@@ -152,8 +153,20 @@ class NodeReport:
 class Progress:
     held: int
     pieces: int
-    bytes_from_storage: int
+    bytes_from_storage: int  # body bytes read from storage, retries and duplicates included
     bytes_from_peers: int
+    bytes_held: int = 0  # of the object, verified
+    size: int = 0  # the object's bytes
+
+
+def is_usage_error(exc: BaseException) -> bool:
+    """Whether ``exc`` is about what the user named (the URL, the object, its hash list, the
+    credentials): exit status 2, whatever the number of nodes. Anything else is the run
+    failing (storage unavailable, a timeout, a full disk): 1."""
+    from .manifest import ManifestError
+    from .s3 import InvalidS3Url
+
+    return isinstance(exc, (InvalidS3Url, ObjectNotFound, AccessDenied, ManifestError))
 
 
 class _Fetch:
@@ -304,6 +317,7 @@ class RealNode:
         # One deadline for the whole job: the client's (set when the job began, and kept by
         # cutting off its requests), else from our start.
         self.deadline = getattr(self.client, "deadline", None) or start + self.timeout
+        self._received0 = getattr(self.client.stats, "bytes_received", 0)
         self.events: queue.SimpleQueue = queue.SimpleQueue()
         self.lock = threading.Lock()
         self.fatal: BaseException | None = None
@@ -347,7 +361,8 @@ class RealNode:
         stats = self.client.stats
         self.report.storage_requests = getattr(stats, "requests", 0)
         self.report.storage_retries = getattr(stats, "retries", 0)
-        self.report.bytes_from_storage = self.node.bytes_from_storage
+        self.report.bytes_from_storage = self._fetched()  # measured: retries and discarded bytes included
+        self.report.storage_bytes_kept = self.node.bytes_from_storage
         self.report.bytes_from_peers = self.node.bytes_from_peers
         node = self.node  # lost: not those that finished and left first
         self.report.peers_lost = sorted(r for r in node.planner.dead if r not in node.complete_ranks)
@@ -411,11 +426,23 @@ class RealNode:
                 self._apply(Tick())
             if self.on_progress and self._now() - last_progress > 0.2:
                 last_progress = self._now()
-                self.on_progress(
-                    Progress(
-                        self.node.held, self.layout.pieces, self.node.bytes_from_storage, self.node.bytes_from_peers
-                    )
-                )
+                self.on_progress(self._progress())
+
+    def _progress(self) -> Progress:
+        held = self.node.held
+        # Every piece but the last is full: bytes held from the count alone.
+        full = self.layout.pieces and self.node.have[self.layout.pieces - 1]
+        tail = self.layout.piece_length(self.layout.pieces - 1) if full else 0
+        bytes_held = (held - (1 if full else 0)) * self.layout.piece_size + tail
+        return Progress(
+            held, self.layout.pieces, self._fetched(), self.node.bytes_from_peers, bytes_held, self.manifest.size
+        )
+
+    def _fetched(self) -> int:
+        """Object bytes read from storage since this node started, as the client counted them
+        off the sockets: retried and discarded bytes included (the hash list, read before, not)."""
+        received = getattr(self.client.stats, "bytes_received", None)
+        return self.node.bytes_from_storage if received is None else received - self._received0
 
     def _timed_out(self) -> BcastError:
         return BcastError(f"rank {self.rank}: no completion within {self.timeout:g} s (--timeout)")
