@@ -4,6 +4,8 @@
 //! Every quantity is in SI units (seconds, bits per second, bytes). Validation
 //! returns an error naming the offending field; nothing here panics.
 
+use crate::transport::choice::{quoted, LossDetection, RecoveryRate, RtoRules, TcpChoices};
+use crate::transport::congestion;
 use serde::{Deserialize, Serialize};
 use std::collections::HashSet;
 
@@ -62,6 +64,11 @@ fn default_nic_queue() -> u64 {
     1000
 }
 
+/// A host's TCP. The strategies are named, one choice per slot
+/// (`congestion_control`, `loss_detection`, `recovery_rate`, `rto_rules`;
+/// `transport/choice.rs`); left out, a slot is read from the older booleans
+/// (`cubic`, `sack`, `rack`, `prr`, `linux_rto`), which stay accepted as
+/// its legacy spelling. [`TcpSpec::choices`] resolves and checks both.
 #[derive(Debug, Clone, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
 pub struct TcpSpec {
@@ -140,9 +147,22 @@ pub struct TcpSpec {
     pub frto: bool,
     /// CUBIC's HyStart (tcp_cubic.c hystart_update(), `hystart = 1`): slow
     /// start ends early on an ACK train or a rise in delay, from 16
-    /// segments on. Only with `cubic`.
+    /// segments on. Only with CUBIC.
     #[serde(default)]
     pub hystart: bool,
+    /// The window's strategy by name: "reno" or "cubic" (any name of
+    /// `transport::congestion::REGISTRY`). None: from `cubic`.
+    #[serde(default)]
+    pub congestion_control: Option<String>,
+    /// "dupack", "sack" or "rack". None: from `sack` and `rack`.
+    #[serde(default)]
+    pub loss_detection: Option<LossDetection>,
+    /// "rfc6675" or "prr" (SACK recovery only). None: from `prr`.
+    #[serde(default)]
+    pub recovery_rate: Option<RecoveryRate>,
+    /// "rfc6298" or "linux". None: from `linux_rto`.
+    #[serde(default)]
+    pub rto_rules: Option<RtoRules>,
 }
 
 impl Default for TcpSpec {
@@ -173,8 +193,116 @@ impl Default for TcpSpec {
             quickack: false,
             frto: false,
             hystart: false,
+            congestion_control: None,
+            loss_detection: None,
+            recovery_rate: None,
+            rto_rules: None,
         }
     }
+}
+
+/// A slot's value and the field that gave it (the named one, or the legacy
+/// boolean), so that an error names what the user wrote.
+struct Said<T> {
+    value: T,
+    field: &'static str,
+}
+
+impl TcpSpec {
+    /// The strategy choices, one per slot, from the named fields or their
+    /// legacy booleans. Errors name both fields of a combination that cannot
+    /// work (relative to the host: `tcp.hystart needs ...`).
+    pub fn choices(&self) -> Result<TcpChoices, String> {
+        let congestion = self.congestion()?;
+        let loss = self.loss_detection()?;
+        let rate = self.recovery_rate()?;
+        let rto_rules = match (self.rto_rules, self.linux_rto) {
+            (Some(RtoRules::Rfc6298), true) => {
+                return Err(contradiction("tcp.linux_rto = true", "tcp.rto_rules", &RtoRules::Rfc6298))
+            }
+            (Some(r), _) => r,
+            (None, true) => RtoRules::Linux,
+            (None, false) => RtoRules::Rfc6298,
+        };
+        if self.hystart && congestion.value != "cubic" {
+            return Err(format!(
+                "tcp.hystart is CUBIC's option: it needs {} = \"cubic\", not \"{}\"",
+                congestion.field, congestion.value
+            ));
+        }
+        if rate.value == RecoveryRate::Prr && loss.value == LossDetection::Dupack {
+            return Err(format!(
+                "{} = \"prr\" paces SACK recovery: it needs {} = \"sack\" or \"rack\", not \"dupack\"",
+                rate.field, loss.field
+            ));
+        }
+        let c = TcpChoices {
+            congestion: congestion.value,
+            hystart: self.hystart,
+            loss_detection: loss.value,
+            recovery_rate: rate.value,
+            rto_rules,
+        };
+        Ok(c)
+    }
+
+    fn congestion(&self) -> Result<Said<&'static str>, String> {
+        let Some(name) = self.congestion_control.as_deref() else {
+            let value = if self.cubic { "cubic" } else { "reno" };
+            return Ok(Said { value, field: "tcp.cubic" });
+        };
+        let Some(value) = congestion::registered(name) else {
+            let known: Vec<&str> = congestion::REGISTRY.iter().map(|(n, _)| *n).collect();
+            let shown: String = name.chars().take(40).collect();
+            return Err(format!("tcp.congestion_control: unknown \"{shown}\" (known: {})", known.join(", ")));
+        };
+        if self.cubic && value != "cubic" {
+            return Err(format!("tcp.cubic = true contradicts tcp.congestion_control = \"{value}\""));
+        }
+        Ok(Said { value, field: "tcp.congestion_control" })
+    }
+
+    fn loss_detection(&self) -> Result<Said<LossDetection>, String> {
+        let field = "tcp.loss_detection";
+        match (self.loss_detection, self.sack, self.rack) {
+            (None, false, true) => Err("tcp.rack is a SACK loss detector: it needs tcp.sack = true".into()),
+            (None, sack, rack) => {
+                let value = if !sack {
+                    LossDetection::Dupack
+                } else if rack {
+                    LossDetection::Rack
+                } else {
+                    LossDetection::Sack
+                };
+                Ok(Said { value, field: if rack { "tcp.rack" } else { "tcp.sack" } })
+            }
+            (Some(LossDetection::Dupack), true, _) => {
+                Err(contradiction("tcp.sack = true", field, &LossDetection::Dupack))
+            }
+            (Some(v @ (LossDetection::Dupack | LossDetection::Sack)), _, true) => {
+                Err(contradiction("tcp.rack = true", field, &v))
+            }
+            (Some(value), _, _) => Ok(Said { value, field }),
+        }
+    }
+
+    fn recovery_rate(&self) -> Result<Said<RecoveryRate>, String> {
+        match (self.recovery_rate, self.prr) {
+            (None, prr) => {
+                let value = if prr { RecoveryRate::Prr } else { RecoveryRate::Rfc6675 };
+                Ok(Said { value, field: "tcp.prr" })
+            }
+            (Some(RecoveryRate::Rfc6675), true) => {
+                Err(contradiction("tcp.prr = true", "tcp.recovery_rate", &RecoveryRate::Rfc6675))
+            }
+            (Some(value), _) => Ok(Said { value, field: "tcp.recovery_rate" }),
+        }
+    }
+}
+
+/// A legacy boolean that says otherwise than the named field beside it.
+fn contradiction<T: Serialize>(legacy: &str, named: &str, value: &T) -> String {
+    format!("{legacy} contradicts {named} = {}", quoted(value))
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Serialize)]
@@ -375,6 +503,7 @@ impl PlatformSpec {
                 non_negative(o.jitter_s, &f(&format!("{n}.jitter_s")))?;
             }
             let t = &h.tcp;
+            t.choices().map_err(|e| f(&e))?;
             positive(t.rto_min_s, &f("tcp.rto_min_s"))?;
             positive(t.rto_max_s, &f("tcp.rto_max_s"))?;
             positive(t.rto_initial_s, &f("tcp.rto_initial_s"))?;

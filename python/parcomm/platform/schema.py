@@ -78,9 +78,12 @@ __all__ = [
 
 def _tcp_kind(field: str) -> str:
     """How a ``tcp`` value is parsed from a unit string: by its default's type and the field's
-    unit suffix, the naming rule of spec.rs (``_s`` seconds, ``_bytes`` bytes)."""
+    unit suffix, the naming rule of spec.rs (``_s`` seconds, ``_bytes`` bytes). A field whose
+    default is ``None`` is a strategy named by a string (``congestion_control = "cubic"``)."""
     if isinstance(LINUX_TCP[field], bool):
         return "bool"
+    if LINUX_TCP[field] is None:
+        return "name"
     if field.endswith("_s"):
         return "duration"
     if field.endswith("_bytes"):
@@ -99,6 +102,10 @@ def _coerce(kind: str, value: Any, what: str) -> Any:
         return parse_count(value, what)
     if kind == "bool":
         return parse_bool(value, what)
+    if kind == "name":  # the core checks the name itself and lists the ones it knows
+        if value is not None and not isinstance(value, str):
+            raise PlatformError(f"{what} must be a name (a string), got {shown(value)}")
+        return value
     raise AssertionError(kind)  # pragma: no cover
 
 
