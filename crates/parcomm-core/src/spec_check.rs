@@ -8,6 +8,7 @@
 use crate::spec::{
     BufferUnit, Framing, HostSpec, LinkSpec, PlatformSpec, RouterSpec, SegmentSpec, SpecError, SwitchSpec, TcpSpec,
 };
+use crate::transport::choice::{LossDetection, RecoveryRate, RtoRules};
 use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Map, Value};
@@ -399,6 +400,8 @@ pub fn schema_json() -> String {
         defaults: Defaults,
         optional: Value,
         enums: Value,
+        tcp_legacy: Value,
+        tcp_option_of: Value,
         limits: Value,
     }
     let optional = json!({
@@ -407,10 +410,24 @@ pub fn schema_json() -> String {
         "switch": optional_fields(&switch),
         "link": optional_fields(&link),
     });
+    let congestion: Vec<&str> = crate::transport::congestion::REGISTRY.iter().map(|(n, _)| *n).collect();
     let enums = json!({
         "framing": [Framing::Ethernet, Framing::Atm, Framing::Raw],
         "buffer_unit": [BufferUnit::Bytes, BufferUnit::Packets, BufferUnit::Cells],
+        "congestion_control": congestion,
+        "loss_detection": [LossDetection::Dupack, LossDetection::Sack, LossDetection::Rack],
+        "recovery_rate": [RecoveryRate::Rfc6675, RecoveryRate::Prr],
+        "rto_rules": [RtoRules::Rfc6298, RtoRules::Linux],
     });
+    // The booleans each named TCP slot replaces (`TcpSpec::choices`): a named
+    // choice written over a profile clears them (platform.schema.tcp_spec).
+    let tcp_legacy = json!({
+        "congestion_control": ["cubic"], "loss_detection": ["sack", "rack"],
+        "recovery_rate": ["prr"], "rto_rules": ["linux_rto"],
+    });
+    // Flags that belong to one choice of a slot: a profile's `hystart` goes
+    // when another congestion control is named over it.
+    let tcp_option_of = json!({"hystart": {"congestion_control": "cubic"}});
     let limits = json!({
         "hosts": MAX_HOSTS, "elements": MAX_ELEMENTS, "links": MAX_LINKS, "mtu": MAX_MTU,
         "nic_queue_packets": MAX_NIC_QUEUE_PACKETS, "segments": MAX_SEGMENTS,
@@ -419,7 +436,8 @@ pub fn schema_json() -> String {
         "name_chars": MAX_NAME_CHARS, "duration_s": MAX_DURATION_S, "rate": MAX_RATE,
     });
     let defaults = Defaults { platform, tcp, host, switch, link, segment, router };
-    serde_json::to_string(&Schema { defaults, optional, enums, limits }).expect("schema serializes")
+    serde_json::to_string(&Schema { defaults, optional, enums, tcp_legacy, tcp_option_of, limits })
+        .expect("schema serializes")
 }
 
 #[cfg(test)]
@@ -482,5 +500,10 @@ mod tests {
         let tcp_opt = s["optional"]["tcp"].as_array().unwrap();
         assert!(tcp_opt.contains(&json!("sack")) && !tcp_opt.contains(&json!("rto_min_s")));
         assert_eq!(s["defaults"]["host"]["mtu"], json!(1500));
+        assert_eq!(s["enums"]["loss_detection"], json!(["dupack", "sack", "rack"]));
+        // Every legacy boolean a named slot replaces is a TcpSpec field.
+        for legacy in s["tcp_legacy"].as_object().unwrap().values().flat_map(|v| v.as_array().unwrap()) {
+            assert!(s["defaults"]["tcp"].get(legacy.as_str().unwrap()).is_some(), "{legacy}");
+        }
     }
 }

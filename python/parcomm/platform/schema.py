@@ -33,6 +33,8 @@ from .fields import (
     LINUX_TCP,
     MAX_HOSTS,
     TCP_FIELDS,
+    TCP_LEGACY,
+    TCP_OPTION_OF,
     TCP_OPTIONAL,
     PlatformError,
 )
@@ -140,6 +142,7 @@ def tcp_spec(base: Mapping[str, Any] | None = None, **overrides: Any) -> dict:
         from .stack import stack_fields
 
         merged.update(stack_fields(stack))
+    _clear_replaced_legacy(merged, overrides)
     merged.update(overrides)
     unknown = set(merged) - set(TCP_FIELDS)
     if unknown:
@@ -150,6 +153,18 @@ def tcp_spec(base: Mapping[str, Any] | None = None, **overrides: Any) -> dict:
     if missing:  # only possible with an incomplete ``base``
         raise PlatformError(f"tcp: missing field(s) {', '.join(missing)}")
     return {f: _coerce(_tcp_kind(f), merged[f], f"tcp.{f}") for f in TCP_FIELDS}
+
+
+def _clear_replaced_legacy(merged: dict, overrides: Mapping[str, Any]) -> None:
+    """A named strategy written over a base or profile replaces that slot's legacy booleans
+    (``stack="linux", congestion_control="reno"``: the profile's ``cubic`` and ``hystart`` go),
+    unless the same call writes them too; the core refuses a named choice they contradict."""
+    for slot, legacy in TCP_LEGACY.items():
+        if overrides.get(slot) is not None:
+            merged.update({f: False for f in legacy if f not in overrides})
+    for flag, needs in TCP_OPTION_OF.items():  # hystart goes with a named non-CUBIC controller
+        if flag not in overrides and any(overrides.get(k) not in (None, v) for k, v in needs.items()):
+            merged[flag] = False
 
 
 def overhead(fixed_s: Any = 0.0, per_byte_s: Any = 0.0, jitter_s: Any = 0.0) -> dict:
