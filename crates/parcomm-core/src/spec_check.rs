@@ -3,7 +3,8 @@
 //! bounds on every quantity, the wiring rules (one interface per host, every
 //! host reaches every other), and the schema summary Python reads its
 //! defaults and limits from. `spec.rs` stays the single definition of the
-//! fields; this module is the single definition of what is acceptable.
+//! fields and their per-field rules; this module is the single definition of
+//! what is acceptable, and the only one of the two that calls the other.
 
 use crate::spec::{
     BufferUnit, Framing, HostSpec, LinkSpec, PlatformSpec, RouterSpec, SegmentSpec, SpecError, SwitchSpec, TcpSpec,
@@ -45,6 +46,22 @@ pub const MAX_NAME_CHARS: usize = 256;
 pub const MAX_DURATION_S: f64 = 1e9;
 /// Rates (bit/s, packets/s): 1 Pbit/s is beyond any link or router built.
 pub const MAX_RATE: f64 = 1e15;
+
+impl PlatformSpec {
+    /// Parse and validate; every error names the field (`parse`).
+    pub fn from_json(text: &str) -> Result<PlatformSpec, SpecError> {
+        parse(text)
+    }
+
+    /// Every field checked, in the order an author reads a platform: limits,
+    /// the per-field rules of spec.rs (names, hosts, switches, routers, links,
+    /// segments), wiring. The first error is returned.
+    pub fn validate(&self) -> Result<(), SpecError> {
+        check_limits(self)?;
+        self.check_fields()?;
+        check_wiring(self)
+    }
+}
 
 /// Parse and validate a platform; every error starts with the field path
 /// (`hosts.h3.tcp.rto_min_s`, `links[2].rate_bps`), type errors included.
