@@ -208,6 +208,21 @@ struct Said<T> {
     field: &'static str,
 }
 
+impl<T> Said<T> {
+    /// `tcp.field = "value"` when the named field said it, else `legacy`
+    /// (how the boolean spelled it).
+    fn said(&self, show: impl Fn(&T) -> String, legacy: &str) -> String {
+        if NAMED.contains(&self.field) {
+            format!("{} = {}", self.field, show(&self.value))
+        } else {
+            legacy.to_string()
+        }
+    }
+}
+
+/// The named strategy fields (the others a `Said` can come from are legacy booleans).
+const NAMED: [&str; 4] = ["tcp.congestion_control", "tcp.loss_detection", "tcp.recovery_rate", "tcp.rto_rules"];
+
 impl TcpSpec {
     /// The strategy choices, one per slot, from the named fields or their
     /// legacy booleans. Errors name both fields of a combination that cannot
@@ -225,15 +240,14 @@ impl TcpSpec {
             (None, false) => RtoRules::Rfc6298,
         };
         if self.hystart && congestion.value != "cubic" {
-            return Err(format!(
-                "tcp.hystart is CUBIC's option: it needs {} = \"cubic\", not \"{}\"",
-                congestion.field, congestion.value
-            ));
+            let was = congestion.said(|v| quoted(v), "tcp.cubic = false");
+            return Err(format!("tcp.hystart is CUBIC's option, but {was} (set tcp.congestion_control = \"cubic\")"));
         }
         if rate.value == RecoveryRate::Prr && loss.value == LossDetection::Dupack {
+            let prr = rate.said(|v| quoted(v), "tcp.prr = true");
+            let dupack = loss.said(|v| quoted(v), "tcp.sack = false");
             return Err(format!(
-                "{} = \"prr\" paces SACK recovery: it needs {} = \"sack\" or \"rack\", not \"dupack\"",
-                rate.field, loss.field
+                "{prr} paces SACK recovery, but {dupack} (set tcp.loss_detection = \"sack\" or \"rack\")"
             ));
         }
         let c = TcpChoices {

@@ -68,6 +68,15 @@ fn combinations_that_cannot_work_are_refused_naming_both_fields() {
         assert!(names.iter().all(|n| e.contains(n)), "{fields}: {e} should name {names:?}");
         assert!(!e.contains('\n') && e.len() < 200, "{e}");
     }
+    // Each side as the user wrote it: the named field with its value, or the legacy boolean.
+    assert_eq!(
+        refused(json!({"hystart": true})),
+        r#"hosts.h0.tcp.hystart is CUBIC's option, but tcp.cubic = false (set tcp.congestion_control = "cubic")"#
+    );
+    assert_eq!(
+        refused(json!({"recovery_rate": "prr", "loss_detection": "dupack"})),
+        r#"hosts.h0.tcp.recovery_rate = "prr" paces SACK recovery, but tcp.loss_detection = "dupack" (set tcp.loss_detection = "sack" or "rack")"#
+    );
     let e = refused(json!({"congestion_control": "bbr"}));
     assert!(e.contains("tcp.congestion_control: unknown \"bbr\" (known: reno, cubic"), "{e}");
     let e = refused(json!({"loss_detection": "fack"}));
