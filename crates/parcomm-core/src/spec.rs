@@ -240,12 +240,12 @@ impl TcpSpec {
             (None, false) => RtoRules::Rfc6298,
         };
         if self.hystart && congestion.value != "cubic" {
-            let was = congestion.said(|v| quoted(v), "tcp.cubic = false");
+            let was = congestion.said(quoted, "tcp.cubic = false");
             return Err(format!("tcp.hystart is CUBIC's option, but {was} (set tcp.congestion_control = \"cubic\")"));
         }
         if rate.value == RecoveryRate::Prr && loss.value == LossDetection::Dupack {
-            let prr = rate.said(|v| quoted(v), "tcp.prr = true");
-            let dupack = loss.said(|v| quoted(v), "tcp.sack = false");
+            let prr = rate.said(quoted, "tcp.prr = true");
+            let dupack = loss.said(quoted, "tcp.sack = false");
             return Err(format!(
                 "{prr} paces SACK recovery, but {dupack} (set tcp.loss_detection = \"sack\" or \"rack\")"
             ));
