@@ -267,8 +267,8 @@ impl TcpSpec {
         };
         let Some(value) = congestion::registered(name) else {
             let known: Vec<&str> = congestion::REGISTRY.iter().map(|(n, _)| *n).collect();
-            let shown: String = name.chars().take(40).collect();
-            return Err(format!("tcp.congestion_control: unknown \"{shown}\" (known: {})", known.join(", ")));
+            let cut: String = name.chars().take(40).collect(); // Debug: quoted, control characters escaped
+            return Err(format!("tcp.congestion_control: unknown {cut:?} (known: {})", known.join(", ")));
         };
         if self.cubic && value != "cubic" {
             return Err(format!("tcp.cubic = true contradicts tcp.congestion_control = \"{value}\""));

@@ -91,9 +91,12 @@ pub fn parse(text: &str) -> Result<PlatformSpec, SpecError> {
 fn shorten(msg: &str) -> String {
     const HEAD: usize = 120;
     const TAIL: usize = 60;
-    let chars: Vec<char> = msg.chars().collect();
+    // A control character in a quoted value (a newline in an unknown variant's name) is shown
+    // escaped, so that the message stays one line.
+    let chars: Vec<char> =
+        msg.chars().flat_map(|c| if c.is_control() { c.escape_default().collect() } else { vec![c] }).collect();
     if chars.len() <= HEAD + TAIL + 20 {
-        return msg.to_string();
+        return chars.into_iter().collect();
     }
     let head: String = chars[..HEAD].iter().collect();
     let tail: String = chars[chars.len() - TAIL..].iter().collect();

@@ -79,6 +79,11 @@ fn combinations_that_cannot_work_are_refused_naming_both_fields() {
     );
     let e = refused(json!({"congestion_control": "bbr"}));
     assert!(e.contains("tcp.congestion_control: unknown \"bbr\" (known: reno, cubic"), "{e}");
+    // Whatever the value holds, the message is one line.
+    let e = refused(json!({"congestion_control": "a\nb\u{1}"}));
+    assert!(e.ends_with(r#"tcp.congestion_control: unknown "a\nb\u{1}" (known: reno, cubic, toy)"#), "{e}");
+    let e = refused(json!({"recovery_rate": "x\ny"}));
+    assert!(!e.contains('\n') && e.contains(r"unknown variant `x\ny`"), "{e}");
     let e = refused(json!({"loss_detection": "fack"}));
     assert!(e.starts_with("hosts.h0.tcp.loss_detection: unknown variant `fack`"), "{e}");
 }
