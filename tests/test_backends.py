@@ -30,38 +30,11 @@ from parcomm.collectives import (
     gather_linear,
 )
 from parcomm.comm import ANY_SOURCE, CommError, CommTimeout, Status, run_local, run_mpi, run_sim
-from parcomm.comm.mpi import find_mpiexec
 from parcomm.comm.sockopts import kernel_tcp_counters, read_addresses, write_addresses
 from ports import free_ports
 
 HERE = Path(__file__).resolve().parent
 ME = __name__  # how other processes import this module
-
-
-def _mpiexec_works() -> str | None:
-    """None if `mpiexec -n 2` runs here, else the reason it cannot."""
-    try:
-        exe = find_mpiexec()
-    except CommError as e:
-        return str(e)
-    try:
-        run = subprocess.run(
-            [exe, "-n", "2", sys.executable, "-c", "from mpi4py import MPI; MPI.COMM_WORLD.Barrier()"],
-            capture_output=True,
-            text=True,
-            timeout=60,
-        )
-    except (OSError, subprocess.TimeoutExpired) as e:
-        return f"{exe} cannot start: {e}"
-    return None if run.returncode == 0 else f"{exe} -n 2 failed: {run.stderr.strip()[-300:]}"
-
-
-@pytest.fixture(scope="session")
-def mpi():
-    """Skips an MPI test, with the reason, only if mpiexec genuinely cannot run here."""
-    problem = _mpiexec_works()
-    if problem is not None:
-        pytest.skip(f"mpiexec cannot run here: {problem}")
 
 
 # --- rank programs ----------------------------------------------------------------------

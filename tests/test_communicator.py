@@ -9,8 +9,6 @@ Rank programs live at module level so other processes can import them.
 
 from __future__ import annotations
 
-import subprocess
-import sys
 from pathlib import Path
 
 import numpy as np
@@ -30,34 +28,9 @@ from parcomm.comm import (
     run_mpi,
     run_sim,
 )
-from parcomm.comm.mpi import find_mpiexec
 
 ME = __name__
 HERE = Path(__file__).resolve()
-
-
-def _mpiexec_problem() -> str | None:
-    try:
-        exe = find_mpiexec()
-    except CommError as e:
-        return str(e)
-    try:
-        run = subprocess.run(
-            [exe, "-n", "2", sys.executable, "-c", "from mpi4py import MPI; MPI.COMM_WORLD.Barrier()"],
-            capture_output=True,
-            text=True,
-            timeout=60,
-        )
-    except (OSError, subprocess.TimeoutExpired) as e:
-        return f"{exe} cannot start: {e}"
-    return None if run.returncode == 0 else f"{exe} -n 2 failed: {run.stderr.strip()[-300:]}"
-
-
-@pytest.fixture(scope="module")
-def mpi():
-    problem = _mpiexec_problem()
-    if problem is not None:
-        pytest.skip(f"mpiexec cannot run here: {problem}")
 
 
 # --- rank programs ----------------------------------------------------------------------

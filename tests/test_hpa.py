@@ -8,8 +8,6 @@ else brute-force counting of every subset on the small data sets used here.
 
 from __future__ import annotations
 
-import subprocess
-import sys
 from collections import Counter
 from itertools import combinations
 
@@ -31,7 +29,6 @@ from parcomm.apps.hpa.quest import (
 )
 from parcomm.cli import main as cli_main
 from parcomm.comm import CommError, run_mpi, run_sim
-from parcomm.comm.mpi import find_mpiexec
 
 DATASETS = {
     "small": QuestParams(transactions=3000, avg_len=6, avg_pattern_len=3, items=200, patterns=60, seed=11),
@@ -226,27 +223,7 @@ def test_hpa_is_deterministic_in_simulator(data):
     assert a.finish_times == b.finish_times and a.host_totals() == b.host_totals()
 
 
-def _mpiexec_problem() -> str | None:
-    try:
-        exe = find_mpiexec()
-    except CommError as e:
-        return str(e)
-    try:
-        r = subprocess.run(
-            [exe, "-n", "2", sys.executable, "-c", "from mpi4py import MPI; MPI.COMM_WORLD.Barrier()"],
-            capture_output=True,
-            text=True,
-            timeout=60,
-        )
-    except (OSError, subprocess.TimeoutExpired) as e:
-        return f"{exe} cannot start: {e}"
-    return None if r.returncode == 0 else f"{exe} -n 2 failed: {r.stderr.strip()[-300:]}"
-
-
-def test_hpa_under_mpi_4_ranks_matches_reference(data):
-    problem = _mpiexec_problem()
-    if problem:
-        pytest.skip(f"mpiexec cannot run here: {problem}")
+def test_hpa_under_mpi_4_ranks_matches_reference(data, mpi):
     for name in ("small", "wide"):
         path, _, ref = data[name]
         res = run_mpi("parcomm.apps.hpa.hpa:hpa", 4, kwargs={"path": path, "min_support": SUPPORT[name]}, timeout=120)
@@ -370,10 +347,7 @@ def test_hpa_index_wire_and_large_blocks_match_reference(data, name):
         run_sim(hpa, "atm:16", 2, seed=1, kwargs={**kw, "wire": "hash"})
 
 
-def test_hpa_index_wire_under_mpi_matches_reference(data):
-    problem = _mpiexec_problem()
-    if problem:
-        pytest.skip(f"mpiexec cannot run here: {problem}")
+def test_hpa_index_wire_under_mpi_matches_reference(data, mpi):
     path, _, ref = data["skewed"]
     res = run_mpi(
         "parcomm.apps.hpa.hpa:hpa",

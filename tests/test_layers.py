@@ -1,4 +1,4 @@
-"""The layers of docs/design.md ("Layers") hold: a package imports only packages below it, modules
+"""The layers of docs/architecture.md ("Layers") hold: a package imports only packages below it, modules
 import each other without cycles, studies swallow no exceptions, and no function is longer than
 :data:`MAX_FUNCTION_LINES` (``python tests/test_layers.py`` lists the longest).
 
@@ -10,29 +10,35 @@ from __future__ import annotations
 
 import ast
 import pathlib
+import re
 from collections import defaultdict
 
 PKG = pathlib.Path(__file__).resolve().parents[1] / "python" / "parcomm"
 
-#: Bottom up. ``result`` is the one result type of every way (data only), below everything that
-#: produces or compares results. ``models`` are closed forms over platform data, so they sit below ``comm``;
-#: ``conformance`` runs studies' scenarios in the simulator and the emulation, below the CLI.
-#: Packages on one line are peers (they must not import each other).
-LAYERS = [
-    {"_core", "strictjson"},
-    {"auth", "platform"},
-    {"result"},
-    {"models"},
-    {"comm"},
-    {"collectives"},
-    {"measure"},
-    {"emu"},
-    {"apps"},
-    {"studies"},
-    {"conformance"},
-    {"cli"},
-    {"__main__"},
-]
+ARCHITECTURE = PKG.parents[1] / "docs" / "architecture.md"
+
+
+def _layers_from_architecture() -> list[set[str]]:
+    """The layer table of docs/architecture.md ("## Layers"), bottom up: one row per layer, its
+    packages in backquotes. Packages on one row are peers (they must not import each other).
+    The page is the map a reader trusts, so the tests hold the code to it, not to a copy."""
+    text = ARCHITECTURE.read_text()
+    section = text.split("## Layers", 1)[1].split("\n## ", 1)[0]
+    layers = []
+    for line in section.splitlines():
+        cells = [c.strip() for c in line.strip().strip("|").split("|")]
+        if line.startswith("|") and len(cells) >= 2 and cells[0].isdigit():
+            assert int(cells[0]) == len(layers), f"architecture.md: layer rows out of order at {line!r}"
+            layers.append(set(re.findall(r"`([\w.]+)`", cells[1])))
+    assert layers, "architecture.md has no layer table under '## Layers'"
+    return layers
+
+
+#: Bottom up, as docs/architecture.md draws them. ``result`` is the one result type of every way
+#: (data only), below everything that produces or compares results. ``models`` are closed forms
+#: over platform data, so they sit below ``comm``; ``conformance`` runs studies' scenarios in the
+#: simulator and the emulation, below the CLI.
+LAYERS = _layers_from_architecture()
 
 #: Known crossings another change is removing; each names that change. Keep this list short.
 PENDING: set[tuple[str, str]] = set()  # none left: measurement moved to parcomm.measure

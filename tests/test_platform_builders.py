@@ -124,7 +124,13 @@ def test_sack_and_tlp_are_optional_bools_default_off():
         "quickack",
         "frto",
         "hystart",
+        "congestion_control",
+        "loss_detection",
+        "recovery_rate",
+        "rto_rules",
     )
+    # the named strategy choices: None means "read the legacy booleans above"
+    assert all(pp.LINUX_TCP[f] is None for f in ("congestion_control", "loss_detection", "recovery_rate", "rto_rules"))
     assert all(
         pp.LINUX_TCP[f] is False
         for f in (

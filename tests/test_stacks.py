@@ -8,7 +8,7 @@ from parcomm.comm import run_sim
 from parcomm.platform import loads, star
 from parcomm.platform.atm import SOLARIS_2_5_1_TCP
 from parcomm.platform.opteron import LINUX_2_6_11_TCP
-from parcomm.platform.schema import LINUX_TCP, PlatformError, tcp_spec
+from parcomm.platform.schema import LINUX_TCP, PlatformError, tcp_spec, validate
 from parcomm.platform.stack import STACKS, stack_fields, stack_info
 
 
@@ -89,3 +89,18 @@ def test_oguchis_simulated_twins_differ_only_in_the_stack_mechanisms():
             f: v for f, v in stack_mechanisms("linux").items() if k["tcp"].get(f) != v
         }
         assert h["tcp"]["rto_min_s"] == k["tcp"]["rto_min_s"]
+
+
+def test_a_named_strategy_over_a_profile_replaces_its_legacy_booleans():
+    """The linux profile writes cubic, hystart, sack, rack, prr, linux_rto; naming a slot over it
+    replaces that slot (and CUBIC's hystart with another controller), the rest of the profile stays."""
+    t = tcp_spec(stack="linux", congestion_control="reno", recovery_rate="rfc6675")
+    assert (t["cubic"], t["hystart"], t["prr"]) == (False, False, False)
+    assert (t["sack"], t["rack"], t["linux_rto"], t["frto"]) == (True, True, True, True)
+    validate(star(2, tcp=t))
+    # Named CUBIC keeps the profile's hystart; a contradiction written in one call is refused.
+    assert tcp_spec(stack="linux", congestion_control="cubic")["hystart"] is True
+    with pytest.raises(PlatformError, match=r"tcp.sack = true contradicts tcp.loss_detection"):
+        validate(star(2, tcp=tcp_spec(loss_detection="dupack", sack=True)))
+    with pytest.raises(PlatformError, match=r"tcp.congestion_control must be a name"):
+        tcp_spec(congestion_control=3)

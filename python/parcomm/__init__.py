@@ -1,10 +1,12 @@
 """parcomm: model, simulate, emulate and run communication in parallel systems.
 
-The layers, bottom up: ``parcomm._core`` (the Rust packet-level simulator),
-``parcomm.platform`` (topologies as data), ``parcomm.comm`` (one async
-Communicator API with a simulated backend), ``parcomm.collectives`` (rank
-programs written once), ``parcomm.studies`` (reproductions of the seed papers)
-and ``parcomm.cli``.
+The layers, bottom up (docs/architecture.md): ``parcomm._core`` (the Rust
+packet-level simulator and the platform schema), ``strictjson``; ``auth``
+(job membership) and ``platform`` (topologies as data); ``result`` (one result
+type for the four ways); ``models`` (closed forms); ``comm`` (one async
+Communicator, backends sim/MPI/socket); ``collectives`` (rank programs written
+once); ``measure``; ``emu`` (real Linux TCP in namespaces); ``apps`` (hpa,
+heat, bcast, mcast); ``studies`` (the seed papers); ``conformance``; ``cli``.
 """
 
 __version__ = "0.1.0"

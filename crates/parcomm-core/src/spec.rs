@@ -4,6 +4,8 @@
 //! Every quantity is in SI units (seconds, bits per second, bytes). Validation
 //! returns an error naming the offending field; nothing here panics.
 
+use crate::transport::choice::{quoted, LossDetection, RecoveryRate, RtoRules, TcpChoices};
+use crate::transport::congestion;
 use serde::{Deserialize, Serialize};
 use std::collections::HashSet;
 
@@ -70,6 +72,11 @@ fn default_nic_queue() -> u64 {
     1000
 }
 
+/// A host's TCP. The strategies are named, one choice per slot
+/// (`congestion_control`, `loss_detection`, `recovery_rate`, `rto_rules`;
+/// `transport/choice.rs`); left out, a slot is read from the older booleans
+/// (`cubic`, `sack`, `rack`, `prr`, `linux_rto`), which stay accepted as
+/// its legacy spelling. [`TcpSpec::choices`] resolves and checks both.
 #[derive(Debug, Clone, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
 pub struct TcpSpec {
@@ -148,9 +155,22 @@ pub struct TcpSpec {
     pub frto: bool,
     /// CUBIC's HyStart (tcp_cubic.c hystart_update(), `hystart = 1`): slow
     /// start ends early on an ACK train or a rise in delay, from 16
-    /// segments on. Only with `cubic`.
+    /// segments on. Only with CUBIC.
     #[serde(default)]
     pub hystart: bool,
+    /// The window's strategy by name: "reno" or "cubic" (any name of
+    /// `transport::congestion::REGISTRY`). None: from `cubic`.
+    #[serde(default)]
+    pub congestion_control: Option<String>,
+    /// "dupack", "sack" or "rack". None: from `sack` and `rack`.
+    #[serde(default)]
+    pub loss_detection: Option<LossDetection>,
+    /// "rfc6675" or "prr" (SACK recovery only). None: from `prr`.
+    #[serde(default)]
+    pub recovery_rate: Option<RecoveryRate>,
+    /// "rfc6298" or "linux". None: from `linux_rto`.
+    #[serde(default)]
+    pub rto_rules: Option<RtoRules>,
 }
 
 impl Default for TcpSpec {
@@ -181,8 +201,130 @@ impl Default for TcpSpec {
             quickack: false,
             frto: false,
             hystart: false,
+            congestion_control: None,
+            loss_detection: None,
+            recovery_rate: None,
+            rto_rules: None,
         }
     }
+}
+
+/// A slot's value and the field that gave it (the named one, or the legacy
+/// boolean), so that an error names what the user wrote.
+struct Said<T> {
+    value: T,
+    field: &'static str,
+}
+
+impl<T> Said<T> {
+    /// `tcp.field = "value"` when the named field said it, else `legacy`
+    /// (how the boolean spelled it).
+    fn said(&self, show: impl Fn(&T) -> String, legacy: &str) -> String {
+        if NAMED.contains(&self.field) {
+            format!("{} = {}", self.field, show(&self.value))
+        } else {
+            legacy.to_string()
+        }
+    }
+}
+
+/// The named strategy fields (the others a `Said` can come from are legacy booleans).
+const NAMED: [&str; 4] = ["tcp.congestion_control", "tcp.loss_detection", "tcp.recovery_rate", "tcp.rto_rules"];
+
+impl TcpSpec {
+    /// The strategy choices, one per slot, from the named fields or their
+    /// legacy booleans. Errors name both fields of a combination that cannot
+    /// work (relative to the host: `tcp.hystart needs ...`).
+    pub fn choices(&self) -> Result<TcpChoices, String> {
+        let congestion = self.congestion()?;
+        let loss = self.loss_detection()?;
+        let rate = self.recovery_rate()?;
+        let rto_rules = match (self.rto_rules, self.linux_rto) {
+            (Some(RtoRules::Rfc6298), true) => {
+                return Err(contradiction("tcp.linux_rto = true", "tcp.rto_rules", &RtoRules::Rfc6298))
+            }
+            (Some(r), _) => r,
+            (None, true) => RtoRules::Linux,
+            (None, false) => RtoRules::Rfc6298,
+        };
+        if self.hystart && congestion.value != "cubic" {
+            let was = congestion.said(quoted, "tcp.cubic = false");
+            return Err(format!("tcp.hystart is CUBIC's option, but {was} (set tcp.congestion_control = \"cubic\")"));
+        }
+        if rate.value == RecoveryRate::Prr && loss.value == LossDetection::Dupack {
+            let prr = rate.said(quoted, "tcp.prr = true");
+            let dupack = loss.said(quoted, "tcp.sack = false");
+            return Err(format!(
+                "{prr} paces SACK recovery, but {dupack} (set tcp.loss_detection = \"sack\" or \"rack\")"
+            ));
+        }
+        let c = TcpChoices {
+            congestion: congestion.value,
+            hystart: self.hystart,
+            loss_detection: loss.value,
+            recovery_rate: rate.value,
+            rto_rules,
+        };
+        Ok(c)
+    }
+
+    fn congestion(&self) -> Result<Said<&'static str>, String> {
+        let Some(name) = self.congestion_control.as_deref() else {
+            let value = if self.cubic { "cubic" } else { "reno" };
+            return Ok(Said { value, field: "tcp.cubic" });
+        };
+        let Some(value) = congestion::registered(name) else {
+            let known: Vec<&str> = congestion::REGISTRY.iter().map(|(n, _)| *n).collect();
+            let cut: String = name.chars().take(40).collect(); // Debug: quoted, control characters escaped
+            return Err(format!("tcp.congestion_control: unknown {cut:?} (known: {})", known.join(", ")));
+        };
+        if self.cubic && value != "cubic" {
+            return Err(format!("tcp.cubic = true contradicts tcp.congestion_control = \"{value}\""));
+        }
+        Ok(Said { value, field: "tcp.congestion_control" })
+    }
+
+    fn loss_detection(&self) -> Result<Said<LossDetection>, String> {
+        let field = "tcp.loss_detection";
+        match (self.loss_detection, self.sack, self.rack) {
+            (None, false, true) => Err("tcp.rack is a SACK loss detector: it needs tcp.sack = true".into()),
+            (None, sack, rack) => {
+                let value = if !sack {
+                    LossDetection::Dupack
+                } else if rack {
+                    LossDetection::Rack
+                } else {
+                    LossDetection::Sack
+                };
+                Ok(Said { value, field: if rack { "tcp.rack" } else { "tcp.sack" } })
+            }
+            (Some(LossDetection::Dupack), true, _) => {
+                Err(contradiction("tcp.sack = true", field, &LossDetection::Dupack))
+            }
+            (Some(v @ (LossDetection::Dupack | LossDetection::Sack)), _, true) => {
+                Err(contradiction("tcp.rack = true", field, &v))
+            }
+            (Some(value), _, _) => Ok(Said { value, field }),
+        }
+    }
+
+    fn recovery_rate(&self) -> Result<Said<RecoveryRate>, String> {
+        match (self.recovery_rate, self.prr) {
+            (None, prr) => {
+                let value = if prr { RecoveryRate::Prr } else { RecoveryRate::Rfc6675 };
+                Ok(Said { value, field: "tcp.prr" })
+            }
+            (Some(RecoveryRate::Rfc6675), true) => {
+                Err(contradiction("tcp.prr = true", "tcp.recovery_rate", &RecoveryRate::Rfc6675))
+            }
+            (Some(value), _) => Ok(Said { value, field: "tcp.recovery_rate" }),
+        }
+    }
+}
+
+/// A legacy boolean that says otherwise than the named field beside it.
+fn contradiction<T: Serialize>(legacy: &str, named: &str, value: &T) -> String {
+    format!("{legacy} contradicts {named} = {}", quoted(value))
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Serialize)]
@@ -324,15 +466,11 @@ pub fn atm_cells(ip_bytes: u64) -> u64 {
 }
 
 impl PlatformSpec {
-    /// Parse and validate; every error names the field (`spec_check::parse`).
-    pub fn from_json(text: &str) -> Result<PlatformSpec, SpecError> {
-        crate::spec_check::parse(text)
-    }
-
-    /// Every field checked, in the order an author reads a platform: limits, names,
-    /// hosts, switches, routers, links, segments, wiring. The first error is returned.
-    pub fn validate(&self) -> Result<(), SpecError> {
-        crate::spec_check::check_limits(self)?;
+    /// The per-field rules, in the order an author reads a platform: names,
+    /// hosts, switches, routers, links, segments. The first error is returned.
+    /// `PlatformSpec::validate` (spec_check.rs) runs them between the limits
+    /// and the wiring; this module never calls that one, so the two are no circle.
+    pub(crate) fn check_fields(&self) -> Result<(), SpecError> {
         if self.hosts.is_empty() {
             return Err("hosts: a platform needs at least one host".into());
         }
@@ -343,8 +481,7 @@ impl PlatformSpec {
         self.check_routers(max_mtu)?;
         let segment_names: HashSet<&String> = self.segments.iter().map(|s| &s.name).collect();
         self.check_links(&names, &segment_names)?;
-        self.check_segments(&names, &segment_names)?;
-        crate::spec_check::check_wiring(self)
+        self.check_segments(&names, &segment_names)
     }
 
     /// Every node and segment named, each name once; returns the names.
@@ -384,6 +521,7 @@ impl PlatformSpec {
             }
             non_negative(h.timing_noise_s, &f("timing_noise_s"))?;
             let t = &h.tcp;
+            t.choices().map_err(|e| f(&e))?;
             positive(t.rto_min_s, &f("tcp.rto_min_s"))?;
             positive(t.rto_max_s, &f("tcp.rto_max_s"))?;
             positive(t.rto_initial_s, &f("tcp.rto_initial_s"))?;

@@ -3,11 +3,13 @@
 //! bounds on every quantity, the wiring rules (one interface per host, every
 //! host reaches every other), and the schema summary Python reads its
 //! defaults and limits from. `spec.rs` stays the single definition of the
-//! fields; this module is the single definition of what is acceptable.
+//! fields and their per-field rules; this module is the single definition of
+//! what is acceptable, and the only one of the two that calls the other.
 
 use crate::spec::{
     BufferUnit, Framing, HostSpec, LinkSpec, PlatformSpec, RouterSpec, SegmentSpec, SpecError, SwitchSpec, TcpSpec,
 };
+use crate::transport::choice::{LossDetection, RecoveryRate, RtoRules};
 use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Map, Value};
@@ -45,6 +47,22 @@ pub const MAX_DURATION_S: f64 = 1e9;
 /// Rates (bit/s, packets/s): 1 Pbit/s is beyond any link or router built.
 pub const MAX_RATE: f64 = 1e15;
 
+impl PlatformSpec {
+    /// Parse and validate; every error names the field (`parse`).
+    pub fn from_json(text: &str) -> Result<PlatformSpec, SpecError> {
+        parse(text)
+    }
+
+    /// Every field checked, in the order an author reads a platform: limits,
+    /// the per-field rules of spec.rs (names, hosts, switches, routers, links,
+    /// segments), wiring. The first error is returned.
+    pub fn validate(&self) -> Result<(), SpecError> {
+        check_limits(self)?;
+        self.check_fields()?;
+        check_wiring(self)
+    }
+}
+
 /// Parse and validate a platform; every error starts with the field path
 /// (`hosts.h3.tcp.rto_min_s`, `links[2].rate_bps`), type errors included.
 pub fn parse(text: &str) -> Result<PlatformSpec, SpecError> {
@@ -73,9 +91,12 @@ pub fn parse(text: &str) -> Result<PlatformSpec, SpecError> {
 fn shorten(msg: &str) -> String {
     const HEAD: usize = 120;
     const TAIL: usize = 60;
-    let chars: Vec<char> = msg.chars().collect();
+    // A control character in a quoted value (a newline in an unknown variant's name) is shown
+    // escaped, so that the message stays one line.
+    let chars: Vec<char> =
+        msg.chars().flat_map(|c| if c.is_control() { c.escape_default().collect() } else { vec![c] }).collect();
     if chars.len() <= HEAD + TAIL + 20 {
-        return msg.to_string();
+        return chars.into_iter().collect();
     }
     let head: String = chars[..HEAD].iter().collect();
     let tail: String = chars[chars.len() - TAIL..].iter().collect();
@@ -400,6 +421,8 @@ pub fn schema_json() -> String {
         defaults: Defaults,
         optional: Value,
         enums: Value,
+        tcp_legacy: Value,
+        tcp_option_of: Value,
         limits: Value,
     }
     let optional = json!({
@@ -408,10 +431,24 @@ pub fn schema_json() -> String {
         "switch": optional_fields(&switch),
         "link": optional_fields(&link),
     });
+    let congestion: Vec<&str> = crate::transport::congestion::REGISTRY.iter().map(|(n, _)| *n).collect();
     let enums = json!({
         "framing": [Framing::Ethernet, Framing::Atm, Framing::Raw],
         "buffer_unit": [BufferUnit::Bytes, BufferUnit::Packets, BufferUnit::Cells],
+        "congestion_control": congestion,
+        "loss_detection": [LossDetection::Dupack, LossDetection::Sack, LossDetection::Rack],
+        "recovery_rate": [RecoveryRate::Rfc6675, RecoveryRate::Prr],
+        "rto_rules": [RtoRules::Rfc6298, RtoRules::Linux],
     });
+    // The booleans each named TCP slot replaces (`TcpSpec::choices`): a named
+    // choice written over a profile clears them (platform.schema.tcp_spec).
+    let tcp_legacy = json!({
+        "congestion_control": ["cubic"], "loss_detection": ["sack", "rack"],
+        "recovery_rate": ["prr"], "rto_rules": ["linux_rto"],
+    });
+    // Flags that belong to one choice of a slot: a profile's `hystart` goes
+    // when another congestion control is named over it.
+    let tcp_option_of = json!({"hystart": {"congestion_control": "cubic"}});
     let limits = json!({
         "hosts": MAX_HOSTS, "elements": MAX_ELEMENTS, "links": MAX_LINKS, "mtu": MAX_MTU,
         "nic_queue_packets": MAX_NIC_QUEUE_PACKETS, "segments": MAX_SEGMENTS,
@@ -420,7 +457,8 @@ pub fn schema_json() -> String {
         "name_chars": MAX_NAME_CHARS, "duration_s": MAX_DURATION_S, "rate": MAX_RATE,
     });
     let defaults = Defaults { platform, tcp, host, switch, link, segment, router };
-    serde_json::to_string(&Schema { defaults, optional, enums, limits }).expect("schema serializes")
+    serde_json::to_string(&Schema { defaults, optional, enums, tcp_legacy, tcp_option_of, limits })
+        .expect("schema serializes")
 }
 
 #[cfg(test)]
@@ -483,5 +521,10 @@ mod tests {
         let tcp_opt = s["optional"]["tcp"].as_array().unwrap();
         assert!(tcp_opt.contains(&json!("sack")) && !tcp_opt.contains(&json!("rto_min_s")));
         assert_eq!(s["defaults"]["host"]["mtu"], json!(1500));
+        assert_eq!(s["enums"]["loss_detection"], json!(["dupack", "sack", "rack"]));
+        // Every legacy boolean a named slot replaces is a TcpSpec field.
+        for legacy in s["tcp_legacy"].as_object().unwrap().values().flat_map(|v| v.as_array().unwrap()) {
+            assert!(s["defaults"]["tcp"].get(legacy.as_str().unwrap()).is_some(), "{legacy}");
+        }
     }
 }

@@ -49,5 +49,11 @@ TCP_FIELDS = tuple(LINUX_TCP)
 #: ``TcpSpec`` fields with ``#[serde(default)]`` (false or 0, i.e. off): a ``tcp`` table may omit them.
 TCP_OPTIONAL = tuple(f for f in TCP_FIELDS if f in _SCHEMA["optional"]["tcp"])
 
+#: The named TCP strategy slots and the legacy booleans each replaces (``TcpSpec::choices``):
+#: ``{"congestion_control": ["cubic"], "loss_detection": ["sack", "rack"], ...}``.
+TCP_LEGACY: dict[str, tuple[str, ...]] = {k: tuple(v) for k, v in _SCHEMA["tcp_legacy"].items()}
+#: Flags that belong to one choice of a slot: ``{"hystart": {"congestion_control": "cubic"}}``.
+TCP_OPTION_OF: dict[str, dict[str, str]] = dict(_SCHEMA["tcp_option_of"])
+
 #: Keyword options of ``host`` other than the name (what builders pass through).
 HOST_OPTIONS = tuple(f for f in _DEFAULTS["host"] if f != "name")

@@ -33,6 +33,8 @@ from .fields import (
     LINUX_TCP,
     MAX_HOSTS,
     TCP_FIELDS,
+    TCP_LEGACY,
+    TCP_OPTION_OF,
     TCP_OPTIONAL,
     PlatformError,
 )
@@ -78,9 +80,12 @@ __all__ = [
 
 def _tcp_kind(field: str) -> str:
     """How a ``tcp`` value is parsed from a unit string: by its default's type and the field's
-    unit suffix, the naming rule of spec.rs (``_s`` seconds, ``_bytes`` bytes)."""
+    unit suffix, the naming rule of spec.rs (``_s`` seconds, ``_bytes`` bytes). A field whose
+    default is ``None`` is a strategy named by a string (``congestion_control = "cubic"``)."""
     if isinstance(LINUX_TCP[field], bool):
         return "bool"
+    if LINUX_TCP[field] is None:
+        return "name"
     if field.endswith("_s"):
         return "duration"
     if field.endswith("_bytes"):
@@ -99,6 +104,10 @@ def _coerce(kind: str, value: Any, what: str) -> Any:
         return parse_count(value, what)
     if kind == "bool":
         return parse_bool(value, what)
+    if kind == "name":  # the core checks the name itself and lists the ones it knows
+        if value is not None and not isinstance(value, str):
+            raise PlatformError(f"{what} must be a name (a string), got {shown(value)}")
+        return value
     raise AssertionError(kind)  # pragma: no cover
 
 
@@ -139,6 +148,7 @@ def tcp_spec(base: Mapping[str, Any] | None = None, **overrides: Any) -> dict:
         from .stack import stack_fields
 
         merged.update(stack_fields(stack))
+    _clear_replaced_legacy(merged, overrides)
     merged.update(overrides)
     unknown = set(merged) - set(TCP_FIELDS)
     if unknown:
@@ -149,6 +159,18 @@ def tcp_spec(base: Mapping[str, Any] | None = None, **overrides: Any) -> dict:
     if missing:  # only possible with an incomplete ``base``
         raise PlatformError(f"tcp: missing field(s) {', '.join(missing)}")
     return {f: _coerce(_tcp_kind(f), merged[f], f"tcp.{f}") for f in TCP_FIELDS}
+
+
+def _clear_replaced_legacy(merged: dict, overrides: Mapping[str, Any]) -> None:
+    """A named strategy written over a base or profile replaces that slot's legacy booleans
+    (``stack="linux", congestion_control="reno"``: the profile's ``cubic`` and ``hystart`` go),
+    unless the same call writes them too; the core refuses a named choice they contradict."""
+    for slot, legacy in TCP_LEGACY.items():
+        if overrides.get(slot) is not None:
+            merged.update({f: False for f in legacy if f not in overrides})
+    for flag, needs in TCP_OPTION_OF.items():  # hystart goes with a named non-CUBIC controller
+        if flag not in overrides and any(overrides.get(k) not in (None, v) for k, v in needs.items()):
+            merged[flag] = False
 
 
 def overhead(fixed_s: Any = 0.0, per_byte_s: Any = 0.0, jitter_s: Any = 0.0) -> dict:

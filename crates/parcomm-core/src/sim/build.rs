@@ -11,12 +11,16 @@ use crate::net::routing::{Iface, Routes};
 use crate::rng::Rng;
 use crate::spec::{atm_cells, BufferSpec, BufferUnit, Framing, PlatformSpec, SpecError};
 use crate::time::{from_secs, Time};
+use crate::transport::choice::{LossDetection, RecoveryRate, RtoRules};
 use crate::transport::TcpConfig;
 use std::collections::{HashMap, VecDeque};
 
-fn tcp_config(h: &crate::spec::HostSpec) -> TcpConfig {
+/// The transport's config: times in nanoseconds, the named choices
+/// resolved (`TcpSpec::choices`) into what the strategy factory reads.
+fn tcp_config(h: &crate::spec::HostSpec) -> Result<TcpConfig, SpecError> {
     let t = &h.tcp;
-    TcpConfig {
+    let c = t.choices().map_err(|e| format!("hosts.{}.{e}", h.name))?;
+    Ok(TcpConfig {
         mss: h.mtu - crate::net::packet::HEADER_BYTES,
         rto_min: from_secs(t.rto_min_s),
         rto_max: from_secs(t.rto_max_s),
@@ -28,19 +32,19 @@ fn tcp_config(h: &crate::spec::HostSpec) -> TcpConfig {
         delayed_ack: t.delayed_ack,
         delayed_ack_timeout: from_secs(t.delayed_ack_timeout_s),
         dupack_threshold: t.dupack_threshold,
-        sack: t.sack,
+        sack: c.loss_detection != LossDetection::Dupack,
         tail_loss_probe: t.tail_loss_probe,
         sndbuf_initial: t.sndbuf_initial_bytes,
         cwnd_restart_after_idle: t.cwnd_restart_after_idle,
-        linux_rto: t.linux_rto,
+        linux_rto: c.rto_rules == RtoRules::Linux,
         timestamps: t.timestamps,
-        rack: t.rack,
-        prr: t.prr,
-        cubic: t.cubic,
+        rack: c.loss_detection == LossDetection::Rack,
+        prr: c.recovery_rate == RecoveryRate::Prr,
+        congestion: c.congestion,
         quickack: t.quickack,
         frto: t.frto,
-        hystart: t.hystart,
-    }
+        hystart: c.hystart,
+    })
 }
 
 pub(super) fn build(spec: &PlatformSpec, seed: u64) -> Result<Simulation, SpecError> {
@@ -248,7 +252,7 @@ impl<'a> Graph<'a> {
             let timer_tick = crate::time::from_secs(h.tcp.timer_tick_s);
             hosts.push(Host {
                 name: h.name.clone(),
-                tcp: tcp_config(h),
+                tcp: tcp_config(h)?,
                 send_overhead: h.send_overhead,
                 recv_overhead: h.recv_overhead,
                 nic: ifaces.first().copied().unwrap_or(Iface::None),

@@ -199,7 +199,7 @@ fn a_real_loss_after_a_timeout_is_not_undone() {
 fn hystart_leaves_slow_start_near_the_path_bdp_without_a_loss() {
     // 100 Mbit/s, 10 ms each way: BDP = 250 segments of 1000 bytes; the FIFO
     // never drops, so without HyStart slow start only ends with the transfer.
-    let c = |hystart: bool| TcpConfig { cubic: true, hystart, tail_loss_probe: false, ..cfg(true, true) };
+    let c = |hystart: bool| TcpConfig { congestion: "cubic", hystart, tail_loss_probe: false, ..cfg(true, true) };
     let run = |c: &TcpConfig| {
         let mut n = Net::new(c, 100_000_000, 10 * MS);
         n.write(2000 * MSS);

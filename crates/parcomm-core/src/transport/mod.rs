@@ -13,32 +13,29 @@
 //!   `poll_timeout()` after every call, as deadlines move. A spurious
 //!   `on_timeout` (early or disarmed) is a no-op.
 
-pub mod cubic;
-pub mod frto;
-pub mod hystart;
-pub mod linux_rto;
+pub mod choice;
+#[cfg(test)]
+mod choice_tests;
+pub mod congestion;
 #[cfg(test)]
 mod linux_tests;
-pub mod newreno;
-pub mod prr;
-pub mod rack;
 pub mod ranges;
 pub mod receiver;
 pub mod recovery;
-pub mod rto;
 pub mod sack;
 pub mod sender;
 pub mod seqspace;
+pub mod strategies;
 #[cfg(test)]
 mod testnet;
-pub mod tlp;
+pub mod timers;
 pub mod txlog;
 
-pub use newreno::{CongestionControl, NewReno};
+pub use congestion::CongestionControl;
 pub use receiver::Receiver;
-pub use rto::{Rfc6298Rto, RtoEstimator};
 pub use sack::{SackBlocks, MAX_SACK_BLOCKS};
 pub use sender::Sender;
+pub use timers::rto::{Rfc6298Rto, RtoEstimator};
 
 use crate::time::{Time, MS, SEC};
 
@@ -84,7 +81,7 @@ pub struct TcpConfig {
     /// (tcp_cwnd_restart): a connection that sends after being idle for
     /// more than one RTO restarts from a reduced window.
     pub cwnd_restart_after_idle: bool,
-    /// Linux's RTO rules (`linux_rto.rs`) and RTT sampling (`txlog.rs`):
+    /// Linux's RTO rules (`timers/linux_rto.rs`) and RTT sampling (`txlog.rs`):
     /// SRTT + rttvar with rttvar >= rto_min, a sample per advancing ACK,
     /// each sample clearing the backoff; the timer restarts when the head
     /// segment is resent, and (with RACK) on SACKs of data older than the
@@ -102,8 +99,9 @@ pub struct TcpConfig {
     /// Proportional rate reduction (RFC 6937, Linux's tcp_cwnd_reduction())
     /// in SACK fast recovery, instead of RFC 6675's cwnd - pipe.
     pub prr: bool,
-    /// CUBIC (RFC 9438, Linux's default) instead of NewReno's window growth.
-    pub cubic: bool,
+    /// The congestion control, by its name in `congestion::REGISTRY`
+    /// (`reno`; `cubic`: RFC 9438, Linux's default).
+    pub congestion: &'static str,
     /// Linux's quick-ACK mode: with delayed ACKs, the first 16 segments (and
     /// the first after an idle gap longer than rto_min) are ACKed at once.
     pub quickack: bool,
@@ -115,9 +113,9 @@ pub struct TcpConfig {
     /// retransmission: `tcp_packet_delayed()`) restores cwnd and ssthresh.
     /// The F-RTO sending rule needs SACK; the timestamp undo works without.
     pub frto: bool,
-    /// CUBIC's HyStart (`hystart.rs`, tcp_cubic.c): slow start ends early on
+    /// CUBIC's HyStart (`congestion/hystart.rs`, tcp_cubic.c): slow start ends early on
     /// an ACK train as long as half the minimum RTT, or on a rise of the
-    /// round's minimum RTT, from 16 segments on. Only with `cubic`.
+    /// round's minimum RTT, from 16 segments on. Only with `congestion = "cubic"`.
     pub hystart: bool,
 }
 
@@ -145,7 +143,7 @@ impl Default for TcpConfig {
             timestamps: false,
             rack: false,
             prr: false,
-            cubic: false,
+            congestion: "reno",
             quickack: false,
             frto: false,
             hystart: false,

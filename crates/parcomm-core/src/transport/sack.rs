@@ -77,7 +77,7 @@ pub struct Scoreboard {
     high_rxt: u64,
     /// RFC 6675 RescueRxt (exclusive); `None` = undefined.
     rescue_rxt: Option<u64>,
-    /// Every unSACKed byte below this was declared lost by RACK (`rack.rs`).
+    /// Every unSACKed byte below this was declared lost by RACK (`recovery/rack.rs`).
     rack_lost: u64,
 }
 

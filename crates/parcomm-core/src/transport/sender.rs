@@ -1,19 +1,17 @@
 //! The sending end: sequence space and buffering, the retransmission timer,
-//! RTT sampling, tail loss probes (RFC 8985 §7, timer in `tlp.rs`), and
-//! transmission. Loss detection and recovery are a strategy
-//! (`recovery/`: NewReno or SACK, with RACK and PRR as options), and the
-//! window is a congestion-control strategy (`newreno.rs`, `cubic.rs`).
+//! RTT sampling, tail loss probes (RFC 8985 §7, timer in `timers/tlp.rs`),
+//! and transmission. The strategies come from one factory (`strategies.rs`):
+//! loss detection and recovery (`recovery/`: duplicate ACKs or SACK, with
+//! RACK and PRR as choices), the window (`congestion/`: Reno, CUBIC) and the
+//! RTO estimator (`timers/`).
 
-use super::cubic::Cubic;
-use super::frto::{echo_before, AckFlags, LossUndo, Prior, RecoveryUndo};
-use super::linux_rto::LinuxRto;
-use super::newreno::{CongestionControl, NewReno};
-use super::recovery::newreno::NewRenoRecovery;
-use super::recovery::sack::SackRecovery;
+use super::congestion::{CongestionControl, CongestionEvent, RttSample};
+use super::recovery::frto::{echo_before, AckFlags, LossUndo, Prior, RecoveryUndo};
 use super::recovery::{Ctx, Next, Recovery, SackNews};
-use super::rto::{Rfc6298Rto, RtoEstimator};
 use super::seqspace::SeqSpace;
-use super::tlp::Tlp;
+use super::strategies;
+use super::timers::rto::RtoEstimator;
+use super::timers::tlp::Tlp;
 use super::txlog::TxLog;
 use super::{Ack, Segment, SenderStats, TcpConfig};
 use crate::time::Time;
@@ -29,7 +27,7 @@ use crate::time::Time;
 struct SenderExtras {
     /// Tail loss probe state; `None` when TLP is off.
     tlp: Option<Tlp>,
-    /// F-RTO and the undo of spurious timeouts (`frto.rs`); `None` when off.
+    /// F-RTO and the undo of spurious timeouts (`recovery/frto.rs`); `None` when off.
     undo: Option<LossUndo>,
 }
 
@@ -38,7 +36,7 @@ impl SenderExtras {
         let extras = SenderExtras {
             tlp: cfg.tail_loss_probe.then(|| {
                 if cfg.rack {
-                    Tlp::linux(super::linux_rto::kernel_rto_min(cfg.rto_min, cfg.clock_granularity))
+                    Tlp::linux(super::timers::linux_rto::kernel_rto_min(cfg.rto_min, cfg.clock_granularity))
                 } else {
                     Tlp::new(max_ack_delay)
                 }
@@ -51,9 +49,9 @@ impl SenderExtras {
 
     /// The send log, for the profiles that use it: every outstanding
     /// segment's send time, a sample per advancing ACK (`linux_rto`); also
-    /// what RACK walks, and F-RTO's and HyStart's evidence.
-    fn txlog_for(cfg: &TcpConfig) -> Option<TxLog> {
-        let wants_log = cfg.linux_rto || (cfg.rack && cfg.sack) || cfg.frto || (cfg.cubic && cfg.hystart);
+    /// what RACK walks, and F-RTO's and the congestion control's RTT samples (HyStart).
+    fn txlog_for(cfg: &TcpConfig, cc_samples: bool) -> Option<TxLog> {
+        let wants_log = cfg.linux_rto || (cfg.rack && cfg.sack) || cfg.frto || cc_samples;
         wants_log.then(TxLog::new)
     }
 }
@@ -122,19 +120,7 @@ pub struct Sender {
 
 impl Sender {
     pub fn new(cfg: &TcpConfig) -> Sender {
-        let cc: Box<dyn CongestionControl> = if cfg.cubic && cfg.hystart {
-            Box::new(Cubic::new(cfg.mss, cfg.initial_cwnd_segments).with_hystart())
-        } else if cfg.cubic {
-            Box::new(Cubic::new(cfg.mss, cfg.initial_cwnd_segments))
-        } else {
-            Box::new(NewReno::new(cfg.mss, cfg.initial_cwnd_segments))
-        };
-        let rto: Box<dyn RtoEstimator> = if cfg.linux_rto {
-            Box::new(LinuxRto::new(cfg.rto_min, cfg.rto_max, cfg.rto_initial, cfg.clock_granularity))
-        } else {
-            Box::new(Rfc6298Rto::new(cfg.rto_min, cfg.rto_max, cfg.rto_initial, cfg.clock_granularity))
-        };
-        Sender::with_strategies(cfg, cc, rto)
+        Sender::with_strategies(cfg, strategies::congestion_control(cfg), strategies::rto_estimator(cfg))
     }
 
     /// A sender with another congestion control or RTO estimator.
@@ -143,11 +129,8 @@ impl Sender {
         let dupack_threshold = cfg.dupack_threshold.max(1);
         // The peer's worst-case ACK delay, for the PTO (both ends share the config).
         let max_ack_delay = if cfg.delayed_ack { cfg.delayed_ack_timeout } else { 0 };
-        let recovery: Box<dyn Recovery> = if cfg.sack {
-            Box::new(SackRecovery::new(mss, dupack_threshold, cfg.rack, cfg.prr, cfg.frto))
-        } else {
-            Box::new(NewRenoRecovery::new(dupack_threshold))
-        };
+        let recovery = strategies::recovery(cfg);
+        let rtt_samples_to_cc = cc.wants_rtt_samples();
         Sender {
             seq: SeqSpace {
                 mss,
@@ -171,9 +154,9 @@ impl Sender {
             last_seg_start: 0,
             restart_window: cfg.cwnd_restart_after_idle.then(|| mss.saturating_mul(cfg.initial_cwnd_segments.max(1))),
             last_data_sent: None,
-            txlog: SenderExtras::txlog_for(cfg),
+            txlog: SenderExtras::txlog_for(cfg, rtt_samples_to_cc),
             extras: SenderExtras::for_config(cfg, max_ack_delay),
-            rtt_samples_to_cc: cfg.cubic && cfg.hystart,
+            rtt_samples_to_cc,
             stats: SenderStats::default(),
         }
     }
@@ -290,7 +273,7 @@ impl Sender {
             rec.on_sack_info(&mut cx, &ack)
         };
         let newly_sacked = news.bytes;
-        self.tlp_on_ack(&ack);
+        self.tlp_on_ack(now, &ack);
         if ack.ack == self.seq.snd_una {
             self.rearm_on_old_sack(now, news);
             self.process_loss(now, &ack, false, news.orig_end, newly_sacked);
@@ -340,7 +323,8 @@ impl Sender {
             // The ACK sample's rtt_us (ca_rtt_us): from the newest fresh segment, if no resent one was acked.
             let rtt = newest_fresh.filter(|_| !any_resent).map(|t| now.saturating_sub(t));
             let srtt = self.rto.srtt();
-            self.cc.on_acked_sample(now, rtt, self.seq.snd_una, self.seq.snd_nxt, srtt);
+            let sample = RttSample { rtt, snd_una: self.seq.snd_una, snd_nxt: self.seq.snd_nxt, srtt };
+            self.cc.on_rtt_sample(now, &sample);
         }
         if self.linux_sampling {
             // Timed above.
@@ -400,7 +384,7 @@ impl Sender {
         }
     }
 
-    /// tcp_process_loss() (`frto.rs`) for an ACK during a timeout's
+    /// tcp_process_loss() (`recovery/frto.rs`) for an ACK during a timeout's
     /// recovery: undo a spurious timeout, or choose F-RTO's new data.
     fn process_loss(&mut self, now: Time, ack: &Ack, advanced: bool, orig_end: Option<u64>, newly_sacked: u64) {
         let Some(u) = self.extras.undo_mut() else {
@@ -427,7 +411,7 @@ impl Sender {
         self.undo_window(now, prior);
     }
 
-    /// tcp_try_undo_partial() / tcp_try_undo_recovery() (`frto.rs`) for an
+    /// tcp_try_undo_partial() / tcp_try_undo_recovery() (`recovery/frto.rs`) for an
     /// ACK that advanced snd_una in fast recovery.
     fn process_recovery_undo(&mut self, now: Time, ack: &Ack) {
         if self.extras.undo().is_none() || !self.recovery.in_fast_recovery() {
@@ -447,7 +431,7 @@ impl Sender {
 
     /// tcp_undo_cwnd_reduction(): the window back, no loss marks, the open state.
     fn undo_window(&mut self, now: Time, prior: Prior) {
-        self.cc.undo_reduction(prior.cwnd, prior.ssthresh);
+        self.cc.on_spurious(prior.cwnd, prior.ssthresh);
         let (rec, mut cx) = self.split(now);
         rec.on_undo(&mut cx);
     }
@@ -500,7 +484,8 @@ impl Sender {
         if let Some(u) = self.extras.undo_mut() {
             u.on_rto(self.seq.snd_max, prior, in_recovery, self.timed_out_unrepaired);
         }
-        self.cc.on_timeout(self.seq.snd_nxt - self.seq.snd_una, self.timed_out_unrepaired);
+        let (flight, repeated) = (self.seq.snd_nxt - self.seq.snd_una, self.timed_out_unrepaired);
+        self.cc.on_congestion_event(now, CongestionEvent::Timeout { flight, repeated });
         self.rto.on_timeout_backoff();
         self.timed_out_unrepaired = true;
         // Everything outstanding is presumed lost (like Linux's loss state).
@@ -671,7 +656,7 @@ impl Sender {
 
     /// RFC 8985 §7.4: the probe's episode, and the congestion response
     /// when the probe turns out to have repaired a loss.
-    fn tlp_on_ack(&mut self, ack: &Ack) {
+    fn tlp_on_ack(&mut self, now: Time, ack: &Ack) {
         let Some(tlp) = self.extras.tlp_mut() else {
             return;
         };
@@ -679,8 +664,8 @@ impl Sender {
         let pure_dupack = !advanced && ack.sack.is_empty();
         if tlp.on_ack(ack.ack, advanced, pure_dupack) && !self.recovery.in_fast_recovery() {
             // As Linux does (CWR): the reduction of an entered-and-finished recovery.
-            self.cc.on_enter_sack_recovery(self.seq.outstanding());
-            self.cc.on_exit_recovery();
+            let flight = self.seq.outstanding();
+            self.cc.on_congestion_event(now, CongestionEvent::Loss { flight });
         }
     }
 
@@ -1179,7 +1164,7 @@ mod tests {
                 timestamps: round % 4 == 1,
                 rack: round % 5 < 3,
                 prr: round % 3 == 0,
-                cubic: round % 4 == 2,
+                congestion: if round % 4 == 2 { "cubic" } else { "reno" },
                 frto: round % 7 < 4,
                 hystart: round % 2 == 0,
                 ..Default::default()

@@ -1,23 +1,31 @@
 //! Loss detection and recovery: a strategy behind one narrow trait, apart
 //! from the sender's sequence space, buffering and timers (`sender.rs`).
 //!
-//! * [`newreno::NewRenoRecovery`]: RFC 5681 fast retransmit and RFC 6582
-//!   NewReno partial-ACK recovery; go-back-N after a timeout.
-//! * [`sack::SackRecovery`]: RFC 6675 scoreboard recovery, with RACK
-//!   (RFC 8985 §6, `rack.rs`) as an optional time-based loss detector and
-//!   PRR (RFC 6937, `prr.rs`) as an optional sending rule in recovery.
+//! * [`dupack::DupAckRecovery`] (`loss_detection = "dupack"`): RFC 5681
+//!   fast retransmit and RFC 6582 NewReno partial-ACK recovery, with the
+//!   window inflation and deflation that go with them; go-back-N after a timeout.
+//! * [`sack::SackRecovery`] (`"sack"`, `"rack"`): RFC 6675 scoreboard
+//!   recovery, with RACK (RFC 8985 §6, `rack.rs`) as the time-based loss
+//!   detector of `"rack"`, and PRR (RFC 6937, `prr.rs`,
+//!   `recovery_rate = "prr"`) instead of RFC 6675's cwnd - pipe.
+//! * `frto.rs`: F-RTO and the undo of spurious reductions, a sender option.
 //!
 //! Tail loss probes (RFC 8985 §7) stay in the sender: they act on the
 //! sender's timers and ask the strategy only whether a probe is allowed.
-//! Congestion control is told about recovery events by the strategy
-//! (`CongestionControl`), so every strategy works with every controller.
+//! Congestion control is told loss-agnostic events by the strategy
+//! (`CongestionEvent::Loss` on entry); what the window does during the
+//! repair (inflation, deflation, the return to ssthresh) is the strategy's,
+//! as in ns-3's `TcpRecoveryOps`. So every strategy works with every controller.
 
-pub mod newreno;
+pub mod dupack;
+pub mod frto;
+pub mod prr;
+pub mod rack;
 pub mod sack;
 
-use super::newreno::CongestionControl;
-use super::rto::RtoEstimator;
+use super::congestion::{CongestionControl, CongestionEvent};
 use super::seqspace::SeqSpace;
+use super::timers::rto::RtoEstimator;
 use super::txlog::{Outstanding, TxLog};
 use super::{Ack, SenderStats};
 use crate::time::Time;
@@ -57,6 +65,24 @@ pub struct SackNews {
 impl Ctx<'_> {
     pub fn srtt(&self) -> Option<Time> {
         self.rto.srtt()
+    }
+
+    /// Loss found by ACKs: the controller reduces the window.
+    fn enter_reduction(&mut self, flight: u64) {
+        self.cc.on_congestion_event(self.now, CongestionEvent::Loss { flight });
+    }
+
+    /// The repair is over: the window is what the reduction set (RFC 6582
+    /// §3.2 step 5; RFC 6675 ends the same way).
+    fn end_reduction(&mut self) {
+        let w = self.cc.window_mut();
+        w.cwnd = w.ssthresh;
+    }
+
+    /// Bytes acked outside a reduction: the controller may grow the window.
+    fn grow(&mut self, acked: u64) {
+        let srtt = self.srtt();
+        self.cc.on_ack(self.now, acked, srtt);
     }
 }
 

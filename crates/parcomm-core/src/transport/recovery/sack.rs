@@ -5,10 +5,10 @@
 //! also finds lost retransmissions; PRR (RFC 6937) paces sending in recovery
 //! by what the ACKs deliver.
 
+use super::prr::Prr;
+use super::rack::Rack;
 use super::{Ctx, Episode, Next, Recovery, SackNews};
 use crate::time::Time;
-use crate::transport::prr::Prr;
-use crate::transport::rack::Rack;
 use crate::transport::sack::Scoreboard;
 use crate::transport::seqspace::SeqSpace;
 use crate::transport::txlog::{Outstanding, Verdict};
@@ -114,7 +114,7 @@ impl SackRecovery {
         self.ep.in_recovery = true;
         self.ep.recover = Some(max);
         let prior_cwnd = cx.cc.cwnd();
-        cx.cc.on_enter_sack_recovery(max - una);
+        cx.enter_reduction(max - una); // RFC 6675 §5 step (4.2): cwnd = ssthresh, no inflation
         if self.use_prr {
             self.prr = Some(Prr::start(prior_cwnd));
         }
@@ -229,10 +229,10 @@ impl Recovery for SackRecovery {
                 self.ep.in_recovery = false;
                 self.prr = None;
                 self.ep.rtx_pending = None;
-                cx.cc.on_exit_recovery();
+                cx.end_reduction();
             }
         } else {
-            cx.cc.on_ack_at(acked, cx.now, cx.srtt());
+            cx.grow(acked);
         }
         if self.ep.rto_recovery && self.ep.covers_recover(una) {
             self.ep.rto_recovery = false;

@@ -69,7 +69,7 @@ impl Tlp {
     /// RFC 8985 TLP_calc_PTO (or Linux's), without the clamp to the RTO expiry.
     pub fn pto(&self, srtt: Option<Time>, one_segment_in_flight: bool) -> Time {
         if let (Some(rto_min), Some(srtt)) = (self.linux_rto_min, srtt) {
-            let extra = if one_segment_in_flight { rto_min } else { super::rack::TIMEOUT_MIN };
+            let extra = if one_segment_in_flight { rto_min } else { crate::transport::recovery::rack::TIMEOUT_MIN };
             return srtt.saturating_mul(2).saturating_add(extra);
         }
         match srtt {
@@ -233,8 +233,8 @@ mod tests {
 
     // --- the sender with TLP on, over the test network ---
 
-    use super::super::testnet::Net;
-    use super::super::TcpConfig;
+    use crate::transport::testnet::Net;
+    use crate::transport::TcpConfig;
 
     fn cfg(sack: bool, delayed_ack: bool) -> TcpConfig {
         TcpConfig {

@@ -3,14 +3,20 @@
 //! After a loss the window follows W(t) = C (t - K)^3 + W_max, a cubic in
 //! the time since the reduction that plateaus at the window where the loss
 //! happened, with the Reno-friendly estimate W_est as a floor. Constants as
-//! Linux: C = 0.4, beta = 717/1024 (~0.7), fast convergence on. Slow start,
-//! fast recovery and the timeout rules are NewReno's (`newreno.rs`), with
-//! CUBIC's reduction (ssthresh = beta * cwnd, `bictcp_recalc_ssthresh()`).
-//! HyStart (`hystart.rs`) optionally ends slow start early, as Linux's does.
+//! Linux: C = 0.4, beta = 717/1024 (~0.7), fast convergence on. Slow start
+//! and the timeout rules are Reno's (`reno.rs`), with CUBIC's reduction
+//! (ssthresh = beta * cwnd, `bictcp_recalc_ssthresh()`). HyStart
+//! (`hystart.rs`, `tcp.hystart`) optionally ends slow start early, as Linux's does.
 
 use super::hystart::HyStart;
-use super::newreno::{deflate_on_partial_ack, restart_after_idle, undo, CongestionControl};
+use super::{CongestionControl, CongestionEvent, RttSample, Window};
 use crate::time::Time;
+use crate::transport::TcpConfig;
+
+pub fn build(cfg: &TcpConfig) -> Box<dyn CongestionControl> {
+    let cubic = Cubic::new(cfg.mss, cfg.initial_cwnd_segments);
+    Box::new(if cfg.hystart { cubic.with_hystart() } else { cubic })
+}
 
 /// C of RFC 9438 §4.2 (tcp_cubic.c: bic_scale 41 / 1024 * 10 = 0.4).
 pub const C: f64 = 0.4;
@@ -19,9 +25,7 @@ pub const BETA: f64 = 717.0 / 1024.0;
 
 #[derive(Clone, Debug)]
 pub struct Cubic {
-    mss: u64,
-    cwnd: u64,
-    ssthresh: u64,
+    w: Window,
     /// Window (segments) before the last reduction, and the one before that.
     w_max: f64,
     w_last_max: f64,
@@ -39,11 +43,8 @@ pub struct Cubic {
 
 impl Cubic {
     pub fn new(mss: u64, initial_cwnd_segments: u64) -> Self {
-        let mss = mss.max(1);
         Cubic {
-            mss,
-            cwnd: mss.saturating_mul(initial_cwnd_segments.max(1)),
-            ssthresh: u64::MAX,
+            w: Window::new(mss, initial_cwnd_segments),
             w_max: 0.0,
             w_last_max: 0.0,
             epoch: None,
@@ -62,7 +63,7 @@ impl Cubic {
     }
 
     fn segs(&self) -> f64 {
-        self.cwnd as f64 / self.mss as f64
+        self.w.cwnd as f64 / self.w.mss as f64
     }
 
     /// W_cubic(t) of RFC 9438 eq. 1, `t` seconds into the epoch (segments).
@@ -81,7 +82,7 @@ impl Cubic {
         self.w_max = if w < self.w_last_max { w * (1.0 + BETA) / 2.0 } else { w };
         self.w_last_max = w;
         self.epoch = None;
-        self.ssthresh = ((self.cwnd as f64 * BETA) as u64).max(2 * self.mss);
+        self.w.ssthresh = ((self.w.cwnd as f64 * BETA) as u64).max(2 * self.w.mss);
     }
 
     fn start_epoch(&mut self, now: Time) {
@@ -99,25 +100,20 @@ impl Cubic {
 }
 
 impl CongestionControl for Cubic {
-    fn cwnd(&self) -> u64 {
-        self.cwnd
+    fn window(&self) -> &Window {
+        &self.w
     }
 
-    fn ssthresh(&self) -> u64 {
-        self.ssthresh
+    fn window_mut(&mut self) -> &mut Window {
+        &mut self.w
     }
 
-    fn on_ack(&mut self, acked: u64) {
-        // Without a clock: as if no time passed (the sender uses on_ack_at).
-        self.on_ack_at(acked, self.epoch.unwrap_or(0), None);
-    }
-
-    fn on_ack_at(&mut self, acked: u64, now: Time, srtt: Option<Time>) {
+    fn on_ack(&mut self, now: Time, acked: u64, srtt: Option<Time>) {
         if let Some(r) = srtt {
             self.min_rtt = Some(self.min_rtt.map_or(r, |m| m.min(r)));
         }
-        if self.cwnd < self.ssthresh {
-            self.cwnd = self.cwnd.saturating_add(acked.min(2 * self.mss)); // slow start, as NewReno
+        if self.w.in_slow_start() {
+            self.w.slow_start(acked); // as Reno
             return;
         }
         if self.epoch.is_none() {
@@ -127,72 +123,62 @@ impl CongestionControl for Cubic {
         let rtt = self.min_rtt.unwrap_or(0) as f64 * 1e-9;
         let t = now.saturating_sub(epoch) as f64 * 1e-9 + rtt; // the window one RTT ahead (bictcp_update)
         let w = self.segs();
-        let acked_segs = acked as f64 / self.mss as f64;
+        let acked_segs = acked as f64 / self.w.mss as f64;
         // RFC 9438 §4.3: W_est += alpha_cubic * segments acked / cwnd, alpha = 3 (1 - beta) / (1 + beta).
         self.w_est += 3.0 * (1.0 - BETA) / (1.0 + BETA) * acked_segs / w.max(1.0);
         // §4.4: the target a round trip ahead, no more than 1.5 cwnd.
         let target = self.w_cubic(t).clamp(w, 1.5 * w).max(self.w_est.min(1.5 * w));
         let inc_segs = (target - w) / w.max(1.0) * acked_segs;
-        let inc = (inc_segs * self.mss as f64) as u64;
-        self.cwnd = self.cwnd.saturating_add(inc.max(1));
+        let inc = (inc_segs * self.w.mss as f64) as u64;
+        self.w.cwnd = self.w.cwnd.saturating_add(inc.max(1));
     }
 
-    fn on_enter_recovery(&mut self, _flight: u64) {
-        self.reduce();
-        self.cwnd = self.ssthresh + 3 * self.mss;
-    }
-
-    fn on_enter_sack_recovery(&mut self, _flight: u64) {
-        self.reduce();
-        self.cwnd = self.ssthresh;
-    }
-
-    fn on_recovery_dupack(&mut self) {
-        self.cwnd = self.cwnd.saturating_add(self.mss);
-    }
-
-    fn on_partial_ack(&mut self, acked: u64) {
-        self.cwnd = deflate_on_partial_ack(self.cwnd, acked, self.mss);
-    }
-
-    fn on_exit_recovery(&mut self) {
-        self.cwnd = self.ssthresh;
-    }
-
-    fn on_timeout(&mut self, _flight: u64, repeated: bool) {
-        if !repeated {
-            self.reduce();
-        }
-        self.epoch = None;
-        self.cwnd = self.mss;
-        if let Some(h) = self.hystart.as_mut() {
-            h.on_loss_state(); // cubictcp_state(TCP_CA_Loss): bictcp_reset(), bictcp_hystart_reset()
+    fn on_congestion_event(&mut self, _now: Time, event: CongestionEvent) {
+        match event {
+            CongestionEvent::Loss { .. } => {
+                self.reduce();
+                self.w.cwnd = self.w.ssthresh;
+            }
+            CongestionEvent::Timeout { repeated, .. } => {
+                if !repeated {
+                    self.reduce();
+                }
+                self.epoch = None;
+                self.w.cwnd = self.w.mss;
+                if let Some(h) = self.hystart.as_mut() {
+                    h.on_loss_state(); // cubictcp_state(TCP_CA_Loss): bictcp_reset(), bictcp_hystart_reset()
+                }
+            }
         }
     }
 
-    fn on_acked_sample(&mut self, now: Time, rtt: Option<Time>, snd_una: u64, snd_nxt: u64, srtt: Option<Time>) {
-        let (Some(h), Some(rtt)) = (self.hystart.as_mut(), rtt) else {
+    fn wants_rtt_samples(&self) -> bool {
+        self.hystart.is_some()
+    }
+
+    fn on_rtt_sample(&mut self, now: Time, sample: &RttSample) {
+        let (Some(h), Some(rtt)) = (self.hystart.as_mut(), sample.rtt) else {
             return;
         };
         // cubictcp_acked(): no samples within a second of an avoidance epoch's start.
         if self.epoch.is_some_and(|e| now.saturating_sub(e) < crate::time::SEC) {
             return;
         }
-        let in_slow_start = self.cwnd < self.ssthresh;
-        let segs = self.cwnd / self.mss;
-        let pacing = srtt.map(|r| pacing_rate_ss(self.cwnd, r));
-        if h.on_sample(now, rtt, in_slow_start, snd_una, snd_nxt, segs, pacing) {
-            self.ssthresh = self.cwnd; // found: slow start ends at this window
+        let in_slow_start = self.w.in_slow_start();
+        let segs = self.w.cwnd / self.w.mss;
+        let pacing = sample.srtt.map(|r| pacing_rate_ss(self.w.cwnd, r));
+        if h.on_sample(now, rtt, in_slow_start, sample.snd_una, sample.snd_nxt, segs, pacing) {
+            self.w.ssthresh = self.w.cwnd; // found: slow start ends at this window
         }
     }
 
     fn on_idle_restart(&mut self, idle_rtos: u64, restart_window: u64) {
-        (self.cwnd, self.ssthresh) = restart_after_idle(self.cwnd, self.ssthresh, idle_rtos, restart_window);
+        self.w.restart_after_idle(idle_rtos, restart_window);
         self.epoch = None; // tcp_cubic's CA_EVENT_TX_START shifts the epoch; restarting it is the simple equivalent
     }
 
-    fn undo_reduction(&mut self, prior_cwnd: u64, prior_ssthresh: u64) {
-        (self.cwnd, self.ssthresh) = undo(self.cwnd, self.ssthresh, prior_cwnd, prior_ssthresh);
+    fn on_spurious(&mut self, prior_cwnd: u64, prior_ssthresh: u64) {
+        self.w.undo(prior_cwnd, prior_ssthresh);
         self.epoch = None; // the avoidance epoch restarts from the restored window
     }
 }
@@ -210,17 +196,21 @@ mod tests {
     use super::*;
     use crate::time::MS;
 
+    /// A loss found by ACKs: cwnd drops to the new ssthresh at once.
+    fn loss(cc: &mut Cubic) {
+        cc.on_congestion_event(0, CongestionEvent::Loss { flight: 0 });
+    }
+
     #[test]
     fn w_cubic_follows_rfc_9438_eq_1_after_a_loss_at_100_segments() {
         let mss = 1000;
         let mut cc = Cubic::new(mss, 10);
-        cc.cwnd = 100 * mss;
-        cc.ssthresh = 50 * mss; // in avoidance
-        cc.on_enter_sack_recovery(0);
+        cc.w.cwnd = 100 * mss;
+        cc.w.ssthresh = 50 * mss; // in avoidance
+        loss(&mut cc);
         assert_eq!(cc.ssthresh(), 70_019); // 100 000 * 717 / 1024
-        cc.on_exit_recovery();
-        cc.on_ack_at(mss, 0, Some(0)); // the epoch starts here
-                                       // K = cbrt(W_max (1 - beta) / C) with W_max = 100, cwnd 70.02 (eq. 2).
+        cc.on_ack(0, mss, Some(0)); // the epoch starts here
+                                    // K = cbrt(W_max (1 - beta) / C) with W_max = 100, cwnd 70.02 (eq. 2).
         let k = ((100.0 - 70.019) / C).cbrt();
         assert!((cc.k() - k).abs() < 1e-3, "{} vs {k}", cc.k());
         assert!((cc.w_cubic(0.0) - 70.019).abs() < 0.02); // starts at beta * W_max
@@ -233,15 +223,14 @@ mod tests {
     fn grow(rtt: Time, secs: f64) -> (Cubic, Option<f64>) {
         let mss = 1000;
         let mut cc = Cubic::new(mss, 10);
-        cc.cwnd = 100 * mss;
-        cc.ssthresh = 50 * mss;
-        cc.on_enter_sack_recovery(0);
-        cc.on_exit_recovery();
+        cc.w.cwnd = 100 * mss;
+        cc.w.ssthresh = 50 * mss;
+        loss(&mut cc);
         let (mut now, mut back) = (0, None);
         while (now as f64) < secs * 1e9 {
             let per_rtt = (cc.cwnd() / mss).max(1);
             for i in 0..per_rtt {
-                cc.on_ack_at(mss, now + i * rtt / per_rtt, Some(rtt));
+                cc.on_ack(now + i * rtt / per_rtt, mss, Some(rtt));
             }
             now += rtt;
             if back.is_none() && cc.cwnd() >= 100 * mss {
@@ -279,17 +268,16 @@ mod tests {
     fn fast_convergence_releases_bandwidth_when_losses_come_below_the_last_maximum() {
         let mss = 1000;
         let mut cc = Cubic::new(mss, 10);
-        cc.cwnd = 100 * mss;
-        cc.ssthresh = 50 * mss;
-        cc.on_enter_sack_recovery(0);
+        cc.w.cwnd = 100 * mss;
+        cc.w.ssthresh = 50 * mss;
+        loss(&mut cc);
         assert_eq!(cc.w_max, 100.0);
-        cc.on_exit_recovery();
-        cc.cwnd = 80 * mss; // lost again below the previous maximum
-        cc.on_enter_sack_recovery(0);
+        cc.w.cwnd = 80 * mss; // lost again below the previous maximum
+        loss(&mut cc);
         assert!((cc.w_max - 80.0 * (1.0 + BETA) / 2.0).abs() < 1e-9);
         // A repeated timeout does not cut again.
         let before = cc.ssthresh();
-        cc.on_timeout(0, true);
+        cc.on_congestion_event(0, CongestionEvent::Timeout { flight: 0, repeated: true });
         assert_eq!((cc.cwnd(), cc.ssthresh()), (mss, before));
     }
 }
