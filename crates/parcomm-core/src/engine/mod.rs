@@ -287,7 +287,7 @@ mod tests {
         // scheduling order, so that is the sorted list.
         expected.sort();
         assert_eq!(got, expected, "events left the queue out of (time, sequence) order");
-        assert!(q.is_empty() && q.len() == 0);
+        assert!(q.is_empty());
     }
 
     #[test]
