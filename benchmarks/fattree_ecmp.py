@@ -8,12 +8,14 @@ events per second, peak memory, and memory per flow.
 (c) star: building a 4,096-host star (the route table's size dominated this before routes were
     kept per attachment switch), build time and peak RSS.
 
-Each scenario runs in a fresh process, so its peak RSS (getrusage ru_maxrss) is its own;
-"memory per flow" is the RSS growth from the built platform to the moment every flow exists,
-divided by the flows. Also printed: how evenly the permutation's packets spread over the 64
+Each scenario runs in a fresh process, so its peak RSS (getrusage ru_maxrss) is its own.
+Memory per flow is given twice: idle (the RSS growth from the built platform to the moment
+every flow exists, before any packet moves) and running (the growth to the run's peak RSS,
+with windows open, packets queued and send logs full), each divided by the flows. --stack
+picks the TCP stack profile (default: the builders' default). Also printed: how evenly the permutation's packets spread over the 64
 core switches (max deviation from the mean). Results go to benchmarks/results/fattree_ecmp.json.
 
-    python benchmarks/fattree_ecmp.py [--k 16] [--only permutation|alltoall|star]
+    python benchmarks/fattree_ecmp.py [--k 16] [--only permutation|alltoall|star] [--stack linux]
 """
 
 from __future__ import annotations
@@ -50,10 +52,10 @@ def run_star(n: int = 4096) -> dict:
     }
 
 
-def run(scenario: str, k: int) -> dict:
+def run(scenario: str, k: int, stack: str | None = None) -> dict:
     if scenario == "star":
         return run_star()
-    plat = fat_tree(k)
+    plat = fat_tree(k, tcp={"stack": stack}) if stack else fat_tree(k)
     n = len(plat["hosts"])
     if scenario == "permutation":
         perm = list(range(n))
@@ -75,6 +77,7 @@ def run(scenario: str, k: int) -> dict:
     t0 = time.perf_counter()
     sim.run_until(sim_s)
     wall = time.perf_counter() - t0
+    peak_rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024  # MiB, the run's peak
     c = sim.counters()
     cores: dict[str, int] = {}
     for name, tx in zip(c["ports"]["name"], c["ports"]["tx_packets"]):
@@ -93,8 +96,10 @@ def run(scenario: str, k: int) -> dict:
         "wall_s": round(wall, 3),
         "events_per_s": round(sim.events_processed / wall),
         "rss_built_mib": round(rss_built, 1),
+        "stack": stack or "default",
         "bytes_per_flow": round((rss_flows - rss_built) * 2**20 / len(flows)),
-        "peak_rss_mib": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1),
+        "bytes_per_running_flow": round((peak_rss - rss_built) * 2**20 / len(flows)),
+        "peak_rss_mib": round(peak_rss, 1),
         "core_packets_max_dev": round(max(abs(v - mean) / mean for v in cores.values()), 4) if mean else None,
     }
 
@@ -103,15 +108,17 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--k", type=int, default=16, help="fat-tree arity (even; k^3/4 hosts)")
     ap.add_argument("--only", choices=["permutation", "alltoall", "star"], help="run one scenario")
+    ap.add_argument("--stack", default=None, help="TCP stack profile (platform/stacks), e.g. linux")
     ap.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
     args = ap.parse_args()
     if args.child:
-        print(json.dumps(run(args.only, args.k)))
+        print(json.dumps(run(args.only, args.k, args.stack)))
         return
     rows = []
     for scenario in [args.only] if args.only else ["star", "permutation", "alltoall"]:
         out = subprocess.run(
-            [sys.executable, __file__, "--child", "--only", scenario, "--k", str(args.k)],
+            [sys.executable, __file__, "--child", "--only", scenario, "--k", str(args.k)]
+            + (["--stack", args.stack] if args.stack else []),
             capture_output=True,
             text=True,
             check=True,

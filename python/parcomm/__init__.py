@@ -26,6 +26,23 @@ def _check_core() -> None:
 
 _check_core()
 
-# The composition root: parcomm.collectives registers the algorithms behind the Communicator's
-# collective methods with parcomm.comm (a layer below it, which never imports it).
-from . import collectives  # noqa: E402,F401
+#: The composition root: parcomm.collectives registers the algorithms behind the Communicator's
+#: collective methods with parcomm.comm (a layer below it, which never imports it). It is named
+#: here, not imported: parcomm.comm loads it the first time a collective is called, so that a
+#: process that only simulates a platform does not pay for the Communicator stack at import
+#: (it was most of `import parcomm`).
+COLLECTIVES_MODULE = "parcomm.collectives"
+
+#: Subpackages reachable as attributes of ``parcomm`` (imported on first use).
+_SUBPACKAGES = frozenset(
+    {"apps", "auth", "cli", "collectives", "comm", "conformance", "emu", "measure", "models", "platform"}
+    | {"result", "strictjson", "studies"}
+)
+
+
+def __getattr__(name: str) -> object:
+    if name in _SUBPACKAGES:
+        import importlib
+
+        return importlib.import_module(f"{__name__}.{name}")
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -176,7 +176,7 @@ def _extreme_for(key: str, rng: random.Random):
         # host counts around the limit; a valid big platform costs a second to build, so rarely
         if rng.random() < 0.03:
             return rng.choice((4096, "4Ki", "2k", 1000))
-        return rng.choice(("4097", 4097, 65536, "1e18", 2**64, -1, 0, 1, 2, "3", 1.5, 10**400, "1e99999999"))
+        return rng.choice(("131073", 131073, 262144, "1e18", 2**64, -1, 0, 1, 2, "3", 1.5, 10**400, "1e99999999"))
     if key in (
         "nic_queue_packets",
         "initial_cwnd_segments",
@@ -425,10 +425,10 @@ def gen_shortform(rng):
                 "3x1",
                 "4x3",
                 "65536x65536",
-                "4096x2",
-                "2x4096",
+                "4096x64",
+                "2x65537",
                 "64x64",
-                "65x64",
+                "2049x64",
                 "1e9x1e9",
                 "0x3",
                 "2x",
@@ -439,22 +439,22 @@ def gen_shortform(rng):
     elif r < 0.9:
         size = rng.choice(
             (
-                "4097",
-                "65536",
-                "65537",
+                "131073",
+                "262144",
+                "262145",
                 "1e18",
                 "1e99999999",
                 "9" * 40,
                 "0",
                 "-1",
                 "3.5",
-                "5k",
-                "8Ki",
+                "200k",
+                "256Ki",
                 "nan",
                 "",
                 "abc",
                 "1_0",
-                "1e4",
+                "2e5",
             )
         )
     elif r < 0.91:  # the largest valid platforms (a second each to build and simulate)

@@ -15,14 +15,15 @@ use serde::{Deserialize, Serialize};
 use serde_json::{json, Map, Value};
 use std::collections::HashMap;
 
-/// Hosts in one platform. The seed papers' largest cluster has 130 hosts, a k = 24 fat-tree
-/// 3,456; 4,096 leaves room for any study the simulator runs in reasonable time. (The bound
-/// was set when the route table grew as hosts^2; per-attachment routes no longer do.)
-pub const MAX_HOSTS: usize = 4096;
-/// Switches, routers or segments (each): a network element per host is already generous.
-pub const MAX_ELEMENTS: usize = 4096;
+/// Hosts in one platform: a k = 64 fat-tree has 65,536, so two of them fit. The real bound
+/// is memory, checked from the description's size before the build (`sim::footprint`); this
+/// one keeps a typo from reaching it (the Python builders make a dict per host first).
+pub const MAX_HOSTS: usize = 1 << 17;
+/// Switches, routers or segments (each): a k = 64 fat-tree has 5,120 switches. (Hosts on
+/// segments each have a route row and column of their own, so their count is what costs.)
+pub const MAX_ELEMENTS: usize = 1 << 13;
 /// Links: a full mesh of the largest element counts is never needed; a tree of hosts and
-/// switches needs one link per element.
+/// switches needs one link per element (a k = 64 fat-tree: 196,608 links).
 pub const MAX_LINKS: usize = MAX_HOSTS + 4 * MAX_ELEMENTS;
 /// IP MTU: an IPv4 datagram is at most 65,535 bytes; Linux's loopback uses 65,536.
 pub const MAX_MTU: u64 = 65536;

@@ -38,8 +38,9 @@ from .base import ANY_SOURCE, ANY_TAG, CommError, Status, payload_nbytes, tag_la
 from .ops import SUM
 
 # The collective methods below are implemented a layer up, by parcomm.collectives, over this
-# class's point-to-point methods. That package registers its functions here when it is imported
-# (``import parcomm`` imports it), so this layer never imports the one above it.
+# class's point-to-point methods. That package registers its functions here when it is imported;
+# the composition root (parcomm/__init__.py) names it, and the first collective call imports it,
+# so this layer never imports the one above it by name.
 _COLLECTIVES: dict[str, Callable[..., Any]] = {}
 
 
@@ -50,6 +51,12 @@ def register_collectives(functions: Mapping[str, Callable[..., Any]]) -> None:
 
 def collective(name: str) -> Callable[..., Any]:
     """The registered implementation of collective ``name``."""
+    if not _COLLECTIVES:
+        import importlib
+
+        import parcomm
+
+        importlib.import_module(parcomm.COLLECTIVES_MODULE)
     try:
         return _COLLECTIVES[name]
     except KeyError:

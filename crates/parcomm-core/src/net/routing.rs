@@ -10,6 +10,13 @@
 //! on a shared segment keeps a column of its own (the last hop names its
 //! station), as does a host linked straight to another host.
 //!
+//! Rows. Only nodes that forward need a row: a host linked to one switch or
+//! router (its attachment) sends everything through that one port whenever
+//! the attachment reaches the destination, so it keeps just the port
+//! (`uplink`). Rows are forwarding nodes plus the few hosts that are not so
+//! linked (bus members, host-to-host links): on a 16,384-host leaf-spine,
+//! 320 rows instead of 16,704.
+//!
 //! Multipath. Where several neighbours are one hop closer to the destination,
 //! a node picks one per flow by hashing (source, destination, stream) with a
 //! salt of its own, as ECMP switches do (RFC 2992). The salt differs per node
@@ -36,15 +43,23 @@ pub enum Iface {
 }
 
 const UNREACHABLE: u32 = u32::MAX;
+/// `row` of a node that has none (a host that sends through its one uplink).
+const NO_ROW: u32 = u32::MAX;
 
 pub struct Routes {
     /// Per destination host: its column in `table`.
     column: Vec<u32>,
+    /// Per column: the node its paths lead to (an attachment, or a host of its own).
+    source: Vec<u32>,
+    /// Per node: its row in `table`, or `NO_ROW`.
+    row: Vec<u32>,
+    /// Per host without a row: its attachment and the port up to it.
+    uplink: Vec<Option<(u32, Iface)>>,
     /// Per destination host: its attachment and the interface from there to the host, when
     /// the host's column is its attachment's.
     last_hop: Vec<Option<(u32, Iface)>>,
     columns: usize,
-    /// `node * columns + column` -> index of a group of next hops (or `UNREACHABLE`).
+    /// `row * columns + column` -> index of a group of next hops (or `UNREACHABLE`).
     table: Vec<u32>,
     /// Group `g` is `hops[start[g]..start[g + 1]]`; identical groups are stored once.
     start: Vec<u32>,
@@ -88,6 +103,18 @@ impl Routes {
             }
         }
         let columns = sources.len();
+        let mut uplink = vec![None; hosts];
+        let mut row = vec![NO_ROW; n];
+        let mut rows = 0u32;
+        for (u, r) in row.iter_mut().enumerate() {
+            match adjacent[u].as_slice() {
+                [(a, iface @ Iface::Port(_))] if u < hosts && *a as usize >= hosts => uplink[u] = Some((*a, *iface)),
+                _ => {
+                    *r = rows;
+                    rows += 1;
+                }
+            }
+        }
         // Reverse adjacency: who can send to v, and through which interface.
         let mut reverse: Vec<Vec<(u32, Iface)>> = vec![Vec::new(); n];
         for (u, edges) in adjacent.iter().enumerate() {
@@ -95,7 +122,7 @@ impl Routes {
                 reverse[v as usize].push((u as u32, iface));
             }
         }
-        let mut table = vec![UNREACHABLE; n * columns];
+        let mut table = vec![UNREACHABLE; rows as usize * columns];
         let mut groups: HashMap<Vec<Iface>, u32> = HashMap::new();
         let (mut start, mut hops) = (vec![0u32], Vec::new());
         let mut dist = vec![u32::MAX; n];
@@ -119,7 +146,7 @@ impl Routes {
                 }
             }
             for u in 0..n {
-                if u as u32 == src || dist[u] == u32::MAX {
+                if u as u32 == src || dist[u] == u32::MAX || row[u] == NO_ROW {
                     continue;
                 }
                 group.clear();
@@ -135,14 +162,17 @@ impl Routes {
                     start.push(hops.len() as u32);
                     next
                 });
-                table[u * columns + c] = g;
+                table[row[u] as usize * columns + c] = g;
             }
         }
-        Routes { column, last_hop, columns, table, start, hops }
+        Routes { column, source: sources, row, uplink, last_hop, columns, table, start, hops }
     }
 
+    /// The next hops of a node with a row.
     fn group(&self, node: u32, dst: u32) -> &[Iface] {
-        let g = self.table[node as usize * self.columns + self.column[dst as usize] as usize];
+        let r = self.row[node as usize];
+        debug_assert!(r != NO_ROW, "group() of a host without a row");
+        let g = self.table[r as usize * self.columns + self.column[dst as usize] as usize];
         if g == UNREACHABLE {
             return &[];
         }
@@ -161,6 +191,10 @@ impl Routes {
                 return iface;
             }
         }
+        if let Some(&Some((attach, up))) = self.uplink.get(node as usize) {
+            // A host's one port leads on whenever its attachment gets there.
+            return if self.reaches(attach, dst) { up } else { Iface::None };
+        }
         match self.group(node, dst) {
             [] => Iface::None,
             [only] => *only,
@@ -174,13 +208,40 @@ impl Routes {
 
     /// Whether `node` has a route to host `dst`.
     pub fn reaches(&self, node: u32, dst: u32) -> bool {
-        self.last_hop[dst as usize].is_some_and(|(a, _)| a == node) || !self.group(node, dst).is_empty()
+        if self.last_hop[dst as usize].is_some_and(|(a, _)| a == node) {
+            return true;
+        }
+        match self.uplink.get(node as usize) {
+            Some(&Some((attach, _))) => self.reaches(attach, dst),
+            _ => !self.group(node, dst).is_empty(),
+        }
+    }
+
+    /// Whether every host can reach every other, checked per row and column
+    /// (not per host pair: 16,384 hosts would be 268 million pairs).
+    /// `None` when so; else the first host (in index order) that misses some.
+    pub fn first_host_missing_a_route(&self) -> Option<u32> {
+        let mut row_ok: Vec<Option<bool>> = vec![None; self.row.len()];
+        let mut full = |node: u32| -> bool {
+            *row_ok[node as usize].get_or_insert_with(|| {
+                let r = self.row[node as usize] as usize;
+                // A column's own node needs no route to itself (its hosts use the last hop).
+                (0..self.columns).all(|c| self.source[c] == node || self.table[r * self.columns + c] != UNREACHABLE)
+            })
+        };
+        (0..self.uplink.len() as u32).find(|&h| {
+            let node = self.uplink[h as usize].map_or(h, |(attach, _)| attach);
+            !full(node)
+        })
     }
 
     /// Bytes the table holds (for the benchmarks' memory accounting).
     pub fn heap_bytes(&self) -> usize {
         self.table.len() * 4
             + self.column.len() * 4
+            + self.source.len() * 4
+            + self.row.len() * 4
+            + self.uplink.len() * std::mem::size_of::<Option<(u32, Iface)>>()
             + self.last_hop.len() * std::mem::size_of::<Option<(u32, Iface)>>()
             + self.start.len() * 4
             + self.hops.len() * std::mem::size_of::<Iface>()

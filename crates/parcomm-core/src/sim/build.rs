@@ -86,6 +86,7 @@ struct Graph<'a> {
     index: HashMap<String, u32>,
     switch_of: HashMap<&'a str, &'a crate::spec::SwitchSpec>,
     router_of: HashMap<&'a str, &'a crate::spec::RouterSpec>,
+    host_of: HashMap<&'a str, &'a crate::spec::HostSpec>,
     max_mtu: u64,
 }
 
@@ -121,7 +122,8 @@ impl<'a> Graph<'a> {
         }
         let index = names.iter().enumerate().map(|(i, n)| (n.clone(), i as u32)).collect();
         let max_mtu = spec.hosts.iter().map(|h| h.mtu).max().unwrap_or(1500);
-        (Graph { spec, seed, names, nodes, index, switch_of, router_of, max_mtu }, routers)
+        let host_of = spec.hosts.iter().map(|h| (h.name.as_str(), h)).collect();
+        (Graph { spec, seed, names, nodes, index, switch_of, router_of, host_of, max_mtu }, routers)
     }
 
     /// The output queue a node keeps towards one of its interfaces, and whether it
@@ -138,7 +140,7 @@ impl<'a> Graph<'a> {
         if let Some(r) = self.router_of.get(node) {
             return (PacketQueue::new(r.buffer.size, r.buffer.unit, None), false);
         }
-        let h = self.spec.hosts.iter().find(|h| h.name == node).expect("validated node");
+        let h = self.host_of[node]; // a validated name: not a switch or router, so a host
         let nic = BufferSpec { size: h.nic_queue_packets, unit: BufferUnit::Packets };
         (PacketQueue::new(nic.size, nic.unit, None), false)
     }
@@ -276,7 +278,8 @@ impl<'a> Graph<'a> {
     /// Every host reaches every other.
     fn check_routes(&self, routes: &Routes) -> Result<(), SpecError> {
         let n_hosts = self.spec.hosts.len() as u32;
-        for s in 0..n_hosts {
+        // Per row first; the pair to name is then looked for from that host only.
+        if let Some(s) = routes.first_host_missing_a_route() {
             for d in 0..n_hosts {
                 if s != d && !routes.reaches(s, d) {
                     return Err(format!(

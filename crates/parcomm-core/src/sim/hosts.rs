@@ -353,10 +353,10 @@ impl Simulation {
     /// Cache hints for the event after the one being handled, one pointer
     /// deeper than `prefetch_stream` (whose lines should be in by now): the
     /// stream's own allocations.
-    pub(crate) fn prefetch_next_event(&self) {
-        match self.q.peek() {
+    pub(crate) fn prefetch_next_event(&mut self) {
+        match self.q.peek().copied() {
             Some(Event::PortDone(p)) => {
-                let port = &self.ports[*p as usize];
+                let port = &self.ports[p as usize];
                 if !matches!(self.nodes[port.peer as usize], super::NodeKind::Host(_)) {
                     return;
                 }
@@ -382,13 +382,13 @@ impl Simulation {
                 }
             }
             Some(Event::SenderTimer(s)) => {
-                if let Some(st) = self.streams.get(*s as usize) {
+                if let Some(st) = self.streams.get(s as usize) {
                     crate::prefetch::value(&st.sender);
                     crate::prefetch::line(&st.sender_timer);
                 }
             }
             Some(Event::ReceiverTimer(s)) => {
-                if let Some(st) = self.streams.get(*s as usize) {
+                if let Some(st) = self.streams.get(s as usize) {
                     crate::prefetch::value(&st.receiver);
                     crate::prefetch::line(&st.receiver_timer);
                 }

@@ -6,6 +6,7 @@
 
 mod build;
 mod counters;
+pub mod footprint;
 mod hosts;
 mod network;
 mod trace;
@@ -170,6 +171,7 @@ pub struct Simulation {
 impl Simulation {
     pub fn new(spec: &PlatformSpec, seed: u64) -> Result<Simulation, SpecError> {
         spec.validate()?;
+        footprint::check_fits(&footprint::estimate(spec), footprint::available_bytes())?;
         build::build(spec, seed)
     }
 
