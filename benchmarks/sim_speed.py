@@ -14,12 +14,14 @@ of machine) and at most 10 s of wall time for (b). Results are printed as a
 table and written to benchmarks/results/sim_speed.json; run it on a quiet
 machine and read the ratios, not the absolute numbers.
 
-    python benchmarks/sim_speed.py [--quick] [--stacks rfc,linux] [--repeat 3]
+    python benchmarks/sim_speed.py [--quick] [--stacks rfc,linux] [--noise 0,190us] [--repeat 3]
 
 With --stacks, each scenario runs once per TCP stack profile
 (platform/stacks/*.toml) per round, stacks alternating within a round, and
 the table adds each stack's events/s as a ratio to the first stack's
-(medians over the rounds).
+(medians over the rounds). With --noise as well, every stack runs once per
+host timing noise (``HostSpec.timing_noise_s``; 0 is the ideal wire), as
+``stack@noise`` variants alternating the same way.
 """
 
 from __future__ import annotations
@@ -39,8 +41,20 @@ GOAL_EVENTS_PER_S = 3e6
 GOAL_B_WALL_S = 10.0
 
 
+def _variant(stack: str | None) -> tuple[str | None, float | None]:
+    """``"linux@190us"`` -> ("linux", 190e-6); a bare stack name keeps the builder's noise."""
+    if stack is None or "@" not in stack:
+        return stack, None
+    from parcomm.platform.units import parse_duration
+
+    name, noise = stack.split("@", 1)
+    return name, parse_duration(noise, "--noise")
+
+
 def bench_alltoall(hosts: int, nbytes: int, stack: str | None = None) -> dict:
-    plat = opteron_cluster(hosts, tcp={"stack": stack} if stack else None)
+    stack, noise = _variant(stack)
+    extra = {} if noise is None else {"timing_noise_s": noise}
+    plat = opteron_cluster(hosts, tcp={"stack": stack} if stack else None, **extra)
     res = run_sim(alltoall_a, plat, hosts, seed=1, kwargs={"nbytes": nbytes})
     return {
         "scenario": f"(a) alltoall A, {hosts} hosts, {nbytes} B per pair",
@@ -51,7 +65,9 @@ def bench_alltoall(hosts: int, nbytes: int, stack: str | None = None) -> dict:
 
 
 def bench_all_pairs(hosts: int, sim_seconds: float, stack: str | None = None) -> dict:
-    plat = star(hosts, rate_bps=1e9, tcp={"stack": stack}) if stack else star(hosts, rate_bps=1e9)
+    stack, noise = _variant(stack)
+    extra = {} if noise is None else {"timing_noise_s": noise}
+    plat = star(hosts, rate_bps=1e9, tcp={"stack": stack}, **extra) if stack else star(hosts, rate_bps=1e9, **extra)
     sim = _core.Simulation(to_json(plat), 1)
     for i in range(hosts):
         for j in range(hosts):
@@ -74,6 +90,7 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--quick", action="store_true", help="smaller scenarios (for a smoke run)")
     ap.add_argument("--stacks", default=None, help="comma list of TCP stack profiles to compare, e.g. rfc,linux")
+    ap.add_argument("--noise", default=None, help="with --stacks: comma list of host timing noises, e.g. 0,190us")
     ap.add_argument("--repeat", type=int, default=3, help="rounds with --stacks (medians reported)")
     args = ap.parse_args()
     if args.stacks:
@@ -103,6 +120,9 @@ def compare_stacks(args) -> None:
     import statistics
 
     stacks = [s.strip() for s in args.stacks.split(",") if s.strip()]
+    if args.noise:
+        noises = [n.strip() for n in args.noise.split(",") if n.strip()]
+        stacks = [f"{st}@{n}" for st in stacks for n in noises]
     scen = [
         ("alltoall", lambda st: bench_alltoall(16 if args.quick else 64, (64 << 10) if args.quick else (1 << 20), st)),
         ("all pairs", lambda st: bench_all_pairs(20 if args.quick else 100, 0.05 if args.quick else 1.0, st)),
@@ -139,7 +159,9 @@ def compare_stacks(args) -> None:
         "repeat": args.repeat,
         "stacks": stacks,
     }
-    (out / "sim_speed_stacks.json").write_text(json.dumps({"meta": meta, "rows": rows}, indent=1))
+    (out / ("sim_speed_noise.json" if args.noise else "sim_speed_stacks.json")).write_text(
+        json.dumps({"meta": meta, "rows": rows}, indent=1)
+    )
 
 
 if __name__ == "__main__":

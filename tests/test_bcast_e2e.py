@@ -83,8 +83,12 @@ def test_four_nodes_every_size(versitygw, s3, tmp_path, algo, size):
     result = run_local(_job(versitygw, url, tmp_path, algo), 4)
     assert result.errors == {}
     _check(result, tmp_path, 4, digest)
+    kept = sum(r.storage_bytes_kept for r in result.reports)
+    assert kept == (4 if algo == "flat" else 1) * SIZES[size]  # the protocol fetches each byte once
+    # Measured off the sockets: at least that. A GET in flight when its work was taken over
+    # (steal, end game) still costs its bytes: seen once here, a 1-byte object read twice.
     egress = sum(r.bytes_from_storage for r in result.reports)
-    assert egress == (4 if algo == "flat" else 1) * SIZES[size]
+    assert kept <= egress <= kept + 4 * PIECE * WORK
 
 
 @pytest.mark.parametrize("algo", ["flat", "nonsteal", "steal"])

@@ -440,17 +440,26 @@ def test_output_commit(tmp_path):
     data = _blob(100_001)
     target = tmp_path / "out.bin"
     with OutputWriter(target, len(data), hashlib.sha256(data).digest()) as out:
-        # Hidden, next to the target, named for this host, this pid and its start time.
-        assert out.temp_path.parent == tmp_path and out.temp_path == partial_path(target)
+        # Hidden, next to the target, unguessable (random), then this host, this pid and its
+        # start time; mode 0600 until published.
+        assert out.temp_path.parent == tmp_path and out.temp_path != partial_path(target)
         assert out.temp_path.name.startswith(".out.bin.parcomm-partial-")
         assert f"-{os.getpid()}-" in out.temp_path.name
+        assert out.temp_path.stat().st_mode & 0o777 == 0o600
         assert out.temp_path.stat().st_size == len(data)  # pre-sized
         assert not target.exists()
         for offset, piece in reversed(_pieces(data, 4096)):
             out.write_piece(offset, piece)
         out.commit()
     assert target.read_bytes() == data and out.committed
+    assert target.stat().st_mode & 0o777 == 0o666 & ~_umask()
     assert list(tmp_path.iterdir()) == [target]
+
+
+def _umask() -> int:
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask
 
 
 def test_output_direct_writes_aligned_pieces_past_the_cache_and_the_rest_through_it(tmp_path):
@@ -586,7 +595,11 @@ def _recv_record(link: Link) -> Record | None:
     if head is None:
         return None
     type_code, fields, payload_len = head
-    return Record(type_code, fields, None if payload_len is None else link.recv_payload(payload_len))
+    if payload_len is None:
+        return Record(type_code, fields, None)
+    buf = bytearray(payload_len)  # recv_into: also takes a piece's payload (checked by content, not by tag)
+    link.recv_into(memoryview(buf))
+    return Record(type_code, fields, bytes(buf))
 
 
 def test_peer_link_and_handshake():
@@ -623,11 +636,11 @@ def test_peer_link_and_handshake():
                 connect_link("127.0.0.1", port, other, 4096, KEY)
         with pytest.raises(HandshakeError, match="expected 5"):
             connect_link("127.0.0.1", port, replace(hello, rank=3), 4096, KEY, expect_rank=5)
-        # Something that is not a parcomm node: it gets our random greeting, then is dropped; it
+        # Something that is not a parcomm node: once it speaks it gets our random greeting, then is dropped; it
         # never sees the Hello (ETag, size, piece size).
         with socket.create_connection(("127.0.0.1", port), timeout=5) as raw:
-            seen = recv_exact(raw, GREETING_SIZE)  # the listener speaks first
-            raw.sendall(b"GET / HTTP/1.1\r\n\r\n" + b"\0" * 64)
+            raw.sendall(b"GET / HTTP/1.1\r\n\r\n" + b"\0" * 64)  # the listener waits for a first byte
+            seen = recv_exact(raw, GREETING_SIZE)
             try:
                 while chunk := raw.recv(4096):
                     seen += chunk
@@ -638,13 +651,13 @@ def test_peer_link_and_handshake():
         with pytest.raises(HandshakeError, match="not a member of this job"):
             connect_link("127.0.0.1", port, replace(hello, rank=2), 4096, JobKey.generate())
         deadline = time.monotonic() + HANG_GUARD_S
-        while len(refused) < 3 and time.monotonic() < deadline:
+        while len(refused) < 4 and time.monotonic() < deadline:
             time.sleep(0.01)
     finally:
         listener.stop()
         sock.close()
     assert received == [Record(1, (9,), b"p" * 4096), None]
-    assert len(refused) == 3  # the members of other broadcasts; outsiders never reach the Hello
+    assert len(refused) == 4  # the members of other broadcasts or ranks; outsiders never reach the Hello
 
 
 def test_hello_carries_the_listening_address_and_refuses_a_bad_one():
@@ -751,15 +764,18 @@ def test_rendezvous_via_address_refusals_and_timeout():
         assert "'j'" not in str(refused.value)  # rank 0's job name is not given away
         with pytest.raises(rv.RendezvousError, match="world size 4"):
             await rv.via_address(1, 4, address, ("h", 2), key=KEY, job="j", timeout=5)
-        with pytest.raises(rv.RendezvousError, match="not a member of this job"):
-            await rv.via_address(1, 3, address, ("h", 2), key=JobKey.generate(), job="j", timeout=5)
+        # Another key: retried until its own deadline (it could be a flood shedding us), then said.
+        with pytest.raises(
+            rv.RendezvousError, match="could not register.*no handshake.*after our proof.*it holds a different key"
+        ):
+            await rv.via_address(1, 3, address, ("h", 2), key=JobKey.generate(), job="j", timeout=0.5)
         with pytest.raises(rv.RendezvousError, match="timed out.*2 of 3 ranks missing"):
             await root
 
     started = time.monotonic()
     _run(scenario())
     assert time.monotonic() - started < HANG_GUARD_S
-    with pytest.raises(rv.RendezvousError, match="cannot reach"):
+    with pytest.raises(rv.RendezvousError, match="could not register.*cannot connect"):
         _run(rv.via_address(1, 2, ("127.0.0.1", _free_port()), ("h", 2), key=KEY, timeout=0.5))
 
 

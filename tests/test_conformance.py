@@ -103,11 +103,37 @@ def test_scenario_platform_gives_both_sides_the_same_tcp_and_the_slow_link():
 
 
 def test_profiles():
-    assert profile_overrides("default", True) == {"sack": False, "tail_loss_probe": False}
-    assert profile_overrides("sack-tlp", True) == {"sack": True, "tail_loss_probe": True}
+    assert profile_overrides("rfc", True) == {"stack": "rfc", "sack": False, "tail_loss_probe": False}
+    assert profile_overrides("sack-tlp", True) == {"stack": "rfc", "sack": True, "tail_loss_probe": True}
+    assert profile_overrides("stock", True) == {}  # what every entry point runs, the scenario's settings over it
+    # Linux's own rule: no loss probes, RACK or PRR without SACK (tcp_schedule_loss_probe(), tcp_is_sack())
+    assert profile_overrides("stock", False) == {"rack": False, "tail_loss_probe": False, "prr": False}
     assert profile_overrides("sack-tlp", False)["sack"] is False  # the kernel has SACK off: so does the peer
     with pytest.raises(ValueError, match="unknown simulator profile"):
         profile_overrides("cubic", True)
+
+
+def test_a_scenario_gives_both_sides_the_stack_it_names():
+    from parcomm.conformance.matrix import RENO_FIXED_BUFFERS
+    from parcomm.platform.defaults import transport_of
+
+    sc, _ = parse_matrix(_doc(jitter="190us", tcp={"stock": True, "delayed_ack": True}))
+    plat = sc[0].platform()
+    t = plat["hosts"][0]["tcp"]
+    assert t["cubic"] and t["hystart"] and t["sndbuf_initial_bytes"] > 0 and t["delayed_ack"]
+    assert transport_of(plat) == {"stack": "linux", "noise": "host timing noise 190 us", "validated": True}
+    assert plat["hosts"][0]["timing_noise_s"] == 190e-6 and all(ln["jitter_s"] == 0 for ln in plat["links"])
+    reno, _ = parse_matrix(_doc())  # rows without stock: Reno with fixed buffers, as the kernel ran them
+    t = reno[0].platform()["hosts"][0]["tcp"]
+    assert all(t[k] == v for k, v in RENO_FIXED_BUFFERS.items()) and "stock" not in reno[0].tcp
+
+
+def test_rto_incidence_is_the_share_of_runs_with_a_timeout():
+    from parcomm.conformance.summary import incidence_agrees, rto_incidence
+
+    side = {"runs": [{"timeouts": 0}, {"timeouts": 3}, {"timeouts": 1}, {"timeouts": 0}]}
+    assert rto_incidence(side) == 0.5 and rto_incidence({"runs": []}) is None
+    assert incidence_agrees(0.5, 0.7) and not incidence_agrees(0.5, 0.8) and incidence_agrees(None, 1.0) is None
 
 
 # --------------------------------------------------------------------------- the simulator side
@@ -115,12 +141,12 @@ def test_profiles():
 
 def test_a_lone_flow_takes_its_serialization_time_and_the_simulator_is_deterministic():
     sc, _ = parse_matrix(_doc(senders=1, size="64KiB"))
-    side = sim_side(sc[0], "default", [1, 2])
+    side = sim_side(sc[0], "rfc", [1, 2])
     # 64 KiB in 45 segments of 1460 B, 1538 B on the wire each (Ethernet), at 100 Mbit/s: 5.5 ms, plus one ACK.
     wire = 45 * 1538 * 8 / 100e6
     assert wire <= side["median_s"] <= wire * 1.05
     assert side["times_s"][0] == side["times_s"][1] and side["counters"]["timeouts"] == 0
-    assert sim_side(sc[0], "default", [1, 2]) == side
+    assert sim_side(sc[0], "rfc", [1, 2]) == side
 
 
 def test_incast_on_the_core_matches_the_stream_trace():
@@ -251,7 +277,7 @@ def test_cli_simulator_only_writes_strict_json(tmp_path):
     assert [r["name"] for r in doc["scenarios"]] == [
         f"incast-{n}x64KiB-rto200ms-buf32KiB" for n in (1, 2, 4, 8, 16, 32)
     ]
-    assert all(r["emu"] is None and r["sim"]["default"]["error"] is None for r in doc["scenarios"])
+    assert all(r["emu"] is None and r["sim"]["stock"]["error"] is None for r in doc["scenarios"])
     assert doc["summary"][0]["decided"] == 0 and doc["summary"][0]["median_abs_error"] is None
 
 
@@ -270,7 +296,7 @@ def test_quick_subset_runs_both_sides_and_a_lone_flow_agrees(tmp_path):
     # One flow, no loss: both sides are the wire time of 64 KiB at 100 Mbit/s (5.5 ms) plus host costs.
     assert 0.005 < lone["emu"]["median_s"] < 0.05 and lone["emu"]["counters"]["timeouts"] == 0
     if not lone["noisy"]:
-        assert abs(lone["sim"]["default"]["error"]) < 0.25
+        assert abs(lone["sim"]["stock"]["error"]) < 0.25
     # The kernel's drop counter sees the incast overflow the port.
     assert rows["incast-8x64KiB-rto200ms-buf32KiB"]["emu"]["counters"]["port_drops"] > 0
 

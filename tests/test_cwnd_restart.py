@@ -1,5 +1,6 @@
 """RFC 2861 window restart after idle (``tcp.cwnd_restart_after_idle``, Linux
-tcp_cwnd_restart): off by default and then bit-identical; on, a transfer
+tcp_cwnd_restart): off in the RFC transport (stack rfc, named here; the default
+linux stack has it on, as net.ipv4.tcp_slow_start_after_idle = 1) and then bit-identical; on, a transfer
 that follows more than one RTO of silence starts again from a small window,
 while one that follows sooner keeps the window the first transfer opened."""
 
@@ -16,7 +17,7 @@ def plat(restart=None):
     tcp = {"initial_cwnd_segments": 3, "sndbuf_bytes": 4 << 20, "rcvbuf_bytes": 4 << 20}
     if restart is not None:
         tcp["cwnd_restart_after_idle"] = restart
-    return pp.star(2, rate_bps=1e9, buffer="4MiB", propagation_s=0.005, tcp=pp.tcp_spec(**tcp))
+    return pp.star(2, rate_bps=1e9, buffer="4MiB", propagation_s=0.005, tcp=pp.tcp_spec(stack="rfc", **tcp))
 
 
 async def two_transfers(comm, pause_s):
@@ -42,7 +43,8 @@ def durations(restart, pause_s, seed=0):
 
 
 def test_off_by_default_and_false_is_the_same_run():
-    assert pp.star(2)["hosts"][0]["tcp"]["cwnd_restart_after_idle"] is False
+    assert pp.star(2, tcp={"stack": "rfc"})["hosts"][0]["tcp"]["cwnd_restart_after_idle"] is False
+    assert pp.star(2)["hosts"][0]["tcp"]["cwnd_restart_after_idle"] is True  # the linux stack, the default
     a, _ = durations(None, 0.5)
     b, _ = durations(False, 0.5)
     assert (a.time, a.counters, a.events) == (b.time, b.counters, b.events)

@@ -93,7 +93,9 @@ def test_one_flow_keeps_one_path():
     core = _packets_by_switch(_run(p, [(0, 15)], nbytes=1 << 20), "c")
     used = [c for c, v in core.items() if v]
     assert 1 <= len(used) <= 2  # data one way, ACKs back: each direction on one core (maybe the same)
-    assert sum(core.values()) > 2 * (1 << 20) // 1460 * 0.9
+    # 1 MiB in 725 segments of 1448 B (the default linux stack's timestamps take 12 B of 1460), and
+    # about one delayed ACK per two segments back
+    assert sum(core.values()) > (1 << 20) // 1448 * 1.4
 
 
 def test_route_table_grows_with_attachments_not_hosts():

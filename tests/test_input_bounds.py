@@ -296,3 +296,114 @@ def test_platform_file_errors_name_the_line(tmp_path):
         with pytest.raises(PlatformError) as err:
             load(f)
         assert str(err.value).startswith(f"{f}: {where}"), str(err.value)
+
+
+# --- issue 30: the remaining input paths ------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "name,content,needle",
+    [
+        ("huge.json", '{"rate_hold_s": ' + "9" * 5000 + "}", "a number with thousands of digits"),
+        ("huge.toml", "rate_hold_s = " + "9" * 5000 + "\n", "a number with thousands of digits"),
+        ("bytes.json", b'{"name": "\xff\xfe"}', "line 1: not UTF-8"),
+        ("deep.json", "[" * 100_000 + "]" * 100_000, "nested too deeply"),
+        ("deep.toml", "a = " + "[" * 100_000 + "]" * 100_000 + "\n", "nested too deeply"),
+        ("nan.json", '{"message_latency_s": NaN}', "message_latency_s must be in [0, 1e+09], got nan"),
+        ("inf.json", '{"peer_mb_s": Infinity}', "peer_mb_s must be in"),
+        ("list.json", "[1, 2]", "a profile must be a table/object, got list"),
+        ("rate.json", '{"modes": [{"weight": 1, "low_mb_s": 1e-300, "high_mb_s": 1}]}', "modes[0].low_mb_s"),
+    ],
+)
+def test_storage_profile_files_are_one_error(capsys, tmp_path, name, content, needle):
+    f = tmp_path / name
+    f.write_bytes(content if isinstance(content, bytes) else content.encode())
+    line = _one_error_line(capsys, ["bcast", "sim", "--procs", "2", "--size", "1MB", "--storage-profile", str(f)])
+    assert str(f) in line and needle in line and len(line) < 300, line
+
+
+def test_storage_profile_read_is_bounded(capsys, tmp_path):
+    f = tmp_path / "big.json"
+    f.write_text('{"name": "' + "x" * (2 << 20) + '"}')
+    _one_error_line(capsys, ["bcast", "sim", "--procs", "2", "--storage-profile", str(f)], "big.json", "limit")
+
+
+@pytest.mark.parametrize(
+    "text,needle",
+    [
+        ('[[scenario]]\nname = "a"\nworkload = "incast"\nhosts = ' + "9" * 5000 + "\n", "thousands of digits"),
+        ("a = " + "[" * 100_000 + "]" * 100_000 + "\n", "nested too deeply"),
+        (
+            '[[scenario]]\nname = "a"\nworkload = "incast"\nhosts = ' + "9" * 4000 + "\n",
+            "hosts: an integer of over 3,000 digits",
+        ),
+        (
+            '[[scenario]]\nname = "a-{senders}{senders:>999999999}"\nworkload = "incast"\nhosts = 5\nsenders = [1, 2]\n',
+            "may only hold plain {key} fields",
+        ),
+        (
+            'quick = ["'
+            + "q" * 100_000
+            + '"]\n[[scenario]]\nname = "a"\nworkload = "incast"\nhosts = 2\nsenders = 1\n',
+            "quick",
+        ),
+    ],
+    ids=["5000 digits", "deep", "4000 digits", "format spec", "long quick name"],
+)
+def test_conformance_list_of_a_hostile_matrix_is_one_error(capsys, tmp_path, text, needle):
+    f = tmp_path / "m.toml"
+    f.write_text(text)
+    line = _one_error_line(capsys, ["conformance", str(f), "--list"], "m.toml", needle)
+    assert len(line) < 400, line
+
+
+@pytest.mark.parametrize(
+    "option,value,needle",
+    [
+        ("-T", "1e12", "--avg-len/-T"),
+        ("--avg-len", "inf", "--avg-len/-T"),
+        ("--avg-len", "nan", "--avg-len/-T"),
+        ("--avg-len", "16385", "--avg-len/-T"),
+        ("-I", "1e9", "--avg-pattern-len/-I"),
+        ("-L", "1e9", "--patterns/-L"),
+        ("--parts", "100000000", "--parts"),
+        ("--seed", "-1", "--seed"),
+    ],
+)
+def test_mine_gen_numbers_are_bounded(capsys, tmp_path, option, value, needle):
+    """-T 1e12 used to run until killed; now every number has a bound and the error names it."""
+    out = tmp_path / "o.qtx"
+    _one_error_line(capsys, ["mine", "gen", str(out), "-D", "10", option, value], needle)
+    assert list(tmp_path.iterdir()) == []  # nothing written, not even a partial file
+
+
+def test_mine_gen_largest_values_still_run(capsys, tmp_path):
+    out = tmp_path / "o.qtx"
+    assert main(["mine", "gen", str(out), "-D", "5", "-T", "16384", "-N", "100000", "-I", "16", "-L", "64"]) == 0
+    assert out.stat().st_size > 0 and [p.name for p in tmp_path.iterdir()] == ["o.qtx"]
+
+
+@pytest.mark.parametrize(
+    "kwargs,needle",
+    [
+        ('{"nbytes": ' + "9" * 5000 + "}", "thousands of digits"),
+        ("[" * 100_000, "nested too deeply"),
+        ("x" * 100_000, "not valid JSON"),
+    ],
+)
+def test_kwargs_json_is_one_short_error(capsys, kwargs, needle):
+    line = _one_error_line(capsys, ["sim", "run", "barrier", "--platform", "star:2", "--kwargs", kwargs], "--kwargs")
+    assert needle in line and len(line) < 300, line
+
+
+def test_addresses_file_read_is_bounded(tmp_path):
+    from parcomm.comm import CommError
+    from parcomm.comm.sockopts import read_addresses
+
+    with pytest.raises(CommError, match="/dev/zero: larger than a rank addresses file's limit"):
+        read_addresses("/dev/zero")
+    f = tmp_path / "a.txt"
+    f.write_text("127.0.0.1 " + "9" * 5000 + "\n")
+    with pytest.raises(CommError) as err:
+        read_addresses(f)
+    assert "a.txt:1: port" in str(err.value) and len(str(err.value)) < 200

@@ -14,13 +14,15 @@ from parcomm.conformance.workloads import sim_incast
 
 
 def _incast(jitter: str, seed: int = 1):
-    plat = pp.as_platform(f"star:9,rate=100M,buffer=32KiB,rto_min=5ms,jitter={jitter}")
+    plat = pp.as_platform(f"star:9,rate=100M,buffer=32KiB,rto_min=5ms,noise=ideal,jitter={jitter}")
     return sim_incast(plat, 8, 64 * 1024, seed=seed, time_limit_s=30)
 
 
 def test_no_jitter_is_the_ideal_wire_bit_for_bit():
     a = _incast("0s")
-    b = sim_incast(pp.as_platform("star:9,rate=100M,buffer=32KiB,rto_min=5ms"), 8, 64 * 1024, seed=1, time_limit_s=30)
+    b = sim_incast(
+        pp.as_platform("star:9,rate=100M,buffer=32KiB,rto_min=5ms,noise=ideal"), 8, 64 * 1024, seed=1, time_limit_s=30
+    )
     assert a.time == b.time and a.counters == b.counters
 
 
@@ -48,6 +50,8 @@ def test_every_scenario_runs_on_the_referees_measured_noise():
     scenarios, _ = load_matrix()
     assert {sc.jitter_s for sc in scenarios} == {190e-6}  # matrix.toml [defaults] jitter
     sc = next(s for s in scenarios if s.name == "incast-8x64KiB-rto5ms-buf32KiB")
-    assert all(ln["jitter_s"] == 190e-6 for ln in sc.platform()["links"])
+    # the hosts' timing noise (HostSpec.timing_noise_s), not the links'
+    assert all(h["timing_noise_s"] == 190e-6 for h in sc.platform()["hosts"])
+    assert all(ln["jitter_s"] == 0 for ln in sc.platform()["links"])
     ideal = replace(sc, jitter_s=0.0)
     assert sim_side(sc, "linux", seeds=[1]) != sim_side(ideal, "linux", seeds=[1])  # it reaches the simulator

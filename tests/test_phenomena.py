@@ -41,11 +41,14 @@ def _goodput(senders: int, res) -> float:
 def test_incast_collapses_with_200ms_rto_min():
     one = _incast_run(1, 0.2)
     many = _incast_run(16, 0.2)
-    # one sender runs at close to line rate and loses nothing
-    assert _goodput(1, one) > 0.8 * 1e9 / 8
+    # one sender runs near line rate and loses nothing: 256 KiB take 2.2 ms on the wire, plus
+    # about two round trips of slow start from IW10, each frame waiting 95 us on average in its
+    # host (the default host timing noise, platform/defaults.py): ~0.74 Gbit/s
+    assert _goodput(1, one) > 0.65 * 1e9 / 8
     assert one.host_totals()["timeouts"] == 0 and one.port_drops() == 0
     # sixteen overflow the 32 KiB port in front of the root and wait for 200 ms RTOs
-    assert _goodput(16, many) < 0.2 * _goodput(1, one)
+    # (at least one 200 ms RTO on top of 34 ms of wire time: at most ~1/5 of one sender's goodput)
+    assert _goodput(16, many) < 0.25 * _goodput(1, one)
     assert many.host_totals()["timeouts"] > 0
     assert many.port_drops() > 0
     assert many.time >= 0.2  # at least one full minimum RTO

@@ -14,7 +14,7 @@ import parcomm.platform as pp
 from parcomm.platform import units
 
 TOP_KEYS = {"name", "hosts", "switches", "links", "segments", "routers"}
-HOST_KEYS = {"name", "mtu", "nic_queue_packets", "send_overhead", "recv_overhead", "tcp"}
+HOST_KEYS = {"name", "mtu", "nic_queue_packets", "send_overhead", "recv_overhead", "tcp", "timing_noise_s"}
 
 
 # --- the schema comes from the core ----------------------------------------------
@@ -154,9 +154,10 @@ def test_sack_and_tlp_are_optional_bools_default_off():
     p["hosts"][1]["tcp"]["sack"] = 1
     with pytest.raises(pp.PlatformError, match="hosts.h1.tcp.sack"):
         pp.validate(p)
-    # No builder turns them on.
-    for b in (pp.star(2), pp.opteron_cluster(2), pp.atm_cluster(2), pp.segments_router(2, 1)):
+    # No period cluster's builder turns them on, nor star on the RFC stack; star's default stack does.
+    for b in (pp.star(2, tcp={"stack": "rfc"}), pp.opteron_cluster(2), pp.atm_cluster(2), pp.segments_router(2, 1)):
         assert all(not h["tcp"][f] for h in b["hosts"] for f in pp.TCP_OPTIONAL)
+    assert all(pp.star(2)["hosts"][0]["tcp"][f] for f in ("sack", "tail_loss_probe", "rack", "cubic"))
 
 
 # --- builders ---------------------------------------------------------------
@@ -170,7 +171,10 @@ def test_star_shape_and_defaults():
     assert [(l["a"], l["b"]) for l in p["links"]] == [(f"h{i}", "sw0") for i in range(5)]
     assert all(l["rate_bps"] == 1e9 and l["framing"] == "ethernet" for l in p["links"])
     assert p["switches"][0]["flow_control"] is False
-    assert all(h["tcp"] == pp.LINUX_TCP for h in p["hosts"])
+    # The validated default (platform/defaults.py): the linux stack on hosts with the measured timing noise.
+    assert all(h["tcp"] == pp.tcp_spec(stack="linux") for h in p["hosts"])
+    assert all(h["timing_noise_s"] == 190e-6 for h in p["hosts"])
+    assert all(h["tcp"] == pp.LINUX_TCP for h in pp.star(2, tcp={"stack": "rfc"})["hosts"])
     assert p["segments"] == [] and p["routers"] == []
 
 

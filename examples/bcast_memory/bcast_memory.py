@@ -2,8 +2,8 @@
 
 ``broadcast_into(buffer, url)`` fills a caller's buffer (here a numpy array;
 a bytearray or a pinned host buffer work the same) with the object: every
-piece is checked against the hash list and the whole object against its
-sha256 before the call returns. Given ``comm=`` (an mpi4py communicator)
+piece is checked against the hash list before the call returns (``verify=
+"whole"`` checks the whole object's sha256 too). Given ``comm=`` (an mpi4py communicator)
 every rank gets its own copy, fetching 1/N from storage and the rest from
 the other ranks; alone, as here, this process fetches it all.
 """

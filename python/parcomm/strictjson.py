@@ -17,11 +17,14 @@ __all__ = ["strict", "dumps", "dump"]
 
 def strict(obj: Any) -> Any:
     """``obj`` with every non-finite float replaced by ``None``; tuples and sets become lists,
-    paths and other unknown objects their ``str``, dict keys strings."""
+    complex numbers ``{"real": x, "imag": y}``, paths and other unknown objects their ``str``,
+    dict keys strings."""
     if isinstance(obj, float):
         return obj if math.isfinite(obj) else None
     if obj is None or isinstance(obj, (str, int, bool)):
         return obj
+    if isinstance(obj, complex):  # JSON has no complex numbers: its two parts, each strict
+        return {"real": strict(obj.real), "imag": strict(obj.imag)}
     if isinstance(obj, dict):
         return {(k if isinstance(k, str) else str(k)): strict(v) for k, v in obj.items()}
     if isinstance(obj, (list, tuple, set, frozenset)):

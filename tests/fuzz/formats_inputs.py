@@ -766,8 +766,10 @@ def target_cli(argv):
     if rc == 0:
         return out.getvalue()
     errors = [ln for ln in lines if ln.lower().startswith("error")]
-    # exit 2 and exactly one error line, the last, for a user's mistake (tests/test_cli.py's rule)
-    assert rc == 2, (rc, err.getvalue()[-2000:])
+    # exit 2 and exactly one error line, the last, for a user's mistake (tests/test_cli.py's rule);
+    # a run that reaches its --time-limit is a failed run instead: exit 1, also in one line
+    reached_limit = rc == 1 and len(errors) == 1 and "time limit" in errors[0] and "reached" in errors[0]
+    assert rc == 2 or reached_limit, (rc, err.getvalue()[-2000:])
     assert len(errors) == 1 and lines[-1] == errors[0], err.getvalue()[-2000:]
     raise CliError(errors[0])
 

@@ -53,6 +53,14 @@ pub struct HostSpec {
     pub recv_overhead: Overhead,
     #[serde(default)]
     pub tcp: TcpSpec,
+    /// Timing noise of the host's transmissions (interrupts, softirq batches,
+    /// scheduling): each frame the host sends on a point-to-point link reaches
+    /// the far end up to this much later than an ideal NIC would deliver it,
+    /// uniform in [0, timing_noise_s), drawn per frame, never reordering the
+    /// host's frames. 0: an ideal host. Not for ATM links (a cell switch takes
+    /// a frame's cells as they come); shared segments have their own contention.
+    #[serde(default)]
+    pub timing_noise_s: f64,
 }
 
 fn default_mtu() -> u64 {
@@ -374,6 +382,7 @@ impl PlatformSpec {
                 non_negative(o.per_byte_s, &f(&format!("{n}.per_byte_s")))?;
                 non_negative(o.jitter_s, &f(&format!("{n}.jitter_s")))?;
             }
+            non_negative(h.timing_noise_s, &f("timing_noise_s"))?;
             let t = &h.tcp;
             positive(t.rto_min_s, &f("tcp.rto_min_s"))?;
             positive(t.rto_max_s, &f("tcp.rto_max_s"))?;
@@ -489,6 +498,15 @@ impl PlatformSpec {
                 // A cell-interleaving switch takes a frame's cells as they arrive; timing noise
                 // on frames would not move its cells.
                 return Err(format!("{}: timing noise is for frame links, not ATM", f("jitter_s")));
+            }
+            if l.framing == Framing::Atm {
+                let noisy = self.hosts.iter().find(|h| h.timing_noise_s > 0.0 && (h.name == l.a || h.name == l.b));
+                if let Some(h) = noisy {
+                    return Err(format!(
+                        "hosts.{}.timing_noise_s: timing noise is for frame links, but {} is on ATM link links[{i}]; set it to 0",
+                        h.name, h.name
+                    ));
+                }
             }
             if l.drop_nth.contains(&0) {
                 return Err(format!("{} counts packets from 1, got 0", f("drop_nth")));

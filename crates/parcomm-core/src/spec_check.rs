@@ -269,6 +269,7 @@ fn host_limits(h: &HostSpec) -> Result<(), SpecError> {
         at_most_f64(o.per_byte_s, MAX_DURATION_S, &f(&format!("{n}.per_byte_s")))?;
         at_most_f64(o.jitter_s, MAX_DURATION_S, &f(&format!("{n}.jitter_s")))?;
     }
+    at_most_f64(h.timing_noise_s, MAX_DURATION_S, &f("timing_noise_s"))?;
     let t = &h.tcp;
     for (v, n) in [
         (t.rto_min_s, "rto_min_s"),

@@ -17,9 +17,10 @@ import hashlib
 import hmac
 import os
 import secrets
-import stat
 from pathlib import Path
 from typing import Mapping
+
+from ..safefiles import UnsafeFile, read_own_file_stat
 
 #: The environment variable a key may come from (hex).
 KEY_ENV = "PARCOMM_JOB_KEY"
@@ -61,20 +62,17 @@ class JobKey:
 
     @classmethod
     def from_file(cls, path: str | os.PathLike) -> "JobKey":
-        """Read a key file, refusing one that others may read (as ssh does)."""
+        """Read a key file as ssh reads a private key: a regular file of this user's that
+        nobody else may read. Opened without following a link and without blocking, so a
+        FIFO or a link planted in its place is refused at once."""
         p = Path(path)
         try:
-            with open(p, "rb") as f:
-                info = os.fstat(f.fileno())
-                if not stat.S_ISREG(info.st_mode):
-                    raise JobKeyError(f"key file {p} is not a regular file")
-                if info.st_mode & 0o077:
-                    raise JobKeyError(
-                        f"key file {p} is readable by others (mode {info.st_mode & 0o777:03o}); run `chmod 600 {p}`"
-                    )
-                raw = f.read(_MAX_KEY_FILE + 1)
-        except OSError as e:
-            raise JobKeyError(f"cannot read key file {p}: {e.strerror or e}") from None
+            raw, info = read_own_file_stat(p, _MAX_KEY_FILE, what="key file")
+        except UnsafeFile as exc:
+            raise JobKeyError(str(exc)) from None
+        mode = info.st_mode
+        if mode & 0o077:
+            raise JobKeyError(f"key file {p} is readable by others (mode {mode & 0o777:03o}); run `chmod 600 {p}`")
         if len(raw) > _MAX_KEY_FILE:
             raise JobKeyError(f"key file {p} is larger than {_MAX_KEY_FILE} bytes; it is not a key file")
         try:
@@ -100,6 +98,14 @@ class JobKey:
 
     def verify(self, message: bytes, tag: bytes) -> bool:
         return hmac.compare_digest(self.mac(message), tag)
+
+    def derive(self, salt: bytes, info: bytes, length: int) -> bytes:
+        """``length`` bytes of key material for one purpose (HKDF-SHA256, RFC 5869):
+        ``salt`` binds it to one handshake, ``info`` to one use."""
+        from cryptography.hazmat.primitives import hashes
+        from cryptography.hazmat.primitives.kdf.hkdf import HKDF
+
+        return HKDF(algorithm=hashes.SHA256(), length=length, salt=salt, info=info).derive(self._secret)
 
     def __repr__(self) -> str:
         return "JobKey(<secret>)"

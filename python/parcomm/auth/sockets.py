@@ -6,9 +6,10 @@ from __future__ import annotations
 import socket
 import time
 
-from .handshake import GREETING_SIZE, PROOF_SIZE, AuthError, Handshake
+from .channel import FrameAuth
+from .handshake import Acceptor, AuthError, Handshake, PeerRefused
 from .keys import JobKey
-from .streams import DEFAULT_TIMEOUT_S
+from .streams import DEFAULT_TIMEOUT_S, closed_during
 
 
 def recv_exact(sock: socket.socket, n: int, deadline: float | None = None) -> bytes:
@@ -30,31 +31,42 @@ def recv_exact(sock: socket.socket, n: int, deadline: float | None = None) -> by
 
 
 def authenticate_socket(
-    sock: socket.socket, key: JobKey, *, initiator: bool, context: bytes, timeout: float = DEFAULT_TIMEOUT_S
-) -> None:
-    """Run the mutual handshake on ``sock``; returns when the peer is a member, else raises AuthError.
-
-    Reads exactly GREETING_SIZE + PROOF_SIZE bytes, whatever the peer sends,
-    within ``timeout`` seconds. Leaves the socket's timeout as it found it.
-    """
-    hs = Handshake(key, initiator=initiator, context=context)
+    sock: socket.socket,
+    key: JobKey,
+    *,
+    initiator: bool,
+    context: bytes,
+    hello: bytes = b"",
+    expect: bytes = b"",
+    accept: Acceptor | None = None,
+    timeout: float = DEFAULT_TIMEOUT_S,
+    handshake: Handshake | None = None,
+) -> tuple[bytes, FrameAuth]:
+    """Run the handshake on ``sock`` within ``timeout`` seconds; returns the peer's
+    authenticated hello and the connection's frame authentication, else raises
+    AuthError (:class:`PeerRefused` when a member refused, or we refused one).
+    ``handshake`` may be given ready-made (a gate watches its progress).
+    Leaves the socket's timeout as it found it."""
+    hs = handshake or Handshake(key, initiator=initiator, context=context, hello=hello, expect=expect, accept=accept)
     deadline = time.monotonic() + timeout
     before = sock.gettimeout()
     try:
         sock.settimeout(timeout)
-        sock.sendall(hs.greeting())
-        theirs = recv_exact(sock, GREETING_SIZE, deadline)
-        sock.settimeout(max(0.001, deadline - time.monotonic()))
-        sock.sendall(hs.proof(theirs))
-        hs.verify(recv_exact(sock, PROOF_SIZE, deadline))
+        sock.sendall(hs.start())
+        while not hs.done:
+            out = hs.receive(recv_exact(sock, hs.need, deadline))
+            if out:
+                sock.settimeout(max(0.001, deadline - time.monotonic()))
+                sock.sendall(out)
     except (TimeoutError, socket.timeout):
-        raise AuthError(f"the peer did not authenticate within {timeout:g} s") from None
-    except ConnectionError as e:
-        raise AuthError(f"the connection failed during authentication ({e})") from None
-    except OSError as e:
-        raise AuthError(f"the connection failed during authentication ({e.strerror or e})") from None
+        raise AuthError(f"the peer did not complete the handshake within {timeout:g} s") from None
+    except (ConnectionError, OSError) as e:
+        raise AuthError(closed_during(hs, e)) from None
     finally:
         try:
             sock.settimeout(before)
         except OSError:
             pass
+    if hs.refused is not None:
+        raise PeerRefused(f"refused a member's claim: {hs.refused}")
+    return hs.peer_hello, hs.frames()

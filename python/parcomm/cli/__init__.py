@@ -7,6 +7,7 @@ a one-line error and exit status 2; they never show a traceback.
 from __future__ import annotations
 
 import importlib
+import re
 import sys
 
 import click
@@ -70,12 +71,21 @@ def cli() -> None:
     """
 
 
+def _brief(message: str, longest: int = 60) -> str:
+    """click echoes the bad value whole; a 5,000-digit value would make a 5,000-character line."""
+    return re.sub(r"\S{%d,}" % (longest + 1), lambda m: f"{m.group(0)[:40]}… ({len(m.group(0))} characters)", message)
+
+
 def main(argv: list[str] | None = None) -> int:
     try:
         cli.main(args=argv, prog_name="parcomm", standalone_mode=False)
     except click.exceptions.Abort:
         click.echo("aborted", err=True)
         return 130
+    except click.UsageError as e:  # click's own form is three lines; every usage error here is one
+        where = f" (see {e.ctx.command_path} --help)" if e.ctx is not None else ""
+        click.echo(f"error: {_brief(e.format_message())}{where}", err=True)
+        return e.exit_code
     except click.ClickException as e:
         e.show()
         return e.exit_code

@@ -252,10 +252,10 @@ def _check_out(out: str, ranks: range) -> None:
 @click.option(
     "--verify",
     type=click.Choice(VERIFY_MODES),
-    default="whole",
+    default="pieces",
     show_default=True,
-    help="whole: each piece's sha256 and the whole object's (one more pass, ~0.5 CPU s/GB); pieces: each piece's"
-    " only -- the hash list is the root of trust either way, the extra pass guards only against our own write bugs",
+    help="pieces: every byte hashed once, as its piece arrives, against the hash list (the root of trust); whole:"
+    " and the whole object's sha256 in order (one more pass, ~0.5 CPU s/GB; guards only against our own write bugs)",
 )
 @click.option(
     "--write",
@@ -304,6 +304,11 @@ def get(
     connection; a process without it cannot join, send pieces or learn the
     peer table. With --rendezvous or --rendezvous-dir give every node the
     same key (--key-file or $PARCOMM_JOB_KEY)."""
+    import os
+
+    # A node does no linear algebra: numpy (the protocol's arrays) must not start OpenBLAS
+    # threads in this process, nor in the --local children, which inherit it. A user's setting stands.
+    os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
     from ..apps.bcast.launch import Job, SharedOutput
     from ..apps.bcast.output import OutputError
     from ..apps.bcast.real import BcastError
@@ -332,18 +337,27 @@ def get(
         verify=verify,
         write=write,
     )
+    from ..apps.bcast.real import is_usage_error
+
     try:
         ran = _run_nodes(job, meet, key, as_json)
-    except (S3Error, SharedOutput) as exc:  # the object, the bucket, the credentials or the --out the user named
-        _fail(exc)
-    except (BcastError, OutputError, OSError) as exc:  # the run failed
+    except (S3Error, SharedOutput, BcastError, OutputError, OSError) as exc:
+        # One node, and it failed: the same exit status as with --local N (2: what the user named
+        # -- the object, its hash list, the credentials, --out; 1: the run), and --json still answers.
+        usage = isinstance(exc, SharedOutput) or is_usage_error(exc)
+        if as_json:
+            _summarize([], {meet.rank or 0: str(exc)}, as_json)
+            sys.exit(2 if usage else 1)
+        if usage:
+            _fail(exc)
         raise RunFailed(str(exc)) from None
     if ran is None:  # an MPI rank other than 0: rank 0 reports for all
         return
-    reports, errors = ran
-    _summarize(reports, errors, as_json, to_stderr=out == "-")
+    reports, errors, usage_errors, unreported = ran
+    _summarize(reports, errors, as_json, to_stderr=out == "-", unreported_egress=unreported)
     if errors:
-        sys.exit(1)
+        # Every node failed on what the user named: a usage error, as with one node.
+        sys.exit(2 if not reports and set(errors) <= usage_errors else 1)
 
 
 @dataclass(frozen=True)
@@ -431,7 +445,7 @@ def _run_nodes(job, meet: _Meeting, key, as_json: bool):
 
     if meet.local is not None and meet.local > 1:
         result = _run_local_with_bars(job, meet.local, quiet=as_json)
-        return result.reports, result.errors
+        return result.reports, result.errors, result.usage_errors, result.unreported_egress
     bar = _single_bar(as_json)
     try:
         report = run_one(  # --local 1 is this process alone: no child to start
@@ -449,11 +463,11 @@ def _run_nodes(job, meet: _Meeting, key, as_json: bool):
     finally:
         bar.close()
     if not meet.mpi:
-        return [report], {}
+        return [report], {}, set(), 0
     from mpi4py import MPI
 
     gathered = MPI.COMM_WORLD.gather(report, root=0)
-    return (gathered, {}) if MPI.COMM_WORLD.Get_rank() == 0 else None
+    return (gathered, {}, set(), 0) if MPI.COMM_WORLD.Get_rank() == 0 else None
 
 
 class _single_bar:
@@ -472,11 +486,17 @@ class _single_bar:
 
     def __call__(self, p) -> None:
         if self.progress is not None:
-            self.progress.update(self.task, total=p.pieces, completed=p.held)
+            self.progress.update(self.task, **progress_in_bytes(p))
 
     def close(self) -> None:
         if self.progress is not None:
             self.progress.stop()
+
+
+def progress_in_bytes(p) -> dict:
+    """A node's progress as the bar's ``completed``/``total``: bytes of the object (the bar's
+    columns print bytes and bytes/s), not pieces."""
+    return {"completed": p.bytes_held, "total": p.size or None}
 
 
 def _run_local_with_bars(job, nodes: int, quiet: bool):
@@ -521,17 +541,18 @@ def _ranks(ranks: list[int]) -> str:
 
 def _error_lines(errors: dict) -> list[str]:
     """One line per distinct failure, naming the nodes it happened on (the same S3 error on 32
-    nodes is one line, not 32)."""
+    nodes is one line, not 32; a node's own "rank R: " prefix does not make it distinct)."""
     by_msg: dict[str, list[int]] = {}
     for rank, msg in sorted(errors.items()):
-        by_msg.setdefault(str(msg), []).append(rank)
+        text = str(msg).removeprefix(f"rank {rank}: ")
+        by_msg.setdefault(text, []).append(rank)
     return [f"{_ranks(ranks)}: {msg}" for msg, ranks in by_msg.items()]
 
 
-def _summarize(reports, errors, as_json: bool, to_stderr: bool = False) -> None:
+def _summarize(reports, errors, as_json: bool, to_stderr: bool = False, unreported_egress: int = 0) -> None:
     from ..apps.bcast.summary import summarize
 
-    summary = summarize(reports, errors)
+    summary = summarize(reports, errors, unreported_egress)
     if as_json:
         emit_json(
             {

@@ -81,8 +81,8 @@ def parse_with(parser, value: str, option: str) -> Any:
     try:
         return parser(value)
     except ValueError as e:
-        # The parsers already name the option in their message.
-        raise click.UsageError(str(e)) from None
+        # The parsers already name the option in their message; one line, exit 2, as every usage error.
+        raise UserError(str(e)) from None
 
 
 def emit_json(obj: Any) -> None:
@@ -92,8 +92,41 @@ def emit_json(obj: Any) -> None:
     strictjson.dump(obj, sys.stdout)
 
 
-def load_platform(spec: str, rto_min: str | None, rto_max: str | None, rto_scheme: str | None, seed: int = 0) -> dict:
-    """The platform with the RTO options applied (Oguchi et al. §5.2 schemes drawn with ``seed``)."""
+#: The smallest RTO minimum the simulator can hold: its clock counts whole nanoseconds and it
+#: wants a positive minimum, so ``--rto-min 0`` (no floor) becomes one tick.
+_NO_FLOOR_S = 1e-9
+
+
+def _rto_min(text: str) -> float:
+    from ..platform.units import parse_duration
+
+    return parse_duration(text, "--rto-min", require_unit=True) or _NO_FLOOR_S
+
+
+def _option_words(message: str) -> str:
+    """A platform error about a field the RTO options set, in the options' words
+    (``hosts.h0.tcp.rto_min_s`` -> ``--rto-min``)."""
+    import re
+
+    for field, option in (("rto_min_s", "--rto-min"), ("rto_max_s", "--rto-max")):
+        message = re.sub(
+            rf"\b(?:hosts\.[^.\s]+\.)?(?:tcp\.)?{field}\b( \(([\d.e+-]+)\))?",
+            lambda m, o=option: o + (f" ({float(m.group(2)) * 1e3:g} ms)" if m.group(2) else ""),
+            message,
+        )
+    return message
+
+
+def load_platform(
+    spec: str,
+    rto_min: str | None,
+    rto_max: str | None,
+    rto_scheme: str | None,
+    seed: int = 0,
+    procs: int | None = None,
+) -> dict:
+    """The platform with the RTO options applied (Oguchi et al. §5.2 schemes drawn with ``seed``);
+    ``procs`` more than its hosts is the user's mistake (exit 2)."""
     from ..platform import apply_rto, as_platform, set_rto
     from ..platform.units import parse_duration
 
@@ -102,13 +135,16 @@ def load_platform(spec: str, rto_min: str | None, rto_max: str | None, rto_schem
         if rto_scheme:
             if not rto_min:
                 raise ValueError("--rto-scheme needs --rto-min (the X of Oguchi et al. §5.2)")
-            plat = apply_rto(plat, rto_scheme, parse_duration(rto_min, "--rto-min", require_unit=True), seed=seed)
+            plat = apply_rto(plat, rto_scheme, _rto_min(rto_min), seed=seed)
         elif rto_min or rto_max:
             plat = set_rto(
                 plat,
-                rto_min_s=parse_duration(rto_min, "--rto-min", require_unit=True) if rto_min else None,
+                rto_min_s=_rto_min(rto_min) if rto_min else None,
                 rto_max_s=parse_duration(rto_max, "--rto-max", require_unit=True) if rto_max else None,
             )
     except (ValueError, OSError) as e:
-        raise UserError(str(e)) from None
+        raise UserError(_option_words(str(e))) from None
+    hosts = len(plat.get("hosts", []))
+    if procs is not None and procs > hosts:
+        raise UserError(f"--procs {procs}: {procs} ranks need {procs} hosts; the platform {spec} has {hosts}")
     return plat

@@ -1,8 +1,12 @@
 """``parcomm compare``: the same workload on the simulator and the emulated cluster.
 
 Both backends get the same platform dict (rate, port buffer, MTU, per-host
-RTO bounds); the table shows completion times and retransmission counts side
-by side, and the ratio emulated / simulated. The emulation needs root; with
+RTO bounds, the TCP stack: the kernel through ``platform/tcp_backends.toml``,
+whose fields the kernel cannot follow are printed as warnings); the table
+shows completion times and retransmission counts side by side, and the ratio
+emulated / simulated, under a title naming the stack and the timing noise the
+simulator ran. Each point runs ``--repeat`` times on each backend (the
+simulator with seeds ``--seed`` .. ``--seed + repeat - 1``), medians shown. The emulation needs root; with
 ``--backends sim`` the command runs anywhere. The numbers come from
 :func:`parcomm.result.compare`; this module runs the workloads and formats.
 """
@@ -59,6 +63,28 @@ def _n(x: Any) -> str:
     return "-" if x is None else f"{x:g}"
 
 
+def _transport(plat: dict) -> dict:
+    from ..platform.defaults import transport_of
+
+    return transport_of(plat)
+
+
+def _title(title: str, plat: dict) -> str:
+    from ..platform.defaults import transport_label
+
+    return f"{title}\nsimulator: {transport_label(plat)}"
+
+
+def _kernel_notes(runs: list[list[Result]]) -> list[str]:
+    """What the emulated kernels were told they could not do (tcpknobs: fixed rows of the mapping)."""
+    return sorted({n for point in runs for r in point if r.way == "emu" for n in r.extra.get("tcp_notes", [])})
+
+
+def _warn(notes: list[str]) -> None:
+    for n in notes:
+        click.echo(f"warning: emulated kernel: {n}", err=True)
+
+
 def _print(
     rows: list[dict], comparisons: list[WayComparison], keys: list[str], title: str, backends: list[str]
 ) -> None:
@@ -96,10 +122,16 @@ def _common(f):
             "--rto-scheme",
             type=click.Choice(SCHEMES),
             default=None,
-            help="per-host RTO of seed 000 §5.2 with X = each --rto-min",
+            help="per-host RTO of Oguchi et al. (§5.2) with X = each --rto-min",
         ),
         click.option("--seed", type=int, default=1, show_default=True, help="simulator seed and RTO-scheme seed"),
-        click.option("--repeat", type=int, default=3, show_default=True, help="emulated runs per point (median shown)"),
+        click.option(
+            "--repeat",
+            type=int,
+            default=3,
+            show_default=True,
+            help="runs per point on each backend: emulated runs, simulator seeds from --seed (medians shown)",
+        ),
         click.option("--timeout", default="120s", show_default=True, help="time limit of each emulated run"),
         click.option("--json", "as_json", is_flag=True, help="print every point as JSON"),
     ]
@@ -129,7 +161,7 @@ def compare() -> None:
 @click.option(
     "--platform", "platform_spec", default="star:16,rate=100M,buffer=32KiB", show_default=True, help=EMU_PLATFORM_HELP
 )
-@click.option("--algo", default="A,B", show_default=True, help="comma list of A, B (seed 001 Figs. 6, 7)")
+@click.option("--algo", default="A,B", show_default=True, help="comma list of A, B (Nomura & Ishikawa, Figs. 6, 7)")
 @click.option("--size", default="4KiB,256KiB", show_default=True, help="comma list of bytes per rank pair")
 @click.option("--rto-min", default=None, help="TCP RTO minimum for every host")
 @_common
@@ -163,7 +195,8 @@ def alltoall(platform_spec, algo, size, rto_min, backends, rto_max, rto_scheme, 
             if "sim" in bks:
                 task = bar.add_task("simulating", total=len(points))
                 for point, (a, m) in zip(runs, points):
-                    point.append(run_sim(ALLTOALL_ALGORITHMS[a], plat, seed=seed, kwargs={"nbytes": m}))
+                    for k in range(repeat):
+                        point.append(run_sim(ALLTOALL_ALGORITHMS[a], plat, seed=seed + k, kwargs={"nbytes": m}))
                     bar.advance(task)
             if "emu" in bks:
                 task = bar.add_task("emulating", total=len(points) * repeat)
@@ -181,10 +214,21 @@ def alltoall(platform_spec, algo, size, rto_min, backends, rto_max, rto_scheme, 
     except EmuError as e:
         raise click.ClickException(str(e)) from None
     comparisons = _compared(rows, runs)
+    notes = _kernel_notes(runs)
     if as_json:
-        emit_json({"workload": "alltoall", "platform": platform_spec, "backends": bks, "points": rows})
+        emit_json(
+            {
+                "workload": "alltoall",
+                "platform": platform_spec,
+                "transport": _transport(plat),
+                "kernel_notes": notes,
+                "backends": bks,
+                "points": rows,
+            }
+        )
         return
-    _print(rows, comparisons, ["algo", "size_bytes"], f"alltoall on {platform_spec} ({n} hosts)", bks)
+    _warn(notes)
+    _print(rows, comparisons, ["algo", "size_bytes"], _title(f"alltoall on {platform_spec} ({n} hosts)", plat), bks)
 
 
 @compare.command()
@@ -229,16 +273,17 @@ def incast(
             if "sim" in bks:
                 task = bar.add_task("simulating", total=len(rows))
                 for row, point in zip(rows, runs):
-                    # Sent eagerly, as the raw sockets do: no rendezvous above 128 KiB.
-                    res = run_sim(
-                        gather_linear,
-                        plats[row["rto_min"]],
-                        row["senders"] + 1,
-                        seed=seed,
-                        kwargs={"nbytes": nbytes},
-                        eager_limit=max(nbytes + 1, 1 << 17),
-                    )
-                    point.append(res)
+                    for k in range(repeat):
+                        # Sent eagerly, as the raw sockets do: no rendezvous above 128 KiB.
+                        res = run_sim(
+                            gather_linear,
+                            plats[row["rto_min"]],
+                            row["senders"] + 1,
+                            seed=seed + k,
+                            kwargs={"nbytes": nbytes},
+                            eager_limit=max(nbytes + 1, 1 << 17),
+                        )
+                        point.append(res)
                     bar.advance(task)
             if "emu" in bks:
                 task = bar.add_task("emulating", total=len(rows) * repeat)
@@ -255,9 +300,21 @@ def incast(
     except EmuError as e:
         raise click.ClickException(str(e)) from None
     comparisons = _compared(rows, runs)
+    first = next(iter(plats.values()))
+    notes = _kernel_notes(runs)
     if as_json:
         emit_json(
-            {"workload": "incast", "platform": platform_spec, "size_bytes": nbytes, "backends": bks, "points": rows}
+            {
+                "workload": "incast",
+                "platform": platform_spec,
+                "transport": _transport(first),
+                "kernel_notes": notes,
+                "size_bytes": nbytes,
+                "backends": bks,
+                "points": rows,
+            }
         )
         return
-    _print(rows, comparisons, ["rto_min", "senders"], f"incast of {nbytes} B per sender on {platform_spec}", bks)
+    _warn(notes)
+    title = _title(f"incast of {nbytes} B per sender on {platform_spec}", first)
+    _print(rows, comparisons, ["rto_min", "senders"], title, bks)

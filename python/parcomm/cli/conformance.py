@@ -136,7 +136,8 @@ def _print_tables(doc: dict) -> None:
         con.print(
             f"[bold]{s['profile']}[/bold]: median |error| {s['median_abs_error']:.0%} over {s['decided']} scenarios; "
             f"{s['within_10pct']:.0%} within 10 %, {s['within_25pct']:.0%} within 25 %; RTO counts agree in "
-            f"{s['timeouts_agree']:.0%}"
+            f"{s['timeouts_agree']:.0%}, RTO incidence (runs with an RTO) within 20 points in "
+            f"{'-' if s.get('rto_incidence_agree') is None else format(s['rto_incidence_agree'], '.0%')}"
             f" ({s['noisy']} too noisy to decide, {s['emu_failed']} failed). Largest: {worst}"
         )
 
@@ -159,11 +160,12 @@ def _print_tables(doc: dict) -> None:
 @click.option(
     "--profile",
     "profile_list",
-    default="default,sack-tlp,linux",
+    default="stock",
     show_default=True,
-    help="comma list of simulator TCP profiles: default (NewReno, no SACK), sack-tlp (SACK and tail loss "
-    "probes), linux (the linux stack's mechanisms: Linux RTO rules, timestamps, RACK-TLP, PRR, F-RTO); "
-    "every profile runs on links with the referee's measured timing noise (matrix.toml jitter)",
+    help="comma list of simulator TCP profiles: stock (what every entry point runs: the linux stack "
+    "whole), rfc (NewReno, no SACK), sack-tlp (SACK and tail loss probes), linux (the RFC transport with "
+    "the linux stack's mechanisms: Linux RTO rules, timestamps, RACK-TLP, PRR, F-RTO); every profile's "
+    "hosts have the referee's measured timing noise (matrix.toml jitter)",
 )
 @click.option(
     "--backends",

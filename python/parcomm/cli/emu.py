@@ -66,7 +66,7 @@ def _options(f):
             "--rto-scheme",
             type=click.Choice(SCHEMES),
             default=None,
-            help="per-host RTO of seed 000 §5.2 with X = --rto-min (drawn with --seed)",
+            help="per-host RTO of Oguchi et al. (§5.2) with X = --rto-min (drawn with --seed)",
         ),
         click.option("--seed", type=int, default=1, show_default=True, help="seed of the random RTO schemes"),
         click.option(
@@ -192,7 +192,7 @@ class _RunGroup(click.Group):
     """``emu run`` takes a workload's name, or a user's PROGRAM (MODULE:FUNCTION, FILE.py:FUNCTION)."""
 
     def resolve_command(self, ctx, args):
-        if args and args[0] not in self.commands and ":" in args[0]:
+        if args and args[0] not in self.commands and (":" in args[0] or args[0].endswith(".py")):
             return "program", self.commands["program"], args
         return super().resolve_command(ctx, args)
 
@@ -212,23 +212,50 @@ def run_group() -> None:
 @click.argument("program")
 @click.option("-n", "--procs", type=int, default=None, help="ranks, one per host from h0 [default: every host]")
 @click.option("--kwargs", "kwargs_json", default=None, help="the program's keyword arguments as a JSON object")
+@click.option("--tag-output", is_flag=True, help="prefix each line a rank printed with '[rank] '")
+@click.argument("script_args", nargs=-1, type=click.UNPROCESSED)
 @_options
 def program_cmd(
-    program, procs, kwargs_json, platform_spec, rto_min, rto_max, rto_scheme, seed, repeat, timeout, as_json
+    program,
+    procs,
+    kwargs_json,
+    tag_output,
+    script_args,
+    platform_spec,
+    rto_min,
+    rto_max,
+    rto_scheme,
+    seed,
+    repeat,
+    timeout,
+    as_json,
 ) -> None:
-    """Your own rank program (an async def taking the communicator) over SocketComm, one rank per host."""
+    """Your own rank program (an async def taking the communicator, or a whole
+    mpi4py script, prog.py) over SocketComm, one rank per host. A script's
+    ranks print into their hosts' logs; their output is shown after the run,
+    rank by rank, and the table goes to stderr."""
     import os
 
     from ..comm.aio import ProgramError, parse_kwargs, resolve_program
+    from .run import is_script, no_script_args, script_kwargs
 
+    script = is_script(program)
     try:
         resolve_program(program)  # a missing module or function is a one-line error here, not in every rank
-        kwargs = parse_kwargs(kwargs_json)
+        if script:
+            kwargs = script_kwargs(
+                program, kwargs_json, script_args, as_json=False, tag_output=tag_output, read_stdin=True
+            )
+        else:
+            no_script_args(program, script_args)
+            kwargs = parse_kwargs(kwargs_json)
     except ProgramError as e:
         raise UserError(str(e)) from None
     path, sep, func = program.rpartition(":")
     if sep and path.endswith(".py"):
         program = f"{os.path.abspath(path)}:{func}"  # ranks start in their own namespaces; name the file fully
+    elif script:
+        program = os.path.abspath(program)
     plat = load_platform(platform_spec, rto_min, rto_max, rto_scheme, seed)
     check_emulable(plat)
     n = len(plat["hosts"])
@@ -236,16 +263,41 @@ def program_cmd(
     if not 1 <= size <= n:
         raise UserError(f"-n/--procs must be in 1..{n} for {n} hosts, got {procs}")
     limit = _seconds(timeout, "--timeout")
-    results, info = run_on_cluster(
-        plat, repeat, lambda cl: cl.run(program, size, kwargs=kwargs, timeout_s=limit), "program"
-    )
+    logs: list[list[str]] = []
+
+    def job(cl: Any) -> Any:
+        log_paths = [cl._path(f"{r}.log") for r in range(size)]  # this run's (named before it starts)
+        res = cl.run(program, size, kwargs=kwargs, timeout_s=limit)
+        if script:  # what each rank printed, read before the cluster (and its logs) is torn down
+            logs.append([_read_log(p) for p in log_paths])
+        return res
+
+    results, info = run_on_cluster(plat, repeat, job, "program")
     info["platform"] = platform_spec
+    if script:
+        import sys
+
+        out = sys.stderr if as_json else sys.stdout
+        for run_logs in logs:
+            for text in run_logs:
+                out.write(text)
+        out.flush()
     if repeat == 1:  # the table `sim run` and `run local|mpi|socket` print, and their --json document
         from .run import report_result
 
-        report_result(results[0], "emu", platform_spec, as_json, extra={"port_drops": results[0].port_drops()})
+        report_result(
+            results[0], "emu", platform_spec, as_json, extra={"port_drops": results[0].port_drops()}, script=script
+        )
         return
     report(results, info, {"workload": program.rsplit("/", 1)[-1], "procs": size}, as_json)
+
+
+def _read_log(path: str) -> str:
+    try:
+        with open(path, errors="replace") as f:
+            return f.read()
+    except OSError:
+        return ""
 
 
 @run_group.command()
@@ -292,12 +344,12 @@ def incast(size, senders, via, platform_spec, rto_min, rto_max, rto_scheme, seed
     type=click.Choice(["A", "B"], case_sensitive=False),
     default="A",
     show_default=True,
-    help="seed 001 Fig. 6 (A) or Fig. 7 (B)",
+    help="Nomura & Ishikawa's Fig. 6 (A) or Fig. 7 (B)",
 )
 @click.option("--size", default="64KiB", show_default=True, help="bytes each rank sends to each other rank")
 @_options
 def alltoall(algo, size, platform_spec, rto_min, rto_max, rto_scheme, seed, repeat, timeout, as_json) -> None:
-    """Alltoall by algorithm A or B of seed 001 over SocketComm (power-of-two hosts)."""
+    """Alltoall by algorithm A or B of Nomura & Ishikawa over SocketComm (power-of-two hosts)."""
     nbytes = parse_with(lambda v: parse_size(v, "--size"), size, "--size")
     plat = load_platform(platform_spec, rto_min, rto_max, rto_scheme, seed)
     check_emulable(plat)

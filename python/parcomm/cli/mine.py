@@ -10,7 +10,7 @@ from typing import Any, Iterator
 import click
 
 from ..platform.units import parse_count, parse_size
-from .common import Duration, UserError, emit_json, parse_with
+from .common import Duration, IntIn, UserError, emit_json, parse_with
 
 
 def _fraction(value: str, option: str) -> float:
@@ -33,6 +33,27 @@ def mine() -> None:
     """
 
 
+#: QuestParams' fields as ``mine gen`` names them, for its errors.
+_GEN_OPTIONS = {
+    "transactions": "--transactions/-D",
+    "avg_len": "--avg-len/-T",
+    "avg_pattern_len": "--avg-pattern-len/-I",
+    "items": "--items/-N",
+    "patterns": "--patterns/-L",
+    "correlation": "--correlation",
+    "corruption": "--corruption",
+}
+
+
+def _with_option(message: str) -> str:
+    """A QuestParams error (it starts with the field's name, or two joined by " x ") prefixed
+    with the options to fix."""
+    words = message.split(" ")
+    fields = [words[0], words[2]] if len(words) > 2 and words[1] == "x" else [words[0]]
+    options = [_GEN_OPTIONS[f] for f in fields if f in _GEN_OPTIONS]
+    return f"{' and '.join(options)}: {message}" if options else message
+
+
 @mine.command()
 @click.argument("out", type=click.Path(dir_okay=False))
 @click.option(
@@ -48,8 +69,12 @@ def mine() -> None:
 @click.option(
     "--corruption", type=float, default=0.5, show_default=True, help="mean corruption level of patterns (Quest)"
 )
-@click.option("--seed", type=int, default=1, show_default=True, help="seed of the generator (same seed, same bytes)")
-@click.option("--parts", "-P", type=int, default=1, show_default=True, help="partitions (nodes) in the binary file")
+@click.option(
+    "--seed", type=IntIn(0), default=1, show_default=True, help="seed of the generator (same seed, same bytes)"
+)
+@click.option(
+    "--parts", "-P", type=IntIn(1), default=1, show_default=True, help="partitions (nodes) in the binary file"
+)
 @click.option(
     "--format",
     "fmt",
@@ -63,7 +88,7 @@ def gen(
     out, transactions, avg_len, avg_pattern_len, items, patterns, correlation, corruption, seed, parts, fmt, as_json
 ) -> None:
     """Generate IBM Quest synthetic transactions (Agrawal & Srikant, VLDB '94) into OUT."""
-    from ..apps.hpa.quest import QuestParams, generate_transactions, write_quest, write_text
+    from ..apps.hpa.quest import MAX_PARTS, QuestParams, generate_transactions, write_quest, write_text
 
     d = parse_with(lambda v: parse_count(v, "--transactions"), transactions, "--transactions")
     n = parse_with(lambda v: parse_count(v, "--items"), items, "--items")
@@ -80,8 +105,13 @@ def gen(
     )
     try:
         p.check()
-        if parts < 1:
-            raise ValueError(f"--parts must be >= 1, got {parts}")
+    except ValueError as e:
+        raise click.UsageError(_with_option(str(e))) from None
+    if not 1 <= parts <= MAX_PARTS:
+        raise click.UsageError(f"--parts must be in 1..{MAX_PARTS}, got {parts}")
+    if not 0 <= seed < 1 << 128:
+        raise click.UsageError(f"--seed must be in 0..2^128-1, got {seed}")
+    try:
         if fmt == "binary":
             info = write_quest(out, p, parts)
         else:

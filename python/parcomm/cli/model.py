@@ -351,7 +351,7 @@ def _emit(collective, all_params, model_name, emit, sizes, out, mpich_base) -> N
     from ..models import emit as E
 
     if collective != "alltoall":
-        raise click.UsageError(f"--emit writes Alltoall rules only (seed 001's A and B), not {collective}")
+        raise click.UsageError(f"--emit writes Alltoall rules only (Nomura & Ishikawa's A and B), not {collective}")
     if out is None:
         raise click.UsageError("--emit needs --out FILE")
     if mpich_base is not None and emit != "mpich-json":

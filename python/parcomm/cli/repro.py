@@ -79,9 +79,10 @@ def _summary_rows(reports) -> list[dict]:
                 "wall_s": round(rep.wall_s, 3),
                 "quick": rep.quick,
                 "comparisons": [
-                    {"quantity": c.quantity, "paper": c.paper, "parcomm": c.parcomm, "agrees": c.agrees}
+                    {"quantity": c.quantity, "paper": c.paper, "parcomm": c.parcomm, "agrees": c.agrees, "rule": c.rule}
                     for c in rep.comparisons
                 ],
+                "headline": rep.headline,
             }
         )
     return rows
@@ -106,9 +107,18 @@ def _print_results(reports, out: Path) -> None:
         table.add_column("paper", overflow="fold")
         table.add_column("parcomm", overflow="fold")
         table.add_column("verdict", overflow="fold", no_wrap=True)
+        table.add_column("rule", overflow="fold")
         for c in rep.comparisons:
-            table.add_row(user_text(c.quantity), user_text(c.paper), user_text(c.parcomm), verdict[c.agrees])
+            table.add_row(
+                user_text(c.quantity),
+                user_text(c.paper),
+                user_text(c.parcomm),
+                verdict[c.agrees],
+                c.rule.get("text", ""),
+            )
         con.print(table)
+        for h in rep.headline:
+            con.print(f"  [bold]{h['status']}[/]: {user_text(h['text'])}", highlight=False, soft_wrap=True)
     rows = _summary_rows(reports)
     con.print(
         f"agree {sum(r['agree'] for r in rows)}, differ {sum(r['differ'] for r in rows)}, "

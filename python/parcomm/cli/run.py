@@ -57,6 +57,26 @@ def _kwargs(text: str | None) -> dict[str, Any]:
         raise UserError(str(e)) from None
 
 
+def checked_kwargs(ref: str, text: str | None) -> dict[str, Any]:
+    """``--kwargs`` parsed and held against the program's parameters, so that an unknown or
+    missing name is a usage error (exit 2) in one line before any rank starts, on every backend."""
+    import inspect
+
+    from ..comm.aio import ProgramError, resolve_program
+
+    kwargs = _kwargs(text)
+    try:
+        prog = resolve_program(ref)
+        sig = inspect.signature(prog)
+    except (ProgramError, TypeError, ValueError):
+        return kwargs  # resolving is reported elsewhere; a signature Python cannot read is not checked
+    try:
+        sig.bind(None, **kwargs)  # the communicator first, as every backend calls it
+    except TypeError as e:
+        raise UserError(f"--kwargs {text}: {getattr(prog, '__name__', ref)}() {e}") from None
+    return kwargs
+
+
 def _seconds(text: str | None, option: str) -> float | None:
     if text is None or str(text).lower() in ("none", "inf", "0"):
         return None
@@ -112,20 +132,33 @@ def result_doc(res: Any, backend: str, platform: str, extra: dict[str, Any] | No
     }
 
 
-def _report(res: Any, as_json: bool) -> None:
-    report_result(res, res.backend, res.platform, as_json)
+def _report(res: Any, as_json: bool, json_out: Path | None = None, script: bool = False) -> None:
+    report_result(res, res.backend, res.platform, as_json, json_out=json_out, script=script)
 
 
-def report_result(res: Any, backend: str, platform: str, as_json: bool, extra: dict[str, Any] | None = None) -> None:
+def report_result(
+    res: Any,
+    backend: str,
+    platform: str,
+    as_json: bool,
+    extra: dict[str, Any] | None = None,
+    *,
+    json_out: Path | None = None,
+    script: bool = False,
+) -> None:
     """Print the result table (rank, finish time, return value) or, with
-    ``as_json``, :func:`result_doc` as strict JSON."""
+    ``as_json``, :func:`result_doc` as strict JSON; ``json_out`` writes that
+    document to a file. After a script (``script``) the table goes to stderr:
+    stdout holds the program's own output, as under mpiexec."""
+    if json_out is not None:
+        _write_out(json_out, result_doc(res, backend, platform, extra))
     if as_json:
         emit_json(result_doc(res, backend, platform, extra))
         return
     from rich.console import Console
     from rich.table import Table
 
-    con = Console()
+    con = Console(stderr=script)
     t = Table(title=f"{backend} run on {platform}: completion {res.time:.6f} s (wall {res.wall_s:.2f} s)")
     t.add_column("rank", justify="right")
     t.add_column("finish (s)", justify="right")
@@ -142,7 +175,7 @@ def report_result(res: Any, backend: str, platform: str, as_json: bool, extra: d
 
 RENDEZVOUS_HELP = (
     "large-message protocol (the simulator's, the same engine): sender-driven (MPICH: RTS, CTS, "
-    "data) or receiver-driven (YAMPII, seed 001: a posted receive sends its source a credit); "
+    "data) or receiver-driven (as in Nomura & Ishikawa's MPI library: a posted receive sends its source a credit); "
     "every rank must use the same"
 )
 TRACE_HELP = (
@@ -170,6 +203,109 @@ def _write_out(path: Path | None, doc: dict[str, Any]) -> None:
         path.write_text(json.dumps(doc, indent=1, default=repr) + "\n")
     except OSError as e:
         raise RunFailed(f"cannot write {path}: {e.strerror or e}") from None
+
+
+# --- whole mpi4py scripts ------------------------------------------------------------------
+
+TAG_OUTPUT_HELP = "prefix each line a rank prints with '[rank] ' (mpiexec -prepend-rank)"
+COMPUTE_HELP = (
+    "a script's CPU time between MPI calls, times this factor, is charged to simulated time "
+    "(0: charge nothing, so the run is deterministic; 1: this machine's speed)"
+)
+JSON_OUT_HELP = "write the --json document to this file (the program's output stays on stdout)"
+
+
+def is_script(ref: str) -> bool:
+    """PROGRAM is a whole ``from mpi4py import MPI`` script (``prog.py``, no ``:function``)."""
+    from ..blocking.script import is_script_ref
+
+    return is_script_ref(ref)
+
+
+def script_kwargs(
+    ref: str,
+    kwargs_json: str | None,
+    script_args: tuple[str, ...],
+    *,
+    as_json: bool,
+    tag_output: bool,
+    cpu_scale: float | None = None,
+    read_stdin: bool = False,
+) -> dict[str, Any]:
+    """The keyword arguments of :func:`~parcomm.blocking.script_program` for a script run.
+    ``read_stdin``: the ranks run in other processes, so rank 0's input is read here first."""
+    if kwargs_json:
+        raise UserError(f"--kwargs is for MODULE:FUNCTION programs; {ref} is a script (give its arguments after it)")
+    kw: dict[str, Any] = {"argv": list(script_args), "tag_output": tag_output, "to_stderr": as_json}
+    if cpu_scale:
+        kw["cpu_scale"] = cpu_scale
+    if read_stdin:
+        import sys
+
+        stdin = sys.stdin
+        if stdin is not None and not stdin.isatty():
+            kw["stdin_text"] = stdin.read()
+    return kw
+
+
+def no_script_args(ref: str, script_args: tuple[str, ...]) -> None:
+    if script_args:
+        raise UserError(f"arguments {' '.join(script_args)!r} after {ref}: only a script (prog.py) takes arguments")
+
+
+class program_output_to_stderr:
+    """With --json, what the ranks print goes to stderr (file descriptor 2), so
+    stdout carries the JSON document alone; rank processes started inside
+    inherit it."""
+
+    def __init__(self, active: bool):
+        self.active = active
+        self._saved: int | None = None
+
+    def __enter__(self) -> "program_output_to_stderr":
+        if self.active:
+            import os
+            import sys
+
+            sys.stdout.flush()
+            self._saved = os.dup(1)
+            os.dup2(2, 1)
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        if self._saved is not None:
+            import os
+            import sys
+
+            sys.stdout.flush()
+            os.dup2(self._saved, 1)
+            os.close(self._saved)
+            self._saved = None
+
+
+def run_script_under_mpiexec(
+    ref: str, procs: int, script_args: tuple[str, ...], timeout: float | None, tag_output: bool = False
+) -> None:
+    """``run mpi prog.py``: the real mpi4py, exactly as ``mpiexec -n N python prog.py``
+    (stdin goes to rank 0, output passes through); a failure is exit status 1.
+    ``tag_output``: each rank runs the script through ``run mpi --tag-output``,
+    which writes whole lines prefixed with ``[rank] `` (Hydra's -prepend-rank
+    does not keep lines whole)."""
+    import subprocess
+    import sys
+
+    from ..comm.mpi import find_mpiexec
+
+    if tag_output:
+        rank_cmd = [sys.executable, "-m", "parcomm", "run", "mpi", ref, "--tag-output", *script_args]
+    else:
+        rank_cmd = [sys.executable, ref, *script_args]
+    try:
+        done = subprocess.run([find_mpiexec(), "-n", str(procs), *rank_cmd], timeout=timeout)
+    except subprocess.TimeoutExpired:
+        raise RunFailed(f"{ref} did not finish within --timeout ({timeout:g} s)") from None
+    if done.returncode != 0:
+        raise RunFailed(f"mpiexec -n {procs} python {ref} exited with status {done.returncode}")
 
 
 @click.group()
@@ -205,39 +341,63 @@ def run() -> None:
 )
 @click.option("--trace", "trace_file", type=click.Path(dir_okay=False, path_type=Path), default=None, help=TRACE_HELP)
 @click.option("--json", "as_json", is_flag=True, help="print the full result as JSON")
+@click.option("--json-out", type=click.Path(dir_okay=False, path_type=Path), default=None, help=JSON_OUT_HELP)
+@click.option("--tag-output", is_flag=True, help=TAG_OUTPUT_HELP)
+@click.argument("script_args", nargs=-1, type=click.UNPROCESSED)
 def local(
-    program_arg, procs, program, kwargs_json, timeout, nodelay, sndbuf, rcvbuf, rendezvous, trace_file, as_json
+    program_arg,
+    procs,
+    program,
+    kwargs_json,
+    timeout,
+    nodelay,
+    sndbuf,
+    rcvbuf,
+    rendezvous,
+    trace_file,
+    as_json,
+    json_out,
+    tag_output,
+    script_args,
 ) -> None:
     """Run PROGRAM on N local processes connected by TCP over 127.0.0.1 (SocketComm).
 
     PROGRAM is MODULE:FUNCTION or path/file.py:FUNCTION naming an `async def
-    f(comm, ...)`, or a collective's name. A script that calls run_local
-    itself must do so under `if __name__ == "__main__":`; this command needs no such guard."""
+    f(comm, ...)`, a collective's name, or a whole mpi4py script (prog.py, its
+    arguments after it), which runs unchanged: stdin goes to rank 0, the
+    ranks' output to stdout, the result table to stderr. A file that calls
+    run_local itself must do so under `if __name__ == "__main__":`; this command needs no such guard."""
     from ..comm import CommError
     from ..comm.launch import run_local
 
     n = _procs(procs)
     ref = _program(pick_program(program_arg, program))
-    kwargs = _kwargs(kwargs_json)
+    script = is_script(ref)
+    if script:
+        kwargs = script_kwargs(ref, kwargs_json, script_args, as_json=as_json, tag_output=tag_output, read_stdin=True)
+    else:
+        no_script_args(ref, script_args)
+        kwargs = checked_kwargs(ref, kwargs_json)
     opts: dict[str, Any] = {"nodelay": nodelay}
     if (b := _bytes(sndbuf, "--sndbuf")) is not None:
         opts["sndbuf"] = b
     if (b := _bytes(rcvbuf, "--rcvbuf")) is not None:
         opts["rcvbuf"] = b
     try:
-        res = run_local(
-            ref,
-            n,
-            kwargs=kwargs,
-            timeout=_seconds(timeout, "--timeout"),
-            sock_options=opts,
-            trace=trace_file is not None,
-            rendezvous=rendezvous,
-        )
+        with program_output_to_stderr(as_json):
+            res = run_local(
+                ref,
+                n,
+                kwargs=kwargs,
+                timeout=_seconds(timeout, "--timeout"),
+                sock_options=opts,
+                trace=trace_file is not None,
+                rendezvous=rendezvous,
+            )
     except CommError as e:
         raise RunFailed(str(e)) from None
     write_trace(trace_file, res, res.backend, res.platform)
-    _report(res, as_json)
+    _report(res, as_json, json_out, script)
 
 
 @run.command()
@@ -260,6 +420,9 @@ def local(
 @click.option("--pickle-out", type=click.Path(dir_okay=False, path_type=Path), default=None, hidden=True)
 @click.option("--spin", type=float, default=0.05, hidden=True)
 @click.option("--trace-ranks", is_flag=True, hidden=True)
+@click.option("--json-out", type=click.Path(dir_okay=False, path_type=Path), default=None, help=JSON_OUT_HELP)
+@click.option("--tag-output", is_flag=True, help=TAG_OUTPUT_HELP)
+@click.argument("script_args", nargs=-1, type=click.UNPROCESSED)
 def mpi(
     program_arg,
     procs,
@@ -273,16 +436,46 @@ def mpi(
     pickle_out,
     spin,
     trace_ranks,
+    json_out,
+    tag_output,
+    script_args,
 ) -> None:
     """Run PROGRAM under MPI (mpi4py + MPICH). Started by hand under
     `mpiexec -n N python -m parcomm run mpi ...`, it runs as one rank and rank 0
-    reports; started alone with --procs N, it starts mpiexec itself."""
+    reports; started alone with --procs N, it starts mpiexec itself. A whole
+    mpi4py script (prog.py, its arguments after it) runs with the real mpi4py,
+    exactly as `mpiexec -n N python prog.py`."""
     from ..comm import CommError
     from ..comm.mpi import run_mpi, run_mpi_rank, under_mpi
 
     ref = _program(pick_program(program_arg, program))
-    kwargs = _kwargs(kwargs_json)
     limit = _seconds(timeout, "--timeout")
+    if is_script(ref):
+        if kwargs_json:
+            raise UserError(f"--kwargs is for MODULE:FUNCTION programs; {ref} is a script")
+        if under_mpi():  # one rank of a hand-started mpiexec: the script itself, with the real mpi4py
+            import os
+            import runpy
+            import sys
+
+            from ..blocking.output import RankOutput
+
+            rank = int(os.environ.get("PMI_RANK", os.environ.get("OMPI_COMM_WORLD_RANK", "0")))
+            if tag_output:
+                sys.stdout = RankOutput(sys.stdout, True, rank)  # type: ignore[assignment]
+                sys.stderr = RankOutput(sys.stderr, True, rank)  # type: ignore[assignment]
+            sys.argv = [ref, *script_args]
+            try:
+                runpy.run_path(ref, run_name="__main__")
+            finally:
+                for stream in (sys.stdout, sys.stderr):
+                    if isinstance(stream, RankOutput):
+                        stream.finish_rank(rank)
+            return
+        run_script_under_mpiexec(ref, _procs(procs), script_args, limit, tag_output)
+        return
+    no_script_args(ref, script_args)
+    kwargs = checked_kwargs(ref, kwargs_json)
     if under_mpi():
         args: tuple = ()
         if call_pickle is not None:
@@ -311,11 +504,12 @@ def mpi(
         return
     n = _procs(procs)
     try:
-        res = run_mpi(ref, n, kwargs=kwargs, timeout=limit, spin_s=spin, out=out, trace=trace_file is not None)
+        with program_output_to_stderr(as_json):
+            res = run_mpi(ref, n, kwargs=kwargs, timeout=limit, spin_s=spin, out=out, trace=trace_file is not None)
     except CommError as e:
         raise RunFailed(str(e)) from None
     write_trace(trace_file, res, "mpi", res.platform)
-    _report(res, as_json)
+    _report(res, as_json, json_out)
 
 
 def _mesh_size(n_addresses: int, size: int | None, rank: int) -> int:
@@ -410,7 +604,7 @@ def socket_cmd(
     from ..comm.sockopts import read_addresses
 
     ref = _program(pick_program(program_arg, program))
-    kwargs = _kwargs(kwargs_json)
+    kwargs = checked_kwargs(ref, kwargs_json)
     try:
         addrs = read_addresses(addresses)
     except CommError as e:

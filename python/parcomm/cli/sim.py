@@ -8,7 +8,8 @@ from typing import Any
 import click
 
 from ..platform.units import parse_duration, parse_size
-from .common import SEED, IntIn, UserError, emit_json, load_platform, parse_with
+from .common import SEED, IntIn, RunFailed, UserError, emit_json, load_platform, parse_with
+from .run import COMPUTE_HELP, JSON_OUT_HELP, TAG_OUTPUT_HELP, program_output_to_stderr
 
 PLATFORM_HELP = (
     "platform: a short form (star:64, star:64,rate=1G,buffer=64KiB,fc=off, atm:100, "
@@ -26,7 +27,7 @@ def _common(f):
             "--rto-scheme",
             type=click.Choice(["fixed", "random_min", "random_both"]),
             default=None,
-            help="per-host RTO of seed 000 §5.2 with X = --rto-min: fixed (MIN=MAX=X), "
+            help="per-host RTO of Oguchi et al. (§5.2) with X = --rto-min: fixed (MIN=MAX=X), "
             "random_min (MIN in [X,X+100ms], MAX=MIN+100ms), random_both (MIN=MAX in [X,X+100ms])",
         ),
         click.option("--seed", type=SEED, default=1, show_default=True, help="random seed (same seed, same result)"),
@@ -55,18 +56,19 @@ def _run(
 ) -> None:
     from ..comm import CommError, run_sim
 
-    plat = load_platform(platform_spec, rto_min, rto_max, rto_scheme)
+    plat = load_platform(platform_spec, rto_min, rto_max, rto_scheme, procs=procs)
     eager = parse_with(lambda v: parse_size(v, "--eager-limit"), eager_limit, "--eager-limit")
     limit = parse_with(lambda v: parse_duration(v, "--time-limit", require_unit=True), time_limit, "--time-limit")
     try:
         res = run_sim(program, plat, procs, seed=seed, kwargs=kwargs, eager_limit=eager, time_limit=limit)
     except (CommError, ValueError) as e:
-        if "time limit" in str(e):  # say which option decides it
-            raise UserError(f"{e} (--time-limit {time_limit})") from None
+        if "time limit" in str(e):  # say which option decides it; reaching it is a failed run, as under `sim run`
+            raise RunFailed(f"{e} (--time-limit {time_limit})") from None
         raise UserError(str(e)) from None
     summary: dict[str, Any] = {
         **what,
         "platform": platform_spec,
+        **_transport(plat),
         "procs": len(res.finish_times),
         "seed": seed,
         "time_s": res.time,
@@ -79,6 +81,13 @@ def _run(
         emit_json({"summary": summary, "finish_times_s": res.finish_times, "counters": res.counters})
         return
     _print_tables(summary, res)
+
+
+def _transport(plat: dict) -> dict:
+    """Which TCP stack and timing noise ran, and whether that is the validated default."""
+    from ..platform.defaults import transport_of
+
+    return transport_of(plat)
 
 
 def _print_tables(summary: dict, res) -> None:
@@ -138,12 +147,12 @@ def sim() -> None:
     type=click.Choice(["A", "B"], case_sensitive=False),
     default="A",
     show_default=True,
-    help="seed 001 Fig. 6 (A: post all receives, send to each) or Fig. 7 (B: one partner per phase)",
+    help="Nomura & Ishikawa's Fig. 6 (A: post all receives, send to each) or Fig. 7 (B: one partner per phase)",
 )
 @click.option("--size", default="64KiB", show_default=True, help="bytes each rank sends to each other rank")
 @_common
 def alltoall(algo, size, **kw) -> None:
-    """Alltoall by algorithm A or B of seed 001 (power-of-two ranks)."""
+    """Alltoall by algorithm A or B of Nomura & Ishikawa (power-of-two ranks)."""
     from ..collectives import ALLTOALL_ALGORITHMS
 
     nbytes = parse_with(lambda v: parse_size(v, "--size"), size, "--size")
@@ -209,7 +218,7 @@ def barrier(**kw) -> None:
     default="sender",
     show_default=True,
     help="large-message protocol: sender-driven (MPICH: RTS, CTS, data) or receiver-driven "
-    "(YAMPII, seed 001: a posted receive sends a credit)",
+    "(as in Nomura & Ishikawa's MPI library: a posted receive sends a credit)",
 )
 @click.option(
     "--trace",
@@ -219,6 +228,10 @@ def barrier(**kw) -> None:
     help="write each rank's timeline (sends, receives, waits, compute, collectives; simulated time) to "
     "this file as Chrome/Perfetto trace-event JSON",
 )
+@click.option("--json-out", type=click.Path(dir_okay=False, path_type=Path), default=None, help=JSON_OUT_HELP)
+@click.option("--tag-output", is_flag=True, help=TAG_OUTPUT_HELP)
+@click.option("--compute-scale", type=click.FloatRange(min=0), default=0.0, show_default=True, help=COMPUTE_HELP)
+@click.argument("script_args", nargs=-1, type=click.UNPROCESSED)
 @_common
 def run_program(
     program_arg,
@@ -226,6 +239,10 @@ def run_program(
     kwargs_json,
     rendezvous,
     trace_file,
+    json_out,
+    tag_output,
+    compute_scale,
+    script_args,
     platform_spec,
     procs,
     rto_min,
@@ -242,33 +259,39 @@ def run_program(
     time (simulated seconds) and return value; --json prints the same
     document as `parcomm run ... --json`, with the simulator's counters."""
     from ..comm import CommError, run_sim
-    from ..comm.aio import ProgramError, parse_kwargs, resolve_program
-    from .run import pick_program, report_result, write_trace
+    from ..comm.aio import ProgramError, resolve_program
+    from .run import checked_kwargs, is_script, no_script_args, pick_program, report_result, script_kwargs, write_trace
 
     ref = pick_program(program_arg, program)
+    script = is_script(ref)
     try:
         prog = resolve_program(ref)
-        kwargs = parse_kwargs(kwargs_json)
+        if script:  # a whole mpi4py script, unchanged (cli/run.py)
+            kwargs = script_kwargs(
+                ref, kwargs_json, script_args, as_json=as_json, tag_output=tag_output, cpu_scale=compute_scale
+            )
+        else:
+            no_script_args(ref, script_args)
+            kwargs = checked_kwargs(ref, kwargs_json)
     except ProgramError as e:
         raise UserError(str(e)) from None
-    plat = load_platform(platform_spec, rto_min, rto_max, rto_scheme)
+    plat = load_platform(platform_spec, rto_min, rto_max, rto_scheme, procs=procs)
     eager = parse_with(lambda v: parse_size(v, "--eager-limit"), eager_limit, "--eager-limit")
     limit = parse_with(lambda v: parse_duration(v, "--time-limit", require_unit=True), time_limit, "--time-limit")
     try:
-        res = run_sim(
-            prog,
-            plat,
-            procs,
-            seed=seed,
-            kwargs=kwargs,
-            eager_limit=eager,
-            time_limit=limit,
-            rendezvous=rendezvous,
-            trace=trace_file is not None,
-        )
+        with program_output_to_stderr(as_json):
+            res = run_sim(
+                prog,
+                plat,
+                procs,
+                seed=seed,
+                kwargs=kwargs,
+                eager_limit=eager,
+                time_limit=limit,
+                rendezvous=rendezvous,
+                trace=trace_file is not None,
+            )
     except CommError as e:
-        from .common import RunFailed
-
         if "time limit" in str(e):
             raise RunFailed(f"{e} (--time-limit {time_limit})") from None
         raise RunFailed(str(e)) from None
@@ -278,5 +301,13 @@ def run_program(
         "sim",
         platform_spec,
         as_json,
-        extra={"seed": seed, "events": res.events, **res.host_totals(), "port_drops": res.port_drops()},
+        extra={
+            **_transport(plat),
+            "seed": seed,
+            "events": res.events,
+            **res.host_totals(),
+            "port_drops": res.port_drops(),
+        },
+        json_out=json_out,
+        script=script,
     )

@@ -157,6 +157,15 @@ class AioCommBase(Communicator[Request]):
             raise request._error
         return super()._take(request, status)
 
+    def _p2p(self) -> Any:
+        return getattr(self, "_engine", None)  # SocketComm's engine; MPIComm has none
+
+    async def _block_any(self, requests: Sequence[Request]) -> None:
+        if hasattr(self, "_engine") and not any(r.done for r in requests):  # asyncio futures: wait for one
+            await asyncio.wait([r._fut for r in requests], return_when=asyncio.FIRST_COMPLETED)
+            return
+        await super()._block_any(requests)
+
     async def _block(self, requests: Sequence[Request]) -> None:
         await self._wait_until(requests)
 
@@ -328,6 +337,16 @@ def resolve_program(ref: str | Callable[..., Awaitable[Any]]) -> Callable[..., A
     if not isinstance(ref, str) or not ref.strip():
         raise ProgramError(f"program must be MODULE:FUNCTION or a collective's name, got {ref!r}")
     ref = ref.strip()
+    from ..blocking.script import is_script_ref
+
+    if is_script_ref(ref):  # a whole `from mpi4py import MPI` script, run as each rank's __main__
+        import functools
+
+        from ..blocking.script import script_program
+
+        if not Path(ref).is_file():
+            raise ProgramError(f"program {ref!r}: no such file")
+        return functools.partial(script_program, script=str(Path(ref).resolve()))
     if ":" not in ref:
         if ref in NAMED_PROGRAMS:
             return collective(ref)
@@ -389,21 +408,33 @@ def parse_kwargs(text: str | None) -> dict[str, Any]:
     """``--kwargs`` JSON: an object mapping parameter names to values."""
     if text is None or text == "":
         return {}
+    from ..platform.units import shown
+
     try:
         value = json.loads(text)
     except json.JSONDecodeError as e:
-        raise ProgramError(f"--kwargs is not valid JSON ({e.msg} at character {e.pos}): {text!r}") from None
+        raise ProgramError(f"--kwargs is not valid JSON ({e.msg} at character {e.pos}): {shown(text)}") from None
+    except RecursionError:
+        raise ProgramError("--kwargs is not valid JSON: nested too deeply") from None
+    except ValueError:  # an integer of more digits than Python converts
+        raise ProgramError("--kwargs is not valid JSON: a number with thousands of digits") from None
     if not isinstance(value, dict):
-        raise ProgramError(f"--kwargs must be a JSON object like '{{\"nbytes\": 65536}}', got {text!r}")
+        raise ProgramError(f"--kwargs must be a JSON object like '{{\"nbytes\": 65536}}', got {shown(text)}")
     return value
 
 
+def _complex_parts(obj: Any) -> Any:
+    if isinstance(obj, complex):
+        return {"real": obj.real, "imag": obj.imag}
+    raise TypeError(type(obj).__name__)
+
+
 def jsonable(value: Any) -> Any:
-    """``value`` if JSON can carry it (tuples become lists), else its repr."""
+    """``value`` as JSON carries it (tuples become lists, complex numbers ``{"real", "imag"}``),
+    or its repr when JSON cannot."""
     try:
-        json.dumps(value, allow_nan=True)
-        return value
-    except (TypeError, ValueError):
+        return json.loads(json.dumps(value, allow_nan=True, default=_complex_parts))
+    except (TypeError, ValueError, RecursionError):
         return repr(value)
 
 

@@ -12,6 +12,20 @@ RESERVED_TAG_BASE = 1 << 24
 # Tag of the real backends' start barrier, far above the collectives' tags.
 SYNC_TAG = RESERVED_TAG_BASE + 0xFFFFF
 
+#: Reserved tag -> what uses it ("alltoall"), so traces and messages name a collective, not a
+#: number; the layers above register their tags here (:func:`name_tag`).
+TAG_NAMES: dict[int, str] = {SYNC_TAG: "start barrier"}
+
+
+def name_tag(tag: int, name: str) -> int:
+    TAG_NAMES[tag] = name
+    return tag
+
+
+def tag_label(tag: int) -> str | int:
+    """A tag as a reader should see it: a user's number as it is, a reserved one by its name."""
+    return TAG_NAMES.get(tag, tag) if tag >= RESERVED_TAG_BASE else tag
+
 
 class CommError(RuntimeError):
     """A rank program misused the communicator (bad rank, bad tag, ...)."""
@@ -28,6 +42,7 @@ class Status:
     source: int = ANY_SOURCE
     tag: int = ANY_TAG
     nbytes: int = 0
+    cancelled: bool = False  # a receive withdrawn by MPI_Cancel
 
     def Get_source(self) -> int:  # noqa: N802 - mpi4py's name
         return self.source

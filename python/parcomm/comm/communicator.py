@@ -34,7 +34,7 @@ import os
 import sys
 from typing import Any, Awaitable, Callable, Generator, Generic, Mapping, Sequence, TypeVar
 
-from .base import ANY_SOURCE, ANY_TAG, CommError, Status, payload_nbytes
+from .base import ANY_SOURCE, ANY_TAG, CommError, Status, payload_nbytes, tag_label
 from .ops import SUM
 
 # The collective methods below are implemented a layer up, by parcomm.collectives, over this
@@ -126,10 +126,11 @@ class Request:
     ``MPI.Request.waitall``. Backends subclass it.
     """
 
-    __slots__ = ("_comm", "value", "status", "describe", "kind", "_into", "__weakref__")
+    __slots__ = ("_comm", "value", "status", "describe", "kind", "_into", "synchronous", "__weakref__")
 
     def __init__(self, comm: "Communicator", describe: str, kind: str = ""):
         self._comm = comm
+        self.synchronous = False  # issend/ssend: complete only once the receive matched it
         self.value: Any = None
         self.status: Status | None = None
         self.describe = describe
@@ -200,21 +201,64 @@ RequestT = TypeVar("RequestT", bound=Request)
 
 
 def _copy_status(src: Status, dst: Status) -> None:
-    dst.source, dst.tag, dst.nbytes = src.source, src.tag, src.nbytes
+    dst.source, dst.tag, dst.nbytes, dst.cancelled = src.source, src.tag, src.nbytes, src.cancelled
 
 
 def _as_buffer(buf: Any, what: str) -> Any:
-    """A writable numpy view of an mpi4py-style buffer spec (``arr``,
-    ``[arr, MPI.INT]`` or ``[arr, count, MPI.INT]``; bytes-likes too)."""
+    """A writable numpy view of an mpi4py-style buffer spec: ``arr``,
+    ``[arr, MPI.INT]``, or ``[arr, count, MPI.INT]`` / ``[arr, (count, displ), MPI.INT]``,
+    which mean ``count`` items of the type from item ``displ`` (bytes-likes too)."""
     import numpy as np
 
+    count: Any = None
+    datatype: Any = None
     if isinstance(buf, (list, tuple)) and buf and not isinstance(buf[0], (int, float)):
-        buf = buf[0]
+        parts = list(buf)
+        buf = parts[0]
+        if len(parts) >= 3:
+            count, datatype = parts[1], parts[2]
+        elif len(parts) == 2 and isinstance(parts[1], (int, tuple, list)) and not isinstance(parts[1], bool):
+            count = parts[1]
+        elif len(parts) == 2:
+            datatype = parts[1]
     if isinstance(buf, np.ndarray):
-        return buf
-    if isinstance(buf, (bytes, bytearray, memoryview)):
-        return np.frombuffer(buf, dtype=np.uint8)
-    raise CommError(f"{what} must be a numpy array (or [array, MPI type]), got {type(buf).__name__}")
+        arr = buf
+    elif isinstance(buf, (bytes, bytearray, memoryview)):
+        arr = np.frombuffer(buf, dtype=np.uint8)
+    else:
+        raise CommError(f"{what} must be a numpy array (or [array, MPI type]), got {type(buf).__name__}")
+    if count is None:
+        return arr
+    return _count_view(arr, count, datatype, what)
+
+
+def _count_view(arr: Any, count: Any, datatype: Any, what: str) -> Any:
+    """The ``count`` items (of ``datatype``'s size) that ``[arr, count, datatype]`` names."""
+    import numpy as np
+
+    displ = 0
+    if isinstance(count, (tuple, list)):
+        count, displ = count
+    if not isinstance(count, int) or isinstance(count, bool) or count < 0 or not isinstance(displ, int) or displ < 0:
+        raise CommError(f"{what}: the count in [buffer, count, type] must be a non-negative int, got {count!r}")
+    size = arr.itemsize
+    if datatype is not None and hasattr(datatype, "Get_size"):
+        size = int(datatype.Get_size())
+    elif isinstance(datatype, str):
+        size = np.dtype(datatype).itemsize
+    if not arr.flags.c_contiguous:
+        raise CommError(f"{what}: [buffer, count, type] needs a contiguous array")
+    flat = arr.reshape(-1)
+    if size != arr.itemsize:
+        flat = flat.view(np.uint8)
+        lo, hi = displ * size, (displ + count) * size
+    else:
+        lo, hi = displ, displ + count
+    if hi > flat.size:
+        raise CommError(
+            f"{what}: [buffer, {count}, type] names {(displ + count) * size} bytes; the buffer holds {arr.nbytes}"
+        )
+    return flat[lo:hi]
 
 
 def _to_bytes(arr: Any) -> bytes:
@@ -287,6 +331,43 @@ class Communicator(Generic[RequestT]):
     def _raise_if_failed(self) -> None:
         """Real backends: raise if the communicator broke (a peer was lost)."""
 
+    # --- probe, wait for any, cancel (what the blocking mpi4py surface needs) ----------
+    def _p2p(self) -> Any:
+        """This rank's point-to-point engine, or None where MPI itself matches."""
+        return None
+
+    def _iprobe(self, source: int, tag: int, ctx: int = 0) -> Status | None:
+        """The status of the message a receive for (``source``, ``tag``) would
+        take now, without taking it (MPI_Iprobe); None if none has arrived."""
+        engine = self._p2p()
+        if engine is None:
+            raise CommError(f"rank {self.rank}: Iprobe is not available on this backend")
+        self._poll()
+        env = engine.probe(source, tag, ctx)
+        return None if env is None else Status(env.source, env.tag, env.nbytes)
+
+    async def _wait_arrival(self) -> None:
+        """Return once a message may have arrived (a probe looks again)."""
+        await self.sleep(1e-4)  # type: ignore[attr-defined]
+
+    async def _block_any(self, requests: Sequence[RequestT]) -> None:
+        """Return once at least one of ``requests`` is done (MPI_Waitany)."""
+        while not any(r.done for r in requests):
+            self._poll()
+            if any(r.done for r in requests):
+                return
+            await self.sleep(1e-4)  # type: ignore[attr-defined]
+
+    def _cancel(self, request: RequestT) -> bool:
+        """Withdraw a receive nothing has matched (MPI_Cancel); sends cannot be withdrawn."""
+        engine = self._p2p()
+        if engine is None or request.kind != "recv" or request.done:
+            return False
+        if not engine.cancel_recv(request):
+            return False
+        request._finish(None, Status(ANY_SOURCE, ANY_TAG, 0, cancelled=True))  # type: ignore[attr-defined]
+        return True
+
     def _take(self, request: RequestT, status: Status | None) -> Any:
         """The value of a completed request (copied into its buffer for Irecv)."""
         if status is not None and request.status is not None:
@@ -351,7 +432,20 @@ class Communicator(Generic[RequestT]):
             raise CommError(f"rank {self.rank}: tag must be {what}, got {tag!r}")
 
     # --- point to point ---------------------------------------------------------------
-    def isend(self, obj: Any, dest: int, tag: int = 0, *, nbytes: int | None = None) -> RequestT:
+    def issend(self, obj: Any, dest: int, tag: int = 0, *, nbytes: int | None = None) -> RequestT:
+        """A synchronous ``isend``: the request completes only once a receive has
+        matched the message (it always takes the rendezvous protocol; under
+        ``rendezvous="receiver"`` it waits for the receive's credit)."""
+        return self.isend(obj, dest, tag, nbytes=nbytes, _synchronous=True)
+
+    def ssend(self, obj: Any, dest: int, tag: int = 0, *, nbytes: int | None = None) -> Awaitable[None]:
+        """``await comm.ssend(obj, dest, tag=0)``: returns once the receiver has matched it."""
+        req = self.issend(obj, dest, tag, nbytes=nbytes)
+        return self._pending(self._wait_one(req, None), "comm.ssend()")
+
+    def isend(
+        self, obj: Any, dest: int, tag: int = 0, *, nbytes: int | None = None, _synchronous: bool = False
+    ) -> RequestT:
         """Start sending ``obj`` to ``dest``; returns a :class:`Request`.
         ``nbytes`` is the simulated size (default: the object's size)."""
         if self._unawaited is not None:
@@ -362,7 +456,10 @@ class Communicator(Generic[RequestT]):
         size = payload_nbytes(obj) if nbytes is None else int(nbytes)
         if size < 0:
             raise CommError(f"rank {self.rank}: nbytes must be >= 0, got {nbytes}")
-        req = self._new_request(f"send to {dest} tag {tag} ({size} B)", "send")
+        req = self._new_request(
+            f"{'ssend' if _synchronous else 'send'} to {dest} tag {tag_label(tag)} ({size} B)", "send"
+        )
+        req.synchronous = _synchronous
         if self._trace is not None:
             self._event("i", "isend", self.wtime(), None, {"dest": dest, "tag": tag, "nbytes": size})
         self._start_send(dest, tag, obj, size, req)
@@ -385,7 +482,8 @@ class Communicator(Generic[RequestT]):
         self._check_rank(source, "source", allow_any=True)
         self._check_tag(tag, allow_any=True)
         req = self._new_request(
-            f"recv from {'any' if source == ANY_SOURCE else source} tag {'any' if tag == ANY_TAG else tag}", "recv"
+            f"recv from {'any' if source == ANY_SOURCE else source} tag {'any' if tag == ANY_TAG else tag_label(tag)}",
+            "recv",
         )
         if self._trace is not None:
             self._event("i", "irecv", self.wtime(), None, {"source": source, "tag": tag})
@@ -786,6 +884,22 @@ class SubComm(Communicator[Request]):
     def _raise_if_failed(self) -> None:
         self._base._raise_if_failed()
 
+    def _iprobe(self, source: int, tag: int, ctx: int = 0) -> Status | None:
+        src = source if source == ANY_SOURCE else self._ranks[source]
+        status = self._base._iprobe(src, tag, self._ctx)
+        if status is not None:
+            status.source = self._group.get(status.source, status.source)
+        return status
+
+    async def _wait_arrival(self) -> None:
+        await self._base._wait_arrival()
+
+    async def _block_any(self, requests: Sequence[Request]) -> None:
+        await self._base._block_any(requests)
+
+    def _cancel(self, request: Request) -> bool:
+        return self._base._cancel(request)
+
     def _take(self, request: Request, status: Status | None) -> Any:
         value = self._base._take(request, None)
         if status is not None and request.status is not None:
@@ -838,7 +952,7 @@ def rank_error(rank: int, exc: BaseException) -> str:
     """One line for an exception raised by rank ``rank``'s program:
     ``rank R raised Type: message (at file:line in function)``, with the
     user's innermost frame (and up to two callers) only."""
-    text = f"rank {rank} raised {type(exc).__name__}: {exc}"
+    text = f"rank {rank} raised {type(exc).__name__}" + (f": {exc}" if str(exc) else "")
     frames = user_frames(exc)
     if frames:
         where = " <- ".join(f"{_short(f)}:{ln} in {fn}" for f, ln, fn in reversed(frames[-3:]))

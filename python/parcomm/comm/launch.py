@@ -14,6 +14,7 @@ import time
 import traceback
 from typing import Any, Awaitable, Callable, Sequence
 
+from .. import lifetime
 from ..auth import JobKey
 from ..result import Result
 from .aio import (
@@ -171,7 +172,9 @@ def _local_rank_main(
     trace: bool = False,
     rendezvous: str = "sender",
 ) -> None:
-    """Body of one local rank process (started by :func:`run_local`)."""
+    """Body of one local rank process (started by :func:`run_local`); it dies with the
+    launcher, even after a ``kill -9`` of it (the pipe ``conn`` then closes)."""
+    lifetime.die_when_closed(conn.fileno())
     listener = None
     try:
         try:
@@ -204,7 +207,11 @@ def _local_rank_main(
             if listener is not None:
                 listener.close()
             kind = _classify(e)
-            text = str(e) if isinstance(e, (CommError, ProgramError)) else f"rank {rank} raised {type(e).__name__}: {e}"
+            text = (
+                str(e)
+                if isinstance(e, (CommError, ProgramError))
+                else f"rank {rank} raised {type(e).__name__}" + (f": {e}" if str(e) else "")
+            )
             conn.send(("error", kind, text, "".join(traceback.format_exception(e))[-4000:]))
             return
         try:
@@ -257,6 +264,7 @@ def _context(program: Any) -> Any:
     os.environ["PYTHONPATH"] = import_path_env()["PYTHONPATH"]
     try:
         forkserver.ensure_running()
+        lifetime.mark_multiprocessing_temp_dir()  # its socket's directory: swept if we are killed
     finally:
         if old is None:
             del os.environ["PYTHONPATH"]
@@ -315,6 +323,7 @@ def run_local(
     """
     opts = _check_local_args(program, size, rendezvous, sock_options)
     kwargs = dict(kwargs or {})
+    lifetime.sweep_temp_dirs()  # what a launcher killed by -9 left in the temporary directory
     ctx = _context(program)
     # A fresh secret per run, handed to each rank through its private start-up pipe:
     # a process on this machine that races to connect to a rank's port cannot join.

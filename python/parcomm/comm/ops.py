@@ -64,7 +64,10 @@ class Op:
         if self._ufunc is not None and (_is_array(a) or _is_array(b)):
             import numpy as np
 
-            return getattr(np, self._ufunc)(a, b)
+            out = getattr(np, self._ufunc)(a, b)
+            if self._ufunc.startswith("logical_"):  # MPI: 1/0 in the operands' own type, not numpy's bool
+                out = out.astype(np.result_type(a, b), copy=False)
+            return out
         return self._obj(a, b)
 
     def reduce_into(self, acc: Any, other: Any, other_first: bool) -> Any:
@@ -79,6 +82,27 @@ class Op:
 
     def Is_commutative(self) -> bool:  # noqa: N802
         return self.commute
+
+    @property
+    def is_commutative(self) -> bool:
+        return self.commute
+
+    @property
+    def is_predefined(self) -> bool:
+        return self.name in _BUILTIN
+
+    def Reduce_local(self, inbuf: Any, inoutbuf: Any) -> None:  # noqa: N802
+        """mpi4py's local reduction of buffers: ``inoutbuf = op(inbuf, inoutbuf)``."""
+        from ..blocking.buffers import message  # the buffer specs of the mpi4py surface
+
+        src = message(inbuf, "Reduce_local inbuf")
+        dst = message(inoutbuf, "Reduce_local inoutbuf")
+        if src.count != dst.count:
+            raise ValueError(f"Reduce_local: {src.count} items in inbuf, {dst.count} in inoutbuf")
+        dst.store_typed(self(src.typed(), dst.typed()))
+
+    def Free(self) -> None:  # noqa: N802
+        """User ops need no release; predefined ones cannot be freed."""
 
     def __repr__(self) -> str:
         return (

@@ -32,7 +32,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from .base import ANY_SOURCE, ANY_TAG
-from .matching import Envelope, Matcher, PostedRecv
+from .matching import Envelope, Matcher, PostedRecv, matches
 
 __all__ = ["EAGER", "RTS", "CTS", "DATA", "CREDIT", "Frame", "Deliver", "P2PEngine", "ProtocolError"]
 
@@ -100,12 +100,14 @@ class P2PEngine:
         communicator context ``ctx``; ``req`` completes when it has left."""
         if self.receiver_driven:
             frame = Frame(EAGER, dest, tag, size, wire, 0, payload, req, ctx=ctx)
-            if self._take_credit(dest, tag) or wire <= self.eager_limit:
+            if self._take_credit(dest, tag) or (wire <= self.eager_limit and not getattr(req, "synchronous", False)):
                 self.actions.append(frame)
             else:
                 self._blocked.setdefault(dest, []).append(frame)
             return
-        if wire <= self.eager_limit:
+        # A synchronous send (MPI_Ssend) always takes the rendezvous: its data leaves, and the
+        # send completes, only once a receive has matched it.
+        if wire <= self.eager_limit and not getattr(req, "synchronous", False):
             self.actions.append(Frame(EAGER, dest, tag, size, wire, 0, payload, req, ctx=ctx))
             return
         self._msgid += 1
@@ -120,6 +122,24 @@ class P2PEngine:
         if env is not None:
             self._matched(req, env)
         return env
+
+    def probe(self, source: int, tag: int, ctx: int = 0) -> Envelope | None:
+        """The first unexpected message a receive for (``source``, ``tag``) would
+        take, left in place (MPI_Iprobe); None if there is none yet."""
+        recv = PostedRecv(source, tag, None, ctx)
+        for env in self.matcher.unexpected:
+            if matches(recv, env):
+                return env
+        return None
+
+    def cancel_recv(self, req: Any) -> bool:
+        """Withdraw a posted receive that nothing has matched yet (MPI_Cancel);
+        False if it was already matched."""
+        for i, recv in enumerate(self.matcher.posted):
+            if recv.handle is req:
+                del self.matcher.posted[i]
+                return True
+        return False
 
     # --- the network ------------------------------------------------------------------
     def on_frame(

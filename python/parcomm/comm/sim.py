@@ -55,12 +55,18 @@ def _snapshot(obj: Any) -> Any:
 
 
 class _Block:
-    """Yielded to the driver: resume this rank when ``requests`` are all done."""
+    """Yielded to the driver: resume this rank when ``requests`` are all done
+    (``any_of``: when one of them is)."""
 
-    __slots__ = ("requests",)
+    __slots__ = ("requests", "any_of")
 
-    def __init__(self, requests: Sequence["Request"]):
+    def __init__(self, requests: Sequence["Request"], any_of: bool = False):
         self.requests = requests
+        self.any_of = any_of
+
+    def ready(self) -> bool:
+        reqs = self.requests
+        return any(q.done for q in reqs) if self.any_of else all(q.done for q in reqs)
 
     def __await__(self):
         return (yield self)
@@ -115,6 +121,19 @@ class SimComm(Communicator[Request]):
     async def _block(self, requests: Sequence[Request]) -> None:
         await _Block(requests)
 
+    async def _block_any(self, requests: Sequence[Request]) -> None:
+        if not any(q.done for q in requests):
+            await _Block(requests, any_of=True)
+
+    def _p2p(self) -> P2PEngine:
+        return self._world.engines[self.rank]
+
+    async def _wait_arrival(self) -> None:
+        # woken by the next message that lands in this rank's unexpected queue
+        req = Request(self, "probe (a message to arrive)")
+        self._world.arrival_waiters[self.rank].append(req)
+        await _Block((req,))
+
     def compute(self, seconds: float) -> Any:
         """``await comm.compute(s)``: keep this rank's CPU busy for ``s`` simulated seconds."""
         self._check_awaited()
@@ -163,6 +182,8 @@ class _World:
         if rendezvous not in ("sender", "receiver"):
             raise CommError(f"rendezvous must be 'sender' or 'receiver', got {rendezvous!r}")
         self.engines = [P2PEngine(r, eager_limit, rendezvous) for r in range(size)]
+        # Probes waiting for a message to land in each rank's unexpected queue.
+        self.arrival_waiters: list[list[Request]] = [[] for _ in range(size)]
 
     def _flush(self, rank: int) -> None:
         """Carry out what rank's engine asked for, in order."""
@@ -196,10 +217,14 @@ class _World:
                     frame.sent._finish()
                 return
             del self.ops[op]
-            self.engines[frame.dest].on_frame(
+            queued = self.engines[frame.dest].on_frame(
                 src, frame.kind, frame.tag, frame.size, frame.msgid, frame.payload, frame.ctx
             )
             self._flush(frame.dest)
+            if queued is not None and self.arrival_waiters[frame.dest]:
+                waiters, self.arrival_waiters[frame.dest] = self.arrival_waiters[frame.dest], []
+                for w in waiters:
+                    w._finish()
         elif what == "compute":
             info[1]._finish()
             del self.ops[op]
@@ -313,11 +338,11 @@ class _Ranks:
                 return
             except CommError:
                 raise
-            except Exception as e:  # a bug in the rank program: say which rank, and where
+            except (Exception, SystemExit) as e:  # a bug (or sys.exit) in the rank program: which rank, where
                 raise CommError(rank_error(r, e)) from e
             if not isinstance(y, _Block):
                 raise CommError(f"rank {r} awaited {y!r}; rank programs may only await communicator methods")
-            if all(q.done for q in y.requests):
+            if y.ready():
                 value = [q.value for q in y.requests]
                 continue
             self.blocked[r] = y
@@ -346,6 +371,6 @@ def _drive(world: _World, ranks: _Ranks, time_limit: float | None) -> None:
             world.on_completion(op, kind)
         for r in sorted(world.touched):  # rank order: deterministic
             b = blocked[r]
-            if running[r] and b is not None and all(q.done for q in b.requests):
+            if running[r] and b is not None and b.ready():
                 blocked[r] = None
                 step(r, [q.value for q in b.requests])

@@ -12,21 +12,29 @@ connection it must make itself (all connects and accepts run concurrently).
 Connects are retried with exponential back-off, bounded both in attempts and
 in time (``connect_timeout``), because peers start at different moments.
 
-**Membership.** Every connection first runs the job's mutual HMAC
-challenge-response (:mod:`parcomm.auth`): a peer that does not hold the
-job's key is dropped before a single byte of it is interpreted, so only
-members' frames ever reach ``pickle.loads`` (mpi4py's trust model: the job's
-own ranks are trusted, nobody else is). Then a hello (magic, rank, size, and
-a token hashed from the address list) checks that both ends belong to the
-same run. When the mesh is up the ranks pass a
-start barrier, so every program starts within about one round trip of the
-others and ``wtime()`` counts from that start.
+**Membership.** Every connection first runs the job's handshake
+(:mod:`parcomm.auth`): the connecting rank proves it holds the job's key and
+claims its hello (magic, rank, size, and a token hashed from the address list
+and protocol) and the rank it expects to reach; the accepting rank checks all
+of that before it proves anything itself, and its proof covers its own hello.
+A peer that does not hold the key is dropped before a single byte of it is
+interpreted; a member at the wrong address (another rank, another run) is
+refused with the reason. After the handshake every frame carries a 16-byte
+tag under a per-direction key derived from it (:class:`parcomm.auth.FrameAuth`),
+checked before the frame is acted on: so only this connection's genuine peer
+can get a payload to ``pickle.loads`` (mpi4py's trust model: the job's own
+ranks are trusted, nobody else is), and a relay in the middle can only pass
+frames along or drop them. When the mesh is up the ranks pass a start barrier,
+so every program starts within about one round trip of the others and
+``wtime()`` counts from that start.
 
 **Framing.** Each message is a 36-byte header (kind, source, tag, declared
 ``nbytes``, pickled length, message id), the pickled payload, then zero
 padding up to ``nbytes`` when the declared size exceeds the pickle: the wire
 really carries ``max(nbytes, len(pickle))`` payload bytes, so a size that
-means bytes in the simulator means bytes here too.
+means bytes in the simulator means bytes here too. A 16-byte tag over the
+header and the pickle ends the frame (the padding is discarded unread, so it
+is not covered; its length is, in the header).
 
 **Eager and rendezvous protocols** are :class:`parcomm.comm.p2p.P2PEngine`,
 the same sans-IO state machine the simulator drives (MPICH CH3's rules):
@@ -78,9 +86,24 @@ import socket as _socket
 import struct
 import sys
 from dataclasses import dataclass, field
-from typing import Any, Sequence
+from typing import Any, NamedTuple, Sequence
 
-from ..auth import AuthError, Gate, JobKey, JobKeyError, authenticate, resolve_key
+from ..auth import (
+    ATTEMPT_TIMEOUT_S,
+    DEFAULT_TIMEOUT_S,
+    TAG_SIZE,
+    AuthError,
+    FrameAuth,
+    FrameAuthError,
+    Gate,
+    JobKey,
+    JobKeyError,
+    PeerRefused,
+    Refusal,
+    authenticate,
+    resolve_key,
+)
+from ..auth.quiet import AsyncAcceptor
 from .aio import AioCommBase, CommTimeout, Request, wire_nbytes
 from .base import ANY_SOURCE, ANY_TAG, CommError, Status
 from .matching import Envelope
@@ -90,9 +113,11 @@ from .sockopts import _check_sock_options, _token, apply_sock_options, tcp_info_
 
 __all__ = ["SocketComm"]
 
-# hello: magic, rank, size, run token
+# hello (inside the handshake): magic, rank, size, run token
 _HELLO = struct.Struct("!8sIIQ")
-_MAGIC = b"parcomm1"
+_MAGIC = b"parcomm2"
+# what a connecting rank expects of the one it reaches: its rank
+_EXPECT = struct.Struct("!I")
 # frame header: kind, source, tag, declared nbytes, pickled length, message id
 _HDR = struct.Struct("!BxxxIIQQQ")
 # the same 36 bytes with the communicator context in two of the spare bytes:
@@ -119,8 +144,8 @@ _CHUNK = 1 << 20
 _ZEROS = memoryview(bytes(_CHUNK))
 _READ_LIMIT = 1 << 20
 
-#: Protocol name bound into every handshake proof (a proof for bcast is worthless here).
-_AUTH_CONTEXT = b"parcomm-socketcomm-1"
+#: Protocol name bound into every handshake proof and frame key (a proof for bcast is worthless here).
+_AUTH_CONTEXT = b"parcomm-socketcomm-2"
 #: The largest message a rank accepts: 2 GiB, MPI's classic limit (an int count of MPI_BYTE).
 DEFAULT_MAX_MESSAGE = (1 << 31) - 1
 #: Bytes of messages from one peer that may wait unreceived; each counts at least
@@ -141,6 +166,7 @@ class _Peer:
     rank: int
     reader: asyncio.StreamReader
     writer: asyncio.StreamWriter
+    frames: FrameAuth  # tags for this connection's frames, both ways
     queue: asyncio.Queue = field(default_factory=asyncio.Queue)
     reader_task: asyncio.Task | None = None
     writer_task: asyncio.Task | None = None
@@ -150,7 +176,11 @@ class _Peer:
     unexpected: int = 0  # bytes of its messages arrived and not yet received
 
 
-_BYE_ITEM = object()
+class _Bye(NamedTuple):
+    """The goodbye frame, sealed when queued (after every frame queued before it)."""
+
+    hdr: bytes
+    tag: bytes
 
 
 class _ProtocolViolation(ConnectionError):
@@ -209,11 +239,14 @@ class SocketComm(AioCommBase):
         except JobKeyError as e:
             raise CommError(str(e)) from None
         self._gate = Gate(f"rank {rank}")
+        self._claimed: set[int] = set()  # ranks whose claim was accepted (registered or about to be)
+        #: Seconds an accepting rank gives one connection for the handshake (see parcomm.auth).
+        self._handshake_timeout = DEFAULT_TIMEOUT_S
         self.max_message = int(max_message)
         self.max_unexpected = int(max_unexpected)
         self._engine = P2PEngine(rank, self.eager_limit, rendezvous)
         self._peers: dict[int, _Peer] = {}
-        self._server: asyncio.AbstractServer | None = None
+        self._server: AsyncAcceptor | None = None
         self._closing = False
         self.counters: dict[str, int] = {}
 
@@ -236,7 +269,8 @@ class SocketComm(AioCommBase):
                 async def on_accept(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
                     await self._accept(reader, writer, expected_in, inbound_done, deadline)
 
-                self._server = await asyncio.start_server(on_accept, sock=listener, limit=_READ_LIMIT)
+                # accepts at once; a connection waits quietly (no task) until it speaks: see auth.quiet
+                self._server = AsyncAcceptor(listener, on_accept, read_limit=_READ_LIMIT)
         outbound = [asyncio.ensure_future(self._connect(p, deadline)) for p in range(self.rank + 1, self.size)]
         inbound = asyncio.ensure_future(inbound_done.wait())
         try:
@@ -259,6 +293,7 @@ class SocketComm(AioCommBase):
             if self._server is not None:
                 self._server.close()
                 self._server = None
+            self._gate.close()  # outsiders still mid-handshake: shed now, not at their deadline
         for peer in self._peers.values():
             peer.reader_task = asyncio.ensure_future(self._read_loop(peer))
             peer.writer_task = asyncio.ensure_future(self._write_loop(peer))
@@ -267,6 +302,8 @@ class SocketComm(AioCommBase):
         return _HELLO.pack(_MAGIC, self.rank, self.size, self._token)
 
     def _check_hello(self, data: bytes, expect: set[int] | int) -> int | None:
+        if len(data) != _HELLO.size:
+            return None
         magic, peer, size, token = _HELLO.unpack(data)
         if magic != _MAGIC or size != self.size or token != self._token:
             return None
@@ -274,28 +311,58 @@ class SocketComm(AioCommBase):
             return peer if peer == expect else None
         return peer if peer in expect and peer not in self._peers else None
 
+    def _judge_claim(self, expected: set[int], claimed: set[int], hello: bytes, expect: bytes) -> bytes:
+        """A member's claim, authenticated: accept it (returning our hello) or say why not."""
+        if len(expect) != _EXPECT.size or _EXPECT.unpack(expect)[0] != self.rank:
+            wanted = _EXPECT.unpack(expect)[0] if len(expect) == _EXPECT.size else "?"
+            raise Refusal(f"this is rank {self.rank}, not rank {wanted} (a different addresses file?)")
+        peer = self._check_hello(hello, expected)
+        if peer is None:
+            raise Refusal(f"rank {self.rank} expects ranks 0..{self.rank - 1} of this run, once each")
+        if peer in claimed:
+            raise Refusal(f"rank {peer} is already connected to rank {self.rank}")
+        claimed.add(peer)  # until this connection is registered: a second claim is refused
+        return self._hello()
+
     async def _accept(self, reader, writer, expected: set[int], done: asyncio.Event, deadline: float) -> None:
         loop = asyncio.get_running_loop()
-        if not await self._gate.admit(
-            reader, writer, self._key, context=_AUTH_CONTEXT, timeout=max(0.01, min(10.0, deadline - loop.time()))
-        ):
-            return  # not a member of this job: dropped (and logged) before anything was read
+        claimed: set[int] = self._claimed
+        mine: list[bytes] = []  # this connection's accepted claim, if any
+
+        def judge(hello: bytes, expect: bytes) -> bytes:
+            ours = self._judge_claim(expected, claimed, hello, expect)
+            mine.append(hello)
+            return ours
+
+        result = await self._gate.admit(
+            reader,
+            writer,
+            self._key,
+            context=_AUTH_CONTEXT,
+            accept=judge,
+            timeout=max(0.01, min(self._handshake_timeout, deadline - loop.time())),
+        )
+        if result is None:
+            # an outsider (dropped before anything was read), or a member refused; a claim accepted
+            # on a connection that then failed is released, so the member's retry is not a duplicate
+            if mine:
+                claimed.discard(_HELLO.unpack(mine[0])[1])
+            return
+        hello, frames = result
+        peer = _HELLO.unpack(hello)[1]
         try:
-            hello = await asyncio.wait_for(reader.readexactly(_HELLO.size), max(0.01, deadline - loop.time()))
-            peer = self._check_hello(hello, expected)
-            if peer is None:  # a member of another run with the same key, or a duplicate: refuse
-                writer.close()
-                return
             apply_sock_options(writer.get_extra_info("socket"), self.sock_options, stage="tcp")
-            writer.write(self._hello())
-            await writer.drain()
-            self._peers[peer] = _Peer(peer, reader, writer)
-            if expected <= set(self._peers):
-                done.set()
-        except (OSError, asyncio.IncompleteReadError, asyncio.TimeoutError, CommError):
-            writer.close()
+        except (OSError, CommError):
+            claimed.discard(peer)
+            writer.transport.abort()
+            return
+        self._peers[peer] = _Peer(peer, reader, writer, frames)
+        if expected <= set(self._peers):
+            done.set()
 
     async def _connect(self, peer: int, deadline: float) -> None:
+        """Connect to ``peer`` and run the handshake, retrying with back-off until
+        ``deadline``; the error says what the last attempt met."""
         loop = asyncio.get_running_loop()
         host, port = self.addresses[peer]
         t0 = loop.time()
@@ -316,24 +383,29 @@ class SocketComm(AioCommBase):
                 reader, writer = await asyncio.open_connection(sock=sock, limit=_READ_LIMIT)
                 sock = None  # owned by the transport now
                 try:
-                    await authenticate(
+                    hello, frames = await authenticate(
                         reader,
                         writer,
                         self._key,
                         initiator=True,
                         context=_AUTH_CONTEXT,
-                        timeout=max(0.01, min(10.0, deadline - loop.time())),
+                        hello=self._hello(),
+                        expect=_EXPECT.pack(peer),
+                        timeout=max(0.01, min(ATTEMPT_TIMEOUT_S, deadline - loop.time())),
                     )
+                except PeerRefused as e:  # a member answered, authenticated: retrying will not help
+                    raise CommError(
+                        f"rank {self.rank}: the member at {host}:{port} refused rank {self.rank}: {e}"
+                    ) from None
                 except AuthError as e:
-                    raise ConnectionError(f"the process at {host}:{port} is not a member of this job ({e})") from None
-                writer.write(self._hello())
-                await writer.drain()
-                reply = await asyncio.wait_for(reader.readexactly(_HELLO.size), max(0.01, deadline - loop.time()))
-                if self._check_hello(reply, peer) is None:
-                    raise ConnectionError(f"the process at {host}:{port} is not rank {peer} of this run")
-                self._peers[peer] = _Peer(peer, reader, writer)
+                    raise ConnectionError(f"no handshake with {host}:{port}: {e}") from None
+                if self._check_hello(hello, peer) is None:
+                    raise CommError(f"rank {self.rank}: the member at {host}:{port} is not rank {peer} of this run")
+                self._peers[peer] = _Peer(peer, reader, writer, frames)
                 return
             except CommError:
+                if writer is not None:
+                    writer.transport.abort()
                 raise
             except (OSError, asyncio.IncompleteReadError, asyncio.TimeoutError) as e:
                 last = f"{type(e).__name__}: {e}" if str(e) else type(e).__name__
@@ -384,6 +456,7 @@ class SocketComm(AioCommBase):
         """Queue a frame for the peer's writer task or, when that task is idle
         and the frame small, hand it to the transport at once (one event-loop
         round trip less per message); frames on a connection keep their order."""
+        tag = peer.frames.seal(hdr, data)  # now: frames are sealed in the order they go on the wire
         if (
             peer.busy
             or not peer.queue.empty()
@@ -391,32 +464,32 @@ class SocketComm(AioCommBase):
             or peer.writer.transport.is_closing()
             or len(hdr) + len(data) + pad > _ONE_WRITE
         ):
-            peer.queue.put_nowait((hdr, data, pad, req))
+            peer.queue.put_nowait((hdr, data, pad, req, tag))
             return
-        peer.writer.write(b"".join((hdr, data, _ZEROS[:pad])))
+        peer.writer.write(b"".join((hdr, data, _ZEROS[:pad], tag)))
         if req is None:
             return
         if peer.writer.transport.get_write_buffer_size() == 0:
             self._complete(req)  # all of it is in the kernel's socket buffer
         else:
-            peer.queue.put_nowait((b"", b"", 0, req))  # the writer drains, then completes it
+            peer.queue.put_nowait((b"", b"", 0, req, b""))  # the writer drains, then completes it
 
     async def _write_loop(self, peer: _Peer) -> None:
         w = peer.writer
         try:
             while True:
                 item = await peer.queue.get()
-                if item is _BYE_ITEM:
-                    w.write(_HDR.pack(_BYE, self.rank, 0, 0, 0, 0))
+                if isinstance(item, _Bye):
+                    w.write(item.hdr + item.tag)
                     await w.drain()
                     if w.can_write_eof():
                         w.write_eof()
                     return
-                hdr, data, pad, req = item
+                hdr, data, pad, req, tag = item
                 peer.busy = True
                 if len(hdr) + len(data) + pad <= _ONE_WRITE:
                     if hdr:
-                        w.write(b"".join((hdr, data, _ZEROS[:pad])))
+                        w.write(b"".join((hdr, data, _ZEROS[:pad], tag)))
                 else:
                     w.write(hdr)
                     if data:
@@ -426,6 +499,7 @@ class SocketComm(AioCommBase):
                         await w.drain()
                         w.write(_ZEROS[:n])
                         pad -= n
+                    w.write(tag)
                 await w.drain()
                 peer.busy = False
                 if req is not None:
@@ -527,6 +601,15 @@ class SocketComm(AioCommBase):
             pad -= n
         return data
 
+    @staticmethod
+    async def _verify_frame(peer: _Peer, hdr: bytes, data: bytes = b"") -> None:
+        """Read the frame's tag and verify it; nothing of a frame is acted on before this."""
+        tag = await peer.reader.readexactly(TAG_SIZE)
+        try:
+            peer.frames.check(tag, hdr, data)
+        except FrameAuthError as e:
+            raise _ProtocolViolation(f"{e}; not from rank {peer.rank} (an attacker on the path?)") from None
+
     async def _read_loop(self, peer: _Peer) -> None:
         r = peer.reader
         try:
@@ -546,17 +629,22 @@ class SocketComm(AioCommBase):
                     self._check_frame(peer, kind, nbytes, plen, tag)
                 if kind == _EAGER:
                     data = await self._read_payload(r, plen, wire_nbytes(nbytes, plen) - plen)
+                    await self._verify_frame(peer, hdr, data)
                     self._on_frame(peer.rank, EAGER, tag, nbytes, 0, data, ctx)
                 elif kind in (_RTS, _CTS):
+                    await self._verify_frame(peer, hdr)
                     self._on_frame(peer.rank, kind, tag, nbytes, msgid, None, ctx)
                 elif kind == _DATA:
                     if not self._engine.expects_data(peer.rank, msgid):  # check before reading its payload
                         raise _ProtocolViolation(f"data for unknown message {msgid}")
                     data = await self._read_payload(r, plen, wire_nbytes(nbytes, plen) - plen)
+                    await self._verify_frame(peer, hdr, data)
                     self._on_frame(peer.rank, DATA, tag, nbytes, msgid, data)
                 elif kind == CREDIT and self.rendezvous == "receiver":
+                    await self._verify_frame(peer, hdr)
                     self._on_frame(peer.rank, CREDIT, ANY_TAG if tag == _WIRE_ANY_TAG else tag, 0, 0, None, ctx)
                 elif kind == _BYE:
+                    await self._verify_frame(peer, hdr)
                     peer.bye_received = True
                     self._orphaned(peer.rank)
                 else:
@@ -614,7 +702,8 @@ class SocketComm(AioCommBase):
                     f"rank {self.rank}: finished, but its sends never completed (no matching receive?): {waiting}"
                 ) from None
         for peer in self._peers.values():
-            peer.queue.put_nowait(_BYE_ITEM)
+            bye = _HDR.pack(_BYE, self.rank, 0, 0, 0, 0)
+            peer.queue.put_nowait(_Bye(bye, peer.frames.seal(bye)))
         tasks = [t for p in self._peers.values() for t in (p.reader_task, p.writer_task) if t is not None]
         if tasks:
             _, pending = await asyncio.wait(tasks, timeout=remaining())

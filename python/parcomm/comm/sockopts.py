@@ -15,6 +15,7 @@ import struct
 from pathlib import Path
 from typing import Any, Sequence
 
+from ..platform.units import shown
 from .base import CommError
 
 #: Linux setsockopt numbers (include/uapi/linux/tcp.h); Python has no names for them yet.
@@ -24,15 +25,21 @@ TCP_RTO_MIN_US = 45
 SOCK_OPTION_KEYS = ("nodelay", "sndbuf", "rcvbuf", "rto_min_us", "rto_max_ms")
 
 
+#: An addresses file has a line per rank: 16 MiB is hundreds of thousands of ranks.
+_MAX_ADDRESSES_FILE = 16 << 20
+
+
 def read_addresses(source: str | os.PathLike | Sequence[Sequence[Any]]) -> list[tuple[str, int]]:
     """The ranks' addresses from a file (one ``host port`` per line, line r for
     rank r; blank lines and ``#`` comments ignored) or a list of pairs."""
     if isinstance(source, (str, os.PathLike)):
+        from ..platform.loader import read_bounded
+
         path = Path(source)
-        try:
-            text = path.read_text()
-        except OSError as e:
-            raise CommError(f"cannot read the addresses file {path}: {e.strerror or e}") from None
+        try:  # bounded: one line per rank (a device or a huge file is refused, not read)
+            text = read_bounded(path, "rank addresses file", _MAX_ADDRESSES_FILE, ValueError)
+        except ValueError as e:
+            raise CommError(str(e)) from None
         pairs: list[tuple[str, int]] = []
         for lineno, line in enumerate(text.splitlines(), 1):
             line = line.split("#", 1)[0].strip()
@@ -40,7 +47,7 @@ def read_addresses(source: str | os.PathLike | Sequence[Sequence[Any]]) -> list[
                 continue
             parts = line.split()
             if len(parts) != 2:
-                raise CommError(f"{path}:{lineno}: expected 'host port', got {line!r}")
+                raise CommError(f"{path}:{lineno}: expected 'host port', got {shown(line)}")
             pairs.append(_check_address(parts[0], parts[1], f"{path}:{lineno}"))
         if not pairs:
             raise CommError(f"{path}: no addresses (one 'host port' line per rank)")
@@ -48,7 +55,7 @@ def read_addresses(source: str | os.PathLike | Sequence[Sequence[Any]]) -> list[
     out = []
     for i, item in enumerate(source):
         if len(item) != 2:
-            raise CommError(f"address {i}: expected (host, port), got {item!r}")
+            raise CommError(f"address {i}: expected (host, port), got {shown(item)}")
         out.append(_check_address(str(item[0]), item[1], f"address {i}"))
     return out
 
@@ -57,7 +64,7 @@ def _check_address(host: str, port: Any, where: str) -> tuple[str, int]:
     try:
         p = int(port)
     except (TypeError, ValueError):
-        raise CommError(f"{where}: port {port!r} is not a number") from None
+        raise CommError(f"{where}: port {shown(port)} is not a number") from None
     if not 0 < p < 65536:
         raise CommError(f"{where}: port {p} is out of range 1..65535")
     return host, p

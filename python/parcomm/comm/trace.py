@@ -16,6 +16,8 @@ import json
 import os
 from typing import Any, Sequence
 
+from .base import tag_label
+
 __all__ = ["chrome_trace", "write_chrome_trace", "MAX_EVENTS"]
 
 #: Events kept per rank (a runaway program must not exhaust memory); the rest are counted.
@@ -37,7 +39,7 @@ def chrome_trace(traces: Sequence[Sequence[tuple] | None], backend: str = "", pl
             else:
                 e["s"] = "t"
             if args:
-                e["args"] = args
+                e["args"] = {k: tag_label(v) if k == "tag" and isinstance(v, int) else v for k, v in args.items()}
             events.append(e)
     return {"traceEvents": events, "displayTimeUnit": "ms"}
 

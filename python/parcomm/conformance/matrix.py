@@ -35,7 +35,18 @@ DEFAULT_MATRIX = os.path.join(os.path.dirname(__file__), "matrix.toml")
 WORKLOADS = ("incast", "program")
 
 #: The TCP settings a scenario fixes for both sides (kernel and simulator).
-TCP_KEYS = ("rto_min", "rto_max", "delayed_ack", "sack", "initial_window")
+TCP_KEYS = ("rto_min", "rto_max", "delayed_ack", "sack", "initial_window", "stock")
+
+#: What a scenario without ``tcp.stock`` runs on both sides besides its own settings: the
+#: ``linux`` stack with Reno and fixed 256 KiB socket buffers, as every kernel run recorded
+#: before stock rows existed (``emu/tcpknobs.py`` set Reno and tcp_wmem/rmem = 256 KiB then).
+RENO_FIXED_BUFFERS = {
+    "cubic": False,
+    "hystart": False,
+    "sndbuf_initial_bytes": 0,
+    "sndbuf_bytes": 262144,
+    "rcvbuf_bytes": 262144,
+}
 
 #: Bounds: what 2 cores emulate without bending the timings (docs/conformance.md).
 MAX_HOSTS = 64
@@ -91,14 +102,19 @@ class Scenario:
     kwargs: dict = field(default_factory=dict)
     ranks: int = 0
     about: str = ""
-    jitter_s: float = 0.0  # the referee's measured timing noise, given to the simulator's links
+    jitter_s: float = 0.0  # the referee's measured host timing noise, given to the simulator's hosts
 
     def platform(self, **tcp_overrides: Any) -> dict:
-        """The platform both sides get; ``tcp_overrides`` are simulator-only extras (a profile)."""
+        """The platform both sides get (the kernel through ``platform/tcp_backends.toml``);
+        ``tcp_overrides`` are simulator-only extras (a profile). A ``stock`` scenario runs
+        the ``linux`` stack as shipped (CUBIC, HyStart, autotuned send buffers); the others
+        Reno with fixed buffers (``RENO_FIXED_BUFFERS``)."""
         from ..platform.star import star
 
         t = self.tcp
         tcp = {
+            "stack": "linux",
+            **({} if t.get("stock") else RENO_FIXED_BUFFERS),
             "rto_min_s": t["rto_min_s"],
             "rto_max_s": t["rto_max_s"],
             "delayed_ack": t["delayed_ack"],
@@ -112,7 +128,7 @@ class Scenario:
             rate_bps=self.rate_bps,
             buffer=buf,
             tcp=tcp,
-            jitter_s=self.jitter_s,
+            timing_noise_s=self.jitter_s,
             name=f"conformance-{self.name}",
         )
         for ln in plat["links"]:
@@ -144,7 +160,7 @@ def _int(v: Any, where: str, lo: int, hi: int) -> int:
     if isinstance(v, bool) or not isinstance(v, int):
         raise _err(where, f"expected a whole number, got {shown(v)}")
     if not lo <= v <= hi:
-        raise _err(where, f"{v} is out of range {lo}..{hi}")
+        raise _err(where, f"{shown(v)} is out of range {lo}..{hi}")
     return v
 
 
@@ -168,6 +184,8 @@ def _check_tcp(raw: Any, where: str) -> dict:
         "sack": _parse(parse_bool, raw.get("sack", True), f"{where}.sack"),
         "initial_window": _int(raw.get("initial_window", 10), f"{where}.initial_window", 1, 1000),
     }
+    if raw.get("stock"):  # recorded only when on: rows recorded before it existed keep their identity
+        out["stock"] = _parse(parse_bool, raw["stock"], f"{where}.stock")
     # What the emulation can set: route rto_min in whole ms (>= 1), tcp_rto_max_ms in [1 s, 120 s].
     if not 0.001 <= out["rto_min_s"] <= 120:
         raise _err(
@@ -272,12 +290,17 @@ def _unflat(flat: Mapping[str, Any]) -> dict[str, Any]:
     return out
 
 
+_PLAIN_TEMPLATE = re.compile(r"(?:[^{}]|\{[A-Za-z_]\w*\})*")
+
+
 def _label(v: Any) -> str:
     return re.sub(r"\s+", "", str(v).lower() if isinstance(v, bool) else str(v))
 
 
 def _expand(raw: Mapping[str, Any], defaults: Mapping[str, Any], index: int, source: str) -> Iterable[dict]:
-    where = f"{source}: scenario #{index + 1}" + (f" ({raw['name']!r})" if isinstance(raw.get("name"), str) else "")
+    where = f"{source}: scenario #{index + 1}" + (
+        f" ({shown(raw['name'])})" if isinstance(raw.get("name"), str) else ""
+    )
     flat = {**_flat(defaults), **_flat(raw)}
     swept = {k: v for k, v in flat.items() if isinstance(v, list)}
     bad = [k for k in swept if k not in _SWEEPABLE]
@@ -290,8 +313,13 @@ def _expand(raw: Mapping[str, Any], defaults: Mapping[str, Any], index: int, sou
     if swept and isinstance(name, str):
         missing = [k for k in swept if "{" + k.split(".")[-1] + "}" not in name]
         if missing:
-            raise _err(where, f"name {name!r} must contain {{{missing[0].split('.')[-1]}}}, as {missing[0]} is swept")
+            raise _err(
+                where, f"name {shown(name)} must contain {{{missing[0].split('.')[-1]}}}, as {missing[0]} is swept"
+            )
     keys = list(swept)
+    if isinstance(name, str) and keys and not _PLAIN_TEMPLATE.fullmatch(name):
+        # a format spec ({rate:>999999999}) would build a string of any size before the name is checked
+        raise _err(where, f"name template {shown(name)} may only hold plain {{key}} fields")
     for combo in itertools.product(*(swept[k] for k in keys)):
         one = dict(flat)
         one.update(zip(keys, combo))
@@ -299,7 +327,7 @@ def _expand(raw: Mapping[str, Any], defaults: Mapping[str, Any], index: int, sou
             try:
                 one["name"] = name.format(**{k.split(".")[-1]: _label(v) for k, v in zip(keys, combo)})
             except (KeyError, IndexError, ValueError) as e:
-                raise _err(where, f"name template {name!r}: {e}") from None
+                raise _err(where, f"name template {shown(name)}: {shown(str(e))}") from None
         yield _unflat(one)
 
 
@@ -335,13 +363,13 @@ def parse_matrix(doc: Mapping[str, Any], source: str = "matrix") -> tuple[list[S
         raise _err(f"{source}: quick", "expected a list of scenario names")
     for q in quick:
         if q not in seen:
-            raise _err(f"{source}: quick", f"no scenario is named {q!r}")
+            raise _err(f"{source}: quick", f"no scenario is named {shown(q)}")
     return out, list(quick)
 
 
 def load_matrix(path: str | None = None) -> tuple[list[Scenario], list[str]]:
     """Read and check a matrix file (default: the built-in matrix)."""
-    from ..platform.loader import read_bounded
+    from ..platform.loader import parse_failure, read_bounded
 
     path = path or DEFAULT_MATRIX
     text = read_bounded(Path(path), "matrix file", MAX_FILE_BYTES, MatrixError)
@@ -349,4 +377,8 @@ def load_matrix(path: str | None = None) -> tuple[list[Scenario], list[str]]:
         doc = tomllib.loads(text)
     except tomllib.TOMLDecodeError as e:
         raise MatrixError(f"{path}: not valid TOML: {e}") from None
+    except RecursionError:
+        raise MatrixError(f"{path}: not valid TOML: arrays or tables nested too deeply") from None
+    except ValueError as e:  # an integer of more digits than Python converts
+        raise MatrixError(f"{path}: not valid TOML: {parse_failure(e)}") from None
     return parse_matrix(doc, os.path.basename(path))

@@ -99,8 +99,9 @@ def _side(times: list[float], runs: list[dict]) -> dict:
 
 
 def emu_sysctls(sc: Scenario) -> dict[str, int]:
-    """Kernel settings the platform does not carry: SACK on or off."""
-    return {"net.ipv4.tcp_sack": 1 if sc.tcp["sack"] else 0}
+    """Kernel settings the platform does not carry: none since every ``tcp`` field maps to the
+    kernel through ``platform/tcp_backends.toml`` (SACK included)."""
+    return {}
 
 
 def emu_key(sc: Scenario) -> tuple:
@@ -124,7 +125,8 @@ EMU_HARNESS = 3
 
 
 def _identity(d: dict) -> dict:
-    """The parameters that make two runs of a scenario the same experiment."""
+    """The parameters that make two runs of a scenario the same experiment (``tcp.stock`` is
+    recorded only when on, so rows from before it existed are the Reno rows they were)."""
     keys = (
         "workload",
         "hosts",
@@ -208,7 +210,7 @@ class ScenarioResult:
             "tcp": sc.tcp,
             "repeat": sc.repeat,
             "emu_harness": EMU_HARNESS,
-            "sim_link_jitter_s": sc.jitter_s,  # the simulator's side only: not part of the kernel run's identity
+            "sim_host_noise_s": sc.jitter_s,  # the simulator's side only: not part of the kernel run's identity
         }
         if sc.workload == "incast":
             out.update(senders=sc.senders, size_bytes=sc.size)

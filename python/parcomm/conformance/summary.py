@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import statistics
 
-__all__ = ["NOISE_LIMIT", "summarize", "decided"]
+__all__ = ["NOISE_LIMIT", "summarize", "decided", "rto_incidence", "incidence_agrees"]
 
 #: A scenario whose emulated runs spread more than this cannot decide agreement.
 NOISE_LIMIT = 0.25
@@ -31,14 +31,34 @@ def timeouts_agree(kernel: float | None, sim: float | None) -> bool | None:
     return abs(sim - kernel) <= max(2.0, 0.3 * kernel)
 
 
+def rto_incidence(side: dict | None) -> float | None:
+    """The share of a side's runs (kernel runs or simulator seeds) with at least one RTO."""
+    runs = [r.get("timeouts") for r in (side or {}).get("runs") or []]
+    runs = [t for t in runs if t is not None]
+    return sum(t >= 1 for t in runs) / len(runs) if runs else None
+
+
+#: RTO incidence agrees when the shares differ by at most this (20 percentage points).
+INCIDENCE_TOLERANCE = 0.20
+
+
+def incidence_agrees(kernel: float | None, sim: float | None) -> bool | None:
+    if kernel is None or sim is None:
+        return None
+    return abs(sim - kernel) <= INCIDENCE_TOLERANCE + 1e-9
+
+
 def summarize(rows: list[dict], profile: str, largest: int = 3) -> dict:
-    """Median |error|, shares within 10 % and 25 %, RTO-count agreement, the largest disagreements."""
+    """Median |error|, shares within 10 % and 25 %, RTO-count agreement, RTO incidence agreement
+    (kernel runs vs simulator seeds with at least one RTO, within 20 points), the largest disagreements."""
     ok = decided(rows, profile)
     errs = [abs(r["sim"][profile]["error"]) for r in ok]
     rto = [
         timeouts_agree(r["emu"]["counters"].get("timeouts"), r["sim"][profile]["counters"].get("timeouts")) for r in ok
     ]
     rto = [x for x in rto if x is not None]
+    inc = [incidence_agrees(rto_incidence(r["emu"]), rto_incidence(r["sim"][profile])) for r in ok]
+    inc = [x for x in inc if x is not None]
     worst = sorted(ok, key=lambda r: -abs(r["sim"][profile]["error"]))[:largest]
     return {
         "profile": profile,
@@ -49,6 +69,7 @@ def summarize(rows: list[dict], profile: str, largest: int = 3) -> dict:
         "within_10pct": sum(e <= 0.10 for e in errs) / len(errs) if errs else None,
         "within_25pct": sum(e <= 0.25 for e in errs) / len(errs) if errs else None,
         "timeouts_agree": sum(rto) / len(rto) if rto else None,
+        "rto_incidence_agree": sum(inc) / len(inc) if inc else None,
         "largest": [
             {
                 "name": r["name"],

@@ -13,8 +13,6 @@ rank fails the others are killed at once instead of waiting for them.
 
 from __future__ import annotations
 
-import ctypes
-import ctypes.util
 import os
 import signal
 import subprocess
@@ -22,16 +20,14 @@ import time
 from dataclasses import dataclass
 from typing import Mapping, Sequence
 
+from ..lifetime import die_with_parent
 from .shell import EmuError, tool
 
 __all__ = ["RankSpec", "RankOutcome", "launch", "spawn"]
 
-_PR_SET_PDEATHSIG = 1
-_libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6", use_errno=True)
-
 
 def _die_with_parent() -> None:  # runs in the child between fork and exec
-    _libc.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+    die_with_parent(signal.SIGKILL)
 
 
 def spawn(

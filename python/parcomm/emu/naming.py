@@ -35,6 +35,7 @@ import tempfile
 import time
 from dataclasses import dataclass, field
 
+from ..lifetime import proc_start_time
 from .shell import EmuError, run, tool
 
 __all__ = [
@@ -69,21 +70,6 @@ def state_dir() -> str:
         except OSError:
             continue
     raise EmuError(f"no writable state directory among {', '.join(_STATE_DIRS)}")
-
-
-def proc_start_time(pid: int) -> int | None:
-    """Field 22 of /proc/<pid>/stat (clock ticks since boot), or None if no such process."""
-    try:
-        with open(f"/proc/{pid}/stat", "rb") as f:
-            data = f.read().decode(errors="replace")
-    except OSError:
-        return None
-    # comm (field 2) may contain spaces and parentheses: split after the last ')'.
-    rest = data[data.rfind(")") + 2 :].split()
-    try:
-        return int(rest[19])
-    except (IndexError, ValueError):
-        return None
 
 
 @dataclass

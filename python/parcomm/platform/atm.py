@@ -124,6 +124,7 @@ def atm_cluster(
             send_overhead=PPRO200_SEND_OVERHEAD,
             recv_overhead=PPRO200_RECV_OVERHEAD,
             tcp=host_tcp,
+            timing_noise_s=0.0,  # per-frame host noise is for frame links; a cell switch takes cells as they come
         )
         for i in range(n)
     ]

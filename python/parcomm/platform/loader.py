@@ -235,7 +235,19 @@ def _explicit(data: dict) -> dict:
             except (ValueError, TypeError) as e:
                 raise PlatformError(f"{where}: {e}") from None
         sections[key] = built
+    _quiet_hosts_off_frame_links(sections, data.get("hosts", []))
     return make_platform(name, **sections)
+
+
+def _quiet_hosts_off_frame_links(sections: dict, items: list) -> None:
+    """Hosts on ATM links or shared segments get no default timing noise (it is a frame
+    link's, ``HostSpec::timing_noise_s``); one the file sets itself is left to the core."""
+    given = {i.get("name") for i in items if isinstance(i, Mapping) and "timing_noise_s" in i}
+    elsewhere = {m for s in sections.get("segments", []) for m in s["members"]}
+    elsewhere |= {end for ln in sections.get("links", []) if ln["framing"] == "atm" for end in (ln["a"], ln["b"])}
+    for h in sections.get("hosts", []):
+        if h["name"] in elsewhere and h["name"] not in given:
+            h["timing_noise_s"] = 0.0
 
 
 def _plain(text: str) -> str:

@@ -96,6 +96,7 @@ def opteron_cluster(
     tcp: dict | None = None,
     jitter_s: Any = OS_NOISE_JITTER_S,
     name: str | None = None,
+    timing_noise_s: Any = 0.0,
 ) -> dict:
     """n dual-Opteron nodes (``h0``..) on one Gigabit Ethernet switch ``sw0``.
 
@@ -106,7 +107,10 @@ def opteron_cluster(
     per-port queue q in bytes (default 128 KiB, an assumption; see
     ``GBE_SWITCH_BUFFER``). ``tcp`` overrides fields of ``LINUX_2_6_11_TCP``.
     NIC transmit queue: ``txqueuelen`` 1000, the Linux Ethernet default
-    (ether_setup), which is also the spec default.
+    (ether_setup), which is also the spec default. A period cluster: its
+    operating-system noise is the overheads' ``jitter_s`` above, so the
+    hosts' transmit ``timing_noise_s`` (measured on today's referee,
+    ``defaults.py``) is 0 unless asked for.
     """
     n = _host_count(n, "opteron")
     host_tcp = tcp_spec(LINUX_2_6_11_TCP, **(tcp or {}))
@@ -118,6 +122,7 @@ def opteron_cluster(
             send_overhead={**OPTERON_SEND_OVERHEAD, "jitter_s": jitter_s},
             recv_overhead={**OPTERON_RECV_OVERHEAD, "jitter_s": jitter_s},
             tcp=host_tcp,
+            timing_noise_s=timing_noise_s,
         )
         for i in range(n)
     ]

@@ -119,14 +119,20 @@ def check_name(name: Any, what: str) -> str:
 
 
 def tcp_spec(base: Mapping[str, Any] | None = None, **overrides: Any) -> dict:
-    """A complete ``TcpSpec`` dict: ``base`` (default ``LINUX_TCP``) updated by ``overrides``.
+    """A complete ``TcpSpec`` dict: ``base`` updated by ``overrides``.
 
     Values may be unit strings (``rto_min_s="200ms"``, ``sndbuf_bytes="64KiB"``).
     ``stack="linux"`` (any name of ``platform.stack.STACKS``) applies that TCP
-    profile over ``base`` before the other fields. Unknown field names raise
-    ``PlatformError``.
+    profile over ``base`` before the other fields. Without ``base`` and
+    ``stack`` the profile is ``defaults.DEFAULT_STACK`` (the validated one);
+    ``stack="rfc"`` is the spec's own default (``LINUX_TCP``). Unknown field
+    names raise ``PlatformError``.
     """
     stack = overrides.pop("stack", None)
+    if stack is None and base is None:
+        from .defaults import DEFAULT_STACK
+
+        stack = DEFAULT_STACK
     merged = {f: LINUX_TCP[f] for f in TCP_OPTIONAL}  # serde defaults, for bases that predate them
     merged.update(LINUX_TCP if base is None else base)
     if stack is not None:  # a named profile (platform/stacks/*.toml), then the explicit fields over it
@@ -176,14 +182,21 @@ def host(
     send_overhead: Any = None,
     recv_overhead: Any = None,
     tcp: Mapping[str, Any] | None = None,
+    timing_noise_s: Any = None,
 ) -> dict:
     """A ``HostSpec`` dict with every field present.
 
     ``send_overhead``/``recv_overhead`` take ``None`` (zero), a number or
     duration string (fixed part), a ``(fixed_s, per_byte_s)`` pair or a dict.
-    ``tcp`` is a full or partial TcpSpec dict; missing fields come from
-    ``LINUX_TCP`` (the spec's ``Default``).
+    ``tcp`` is a full or partial TcpSpec dict; missing fields come from the
+    default stack (``defaults.DEFAULT_STACK``) or the ``stack`` it names.
+    ``timing_noise_s``: the host's transmit timing noise (``None``: the
+    measured ``defaults.DEFAULT_TIMING_NOISE_S``; 0: an ideal host).
     """
+    if timing_noise_s is None:
+        from .defaults import DEFAULT_TIMING_NOISE_S
+
+        timing_noise_s = DEFAULT_TIMING_NOISE_S
     check_name(name, "hosts: name")
     return {
         "name": name,
@@ -192,6 +205,7 @@ def host(
         "send_overhead": _as_overhead(send_overhead, f"hosts.{name}.send_overhead"),
         "recv_overhead": _as_overhead(recv_overhead, f"hosts.{name}.recv_overhead"),
         "tcp": tcp_spec(**(tcp or {})),
+        "timing_noise_s": parse_duration(timing_noise_s, f"hosts.{name}.timing_noise_s"),
     }
 
 

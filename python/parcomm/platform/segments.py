@@ -58,6 +58,7 @@ SEGMENT_PROPAGATION_S = 1e-6
 #: 4.1.3 (Solaris 1.1), the BSD 4.3-derived system SPARCstation LX shipped
 #: with in 1992-94 (PVM 3.3 supports it as arch SUN4). BSD timer constants:
 SUNOS_4_1_3_TCP = tcp_spec(
+    stack="rfc",  # BSD timers over the simulator's RFC transport, not the default Linux profile
     # TCPTV_MIN = 2 slow-timer ticks of 500 ms = 1 s; TCPTV_REXMTMAX = 64 s.
     rto_min_s=1.0,
     rto_max_s=64.0,
@@ -110,6 +111,18 @@ def distribute_hosts(n_hosts: int, n_segments: int) -> list[int]:
     """
     base, extra = divmod(n_hosts, n_segments)
     return [base + 1] * extra + [base] * (n_segments - extra)
+
+
+def _workstation(name: str, mtu: Any, tcp: dict) -> dict:
+    return host(
+        name,
+        mtu=mtu,
+        nic_queue_packets=BSD_IFQ_MAXLEN,
+        send_overhead=SPARC_LX_SEND_OVERHEAD,
+        recv_overhead=SPARC_LX_RECV_OVERHEAD,
+        tcp=tcp,
+        timing_noise_s=0.0,  # shared segments: the medium's contention (CSMA/CD backoff) is their noise
+    )
 
 
 def segments_router(
@@ -169,14 +182,7 @@ def segments_router(
     for s, count in enumerate(counts):
         members = []
         for _ in range(count):
-            h = host(
-                f"h{next_id}",
-                mtu=mtu,
-                nic_queue_packets=BSD_IFQ_MAXLEN,
-                send_overhead=SPARC_LX_SEND_OVERHEAD,
-                recv_overhead=SPARC_LX_RECV_OVERHEAD,
-                tcp=host_tcp,
-            )
+            h = _workstation(f"h{next_id}", mtu, host_tcp)
             hosts.append(h)
             members.append(h["name"])
             next_id += 1

@@ -17,7 +17,11 @@ KIND         SIZE                        builder
 Options (``KEY=VALUE``; values take the unit strings of ``units``):
 
 * every kind: ``rto_min``, ``rto_max`` (durations, applied to all hosts),
-  ``mtu`` (size), ``name``;
+  ``mtu`` (size), ``name``, ``stack`` (a TCP profile of ``platform/stacks``:
+  ``linux``, the default, ``rfc``, ``linux-2.6.11``, ``solaris-2.5.1``);
+* every kind but ``atm`` and ``segments``: ``noise`` (the hosts' timing
+  noise, a duration, or ``ideal`` for 0; default the measured 190 us,
+  ``defaults.py``);
 * ``star``: ``rate``, ``buffer``, ``fc`` (on/off), ``prop``, ``latency``,
   ``loss``, ``framing``;
 * ``atm``: ``rate``, ``buffer`` (cells unless a unit is given), ``epd``
@@ -94,9 +98,23 @@ def _buffer_packets(v: str, what: str) -> dict:
 
 _Option = tuple[str, Callable[[str, str], Any]]
 
+
+def _stack(v: str, what: str) -> dict:
+    from .stack import STACKS
+
+    if v not in STACKS:
+        raise ValueError(f"{what}: unknown stack {shown(v)} (expected one of {', '.join(STACKS)})")
+    return {"stack": v}
+
+
+def _noise(v: str, what: str) -> float:
+    return 0.0 if v.lower() == "ideal" else parse_duration(v, what)
+
+
 _COMMON: dict[str, _Option] = {
     "mtu": ("mtu", parse_size),
     "name": ("name", _text),
+    "stack": ("tcp", _stack),
 }
 
 #: Options every switched Ethernet builder takes (star, opteron, fattree, leafspine).
@@ -107,6 +125,7 @@ _SWITCHED: dict[str, _Option] = {
     "flow_control": ("flow_control", parse_bool),
     "prop": ("propagation_s", parse_duration),
     "latency": ("switch_latency_s", parse_duration),
+    "noise": ("timing_noise_s", _noise),
 }
 
 _OPTIONS: dict[str, dict[str, _Option]] = {

@@ -49,7 +49,9 @@ def star(
       order kept. Default 0 (an ideal wire).
     * ``host_options``: passed to ``schema.host`` for every host:
       ``nic_queue_packets``, ``send_overhead``, ``recv_overhead``, ``tcp``
-      (a partial TcpSpec dict over the spec's Linux-like defaults).
+      (a partial TcpSpec dict over the default stack ``linux``, or the
+      ``stack`` it names), ``timing_noise_s`` (default the measured 190 us;
+      0 is the ideal wire). Both defaults: ``platform/defaults.py``.
     """
     n = _host_count(n, "star")
     unknown = set(host_options) - (set(HOST_OPTIONS) - {"mtu"})

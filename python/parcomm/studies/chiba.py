@@ -41,11 +41,14 @@ from ..apps.bcast.node import BcastConfig
 from ..apps.bcast.sim import SimResult, simulate
 from ..apps.bcast.storage_model import MB, load_profile
 from ..models.storage_broadcast import broadcast_lower_bound
-from . import paper_data
+from . import paper_data, rules
 from .chiba_emu import EmuPlan, emulated_section
-from .framework import Comparison, StudyContext, StudyReport, emulation_skip, way_row
+from .framework import Comparison, StudyContext, StudyReport, emulation_skip, find, finding, way_row
+from .rules import TEXT_BAND, TEXT_BASIS
 
 NAME = "chiba"
+#: Why the four-ways table has no real-process run ("run") of this study.
+NO_RUN = "no real run: parcomm bcast is the real tool, but real S3 and cloud nodes are not reachable here (the emulation runs it against an S3 gateway)"
 TITLE = "Broadcast from cloud storage: flat tree, non-steal, steal, and beyond (seed 004)"
 SOURCE = "seed 004 (Chiba, Kielmann, den Burger, Matsuoka), §3.3 Figs. 1-5, §4, §5 Figs. 9-13, §6"
 
@@ -422,10 +425,76 @@ def _compare_net10(sens: list[dict]) -> Comparison:
     return Comparison(
         "Sensitivity, 10 MB/s NICs (paper's phase-2 rate), 32 nodes: steal / non-steal / best over flat",
         "1.7x / 1.6x / —",
-        " / ".join(f"{r['total_mb_s'] / flat_s:.2f}x" for r in sens[1:]),
-        None,
+        " / ".join(f"{_config(sens, k)['total_mb_s'] / flat_s:.2f}x" for k in ("steal", "nonsteal"))
+        + f" / {sens[-1]['total_mb_s'] / flat_s:.2f}x",
+        rules.no_paper_value("a sensitivity run with slower NICs, not the paper's setting"),
         f"best: {sens[-1]['slowest_s']:.0f} s, {sens[-1]['fraction_of_bound']:.2f} of its bound",
     )
+
+
+def _config(sens: list[dict], name: str) -> dict:
+    return next(r for r in sens if r["config"] == name)
+
+
+def _why_rows(rep: StudyReport, sens: list[dict]) -> None:
+    """The differing rows' mechanisms, each with the sensitivity run (10 MB/s NICs) or a counter as evidence."""
+    flat = _config(sens, "flat")
+    ratios = {k: _config(sens, k)["total_mb_s"] / flat["total_mb_s"] for k in ("steal", "nonsteal")}
+    st = _config(sens, "steal")
+    share10 = st["phase2_s"] / (st["phase1_s"] + st["phase2_s"]) if st["phase1_s"] + st["phase2_s"] else float("nan")
+    near = all(abs(ratios[k] / PAPER[f"{k}_over_flat_32"][1] - 1) <= TEXT_BAND for k in ratios)
+    nic = (
+        "Mechanism: the node network. The paper gives no NIC figure, so the profile assumes 30 MB/s per node, and "
+        "the phase-2 exchange runs at that rate instead of the paper's ~10 MB/s. Evidence, a second configuration: "
+        f"with 10 MB/s NICs the same runs give steal {ratios['steal']:.2f}x and non-steal {ratios['nonsteal']:.2f}x "
+        f"flat, phase 2 at {st['phase2_mb_s']:.1f} MB/s"
+        + (
+            ", the paper's values."
+            if near
+            else "; the ratios move toward the paper's but do not reach them, so the NIC is not the whole cause."
+        )
+    )
+    for c in rep.comparisons:
+        if c.agrees is not False or c.why:
+            continue
+        if c.quantity.startswith(("Fig. 11:", "Fig. 12: phase 2")):
+            c.why = nic
+        elif c.quantity.startswith("Fig. 13:"):
+            c.why = (
+                "Mechanism: phase 2 is faster here (see Fig. 12's phase-2 row), so it takes a smaller share of the "
+                f"time. Evidence: with 10 MB/s NICs steal spends {share10:.0%} of its time in phase 2 at 32 nodes."
+            )
+        elif c.quantity.startswith("Fig. 12: phase 1"):
+            c.why = (
+                "The cause is not known. Phase 1 is bound by each node's GETs, drawn from Fig. 1's per-GET mixture; "
+                "measured to each node's own end the rate is above the paper's range, and the paper does not say "
+                "whether its rate includes the wait for the slowest node."
+            )
+
+
+def _headline(rep: StudyReport) -> list[dict]:
+    out = []
+    for start, claim, how in (
+        (
+            "Fig. 1: GETs at <= 6 MB/s",
+            "S3 GETs are bimodal (Fig. 1)",
+            "The storage profile draws each GET's rate from the paper's two modes.",
+        ),
+        (
+            "Fig. 11: steal / flat",
+            "Steal broadcasts ~1.7x faster than the flat tree at 32 nodes",
+            "Nodes exchange pieces instead of all fetching the whole object from storage.",
+        ),
+        (
+            "Fig. 9: steal",
+            "Stealing narrows the spread between the slowest and fastest node (Fig. 9)",
+            "A finished node takes half of a slow node's remaining works.",
+        ),
+    ):
+        c = find(rep, start)
+        if c is not None:
+            out.append(finding(c, claim, how))
+    return out
 
 
 def run(ctx: StudyContext, plan: Plan | None = None) -> StudyReport:
@@ -472,6 +541,8 @@ def run(ctx: StudyContext, plan: Plan | None = None) -> StudyReport:
     emulated_section(ctx, rep)  # real processes in namespaces; skipped under --quick or without netns
     rep.paper_values = paper_data.for_report(NAME)
     rep.ways = _ways(ctx, rep, plan, fig2, fig11)
+    _why_rows(rep, sens)
+    rep.headline = _headline(rep)
     return rep
 
 
@@ -541,7 +612,7 @@ def _compare_fig1_3(f1: dict, flat_rates: dict) -> list[Comparison]:
             "Fig. 1: GETs at <= 6 MB/s",
             PAPER["fig1_le6"][0],
             f"{f1['le6']:.0%}",
-            abs(f1["le6"] - 0.6) <= 0.1,
+            rules.within(f1["le6"] * 100, 60, TEXT_BAND, TEXT_BASIS, "%", approx=True),
             "profile chiba2010, 1,000 draws",
         )
     )
@@ -550,7 +621,7 @@ def _compare_fig1_3(f1: dict, flat_rates: dict) -> list[Comparison]:
             "Fig. 1: GETs at >= 8 MB/s",
             PAPER["fig1_ge8"][0],
             f"{f1['ge8']:.0%}",
-            abs(f1["ge8"] - 0.3) <= 0.1,
+            rules.within(f1["ge8"] * 100, 30, TEXT_BAND, TEXT_BASIS, "%", approx=True),
             f"mean {f1['mean']:.1f} MB/s, range {f1['min']:.1f}-{f1['max']:.1f}",
         )
     )
@@ -560,7 +631,7 @@ def _compare_fig1_3(f1: dict, flat_rates: dict) -> list[Comparison]:
             "Fig. 3: per-node mean MB/s under flat (8/16/32 nodes)",
             "same distribution whatever N (§3.3.2)",
             f3,
-            None,
+            rules.no_paper_value("the paper states it in words; the row shows the per-node means to read"),
             "average node of each run",
         )
     )
@@ -581,19 +652,35 @@ def _compare_fig2_4_9_10(plan: Plan, fig2: list[dict]) -> list[Comparison]:
             "Fig. 2: flat, slowest node (s per GB)",
             PAPER["fig2_slowest"][0],
             f"{slowest:.0f}",
-            abs(slowest - 250) / 250 <= 0.25,
+            rules.within(slowest, 250, TEXT_BAND, TEXT_BASIS, "s per GB", approx=True),
             f"mean over {len(flat8)} trials",
         )
     )
     C(
         Comparison(
-            "Fig. 2: flat, fastest node (s per GB)", PAPER["fig2_fastest"][0], f"{fastest:.0f}", fastest <= 110, ""
+            "Fig. 2: flat, fastest node (s per GB)",
+            PAPER["fig2_fastest"][0],
+            f"{fastest:.0f}",
+            rules.at_most(
+                fastest, 100 * (1 + TEXT_BAND), "'> 10 MB/s' read off the figure, with the text's ±20 %", "s per GB"
+            ),
+            "",
+            f"The cause is not known: the fastest of the 8 nodes averages {GB / 1e6 / fastest:.1f} MB/s over "
+            "its object, under the paper's > 10 MB/s; the study has not isolated why its GETs stay slower."
+            if fastest > 100 * (1 + TEXT_BAND)
+            else "",
         )
     )
     sum8 = _mean(flat8, "total_mb_s")
     C(
         Comparison(
-            "Fig. 4: flat, summed throughput of 8 nodes (MB/s)", PAPER["fig4_sum8"][0], f"{sum8:.0f}", sum8 <= 60, ""
+            "Fig. 4: flat, summed throughput of 8 nodes (MB/s)",
+            PAPER["fig4_sum8"][0],
+            f"{sum8:.0f}",
+            rules.at_most(
+                sum8, 50 * (1 + TEXT_BAND), "'at most ~50' read off the figure, with the text's ±20 %", "MB/s"
+            ),
+            "",
         )
     )
     for algo, fig in (("steal", "9"), ("nonsteal", "10")):
@@ -605,7 +692,7 @@ def _compare_fig2_4_9_10(plan: Plan, fig2: list[dict]) -> list[Comparison]:
                 f"Fig. {fig}: {algo}, (slowest - fastest) / average",
                 "much smaller than flat's (§5.1)",
                 f"{spread:.2f} vs flat {fspread:.2f}",
-                spread < fspread,
+                rules.direction(spread < fspread, "smaller than flat's", "§5.1"),
                 f"avg {_mean(rows, 'average_s') * scale:.0f} s/GB; worst trial slowest "
                 f"{max(r['slowest_s'] for r in rows) * scale:.0f} s/GB",
             )
@@ -625,8 +712,7 @@ def _compare_fig11(fig11: list[dict]) -> list[Comparison]:
                 f"Fig. 11: {algo} / flat total throughput, 32 nodes",
                 PAPER[f"{algo}_over_flat_32"][0],
                 f"{ratio:.2f}x",
-                abs(ratio - want) / want <= 0.2,
-                "issue target for steal: >= 1.7x" + (" (met)" if algo == "steal" and ratio >= 1.7 else ""),
+                rules.within(ratio, want, TEXT_BAND, TEXT_BASIS, "x", approx=True),
             )
         )
     return out
@@ -646,7 +732,14 @@ def _compare_fig12_13(fig11: list[dict]) -> list[Comparison]:
                 PAPER[key][0],
                 f"{min(wait):.1f}-{max(wait):.1f} incl. the barrier wait; {min(vals):.1f}-{max(vals):.1f} "
                 "to the node's own end",
-                lo - 0.5 <= min(wait) and max(wait) <= hi + 0.5,
+                rules.Verdict(
+                    lo - 0.5 <= min(wait) and max(wait) <= hi + 0.5,
+                    rules.Rule(
+                        rules.TOLERANCE,
+                        f"every value (with the barrier wait) within {lo - 0.5:g}-{hi + 0.5:g} MB/s",
+                        "the text's range, widened by half its last digit",
+                    ),
+                ),
                 "the paper does not say which; the barrier version falls with N as the paper's does",
             )
         )
@@ -656,7 +749,10 @@ def _compare_fig12_13(fig11: list[dict]) -> list[Comparison]:
             "Fig. 12: phase 2 MB/s per node",
             PAPER["phase2"][0],
             f"{min(vals):.1f}-{max(vals):.1f}",
-            7 <= min(vals) and max(vals) <= 13,
+            rules.Verdict(
+                10 * (1 - TEXT_BAND) <= min(vals) and max(vals) <= 10 * (1 + TEXT_BAND),
+                rules.Rule(rules.TOLERANCE, f"every value within ±{TEXT_BAND * 100:g} % of ~10 MB/s", TEXT_BASIS),
+            ),
             "the profile's node NIC is 30 MB/s (an assumption, see notes)",
         )
     )
@@ -670,7 +766,7 @@ def _compare_fig12_13(fig11: list[dict]) -> list[Comparison]:
             "Fig. 13: steal, phase 2 share of time at 16/32 nodes",
             PAPER["phase2_share"][0],
             f"{shares[16]:.0%} / {shares[32]:.0%}",
-            min(shares[16], shares[32]) >= 0.8,
+            rules.within(min(shares[16], shares[32]) * 100, 90, TEXT_BAND, TEXT_BASIS, "%", approx=True),
             "4/8 nodes: " + f"{shares[4]:.0%} / {shares[8]:.0%}",
         )
     )
@@ -686,9 +782,9 @@ def _compare_beyond(summary: list[dict], big: list[dict]) -> list[Comparison]:
     C(
         Comparison(
             "Beyond: best configuration, 32 nodes, completion / lower bound",
-            "issue target: <= 1.25",
+            "— (beyond the paper; project target: <= 1.25)",
             f"{best['slowest_over_bound']:.2f} ({best['config']})",
-            best["slowest_over_bound"] <= 1.25,
+            rules.at_most(best["slowest_over_bound"], 1.25, "project target beyond the paper"),
             f"{best['slowest_s']:.1f} s vs bound {best['bound_s']:.1f} s; {best['over_flat']:.2f}x flat",
         )
     )
@@ -698,7 +794,7 @@ def _compare_beyond(summary: list[dict], big: list[dict]) -> list[Comparison]:
             "Beyond: paper steal, 32 nodes, completion / lower bound",
             "—",
             f"{paper_row['slowest_over_bound']:.2f}",
-            None,
+            rules.no_paper_value("the paper gives no lower bound"),
             "",
         )
     )
@@ -708,7 +804,7 @@ def _compare_beyond(summary: list[dict], big: list[dict]) -> list[Comparison]:
                 f"{row['nodes']:,} nodes: {row['config']}",
                 "— (paper stops at 32)",
                 f"{row['slowest_s']:.0f} s, {row['fraction_of_bound']:.2f} of bound, egress {row['egress_ratio']:.2f}x",
-                None,
+                rules.no_paper_value("beyond the paper's 32 nodes"),
                 f"{row['size'] / 1e6:g} MB, {row['piece_mib']} MiB pieces",
             )
         )
@@ -726,32 +822,32 @@ def _compare(rep, plan, f1, fig2, fig11, summary, big, flat_rates) -> None:
 
 def _notes(rep, plan, prof) -> None:
     rep.notes += [
-        "Simulator only: the flow-level driver (apps/bcast/sim.py) runs the real protocol state machines over "
+        "Simulator only: parcomm's flow-level broadcast simulator runs the real protocol state machines over "
         "profile chiba2010. Its storage model is the paper's: per-GET rates from a bimodal mixture (§3.3.1 Fig. 1, "
         "§3.3.3: 60-70 % slow, 20-30 % fast), held by a connection for 60 s, no aggregate limit (§3.3.2 Fig. 5).",
         "Node network: the paper gives no NIC figure for its EC2 small instances; it only reports the phase-2 "
         "throughput its Robber exchange reached, ~10 MB/s (§5.3 Fig. 12), and cites [17] (Walker 2008) for EC2's "
         "low internal network performance (§2.4). The profile's 30 MB/s per node (up and down) is therefore an "
-        "assumption (chiba2010 in storage_model.py), not a fit: the study does not tune it. With 30 MB/s the "
+        "assumption (the chiba2010 storage profile), not a fit: the study does not tune it. With 30 MB/s the "
         "simulated phase 2 runs at ~27 MB/s, ~2.7x the paper's, which is why steal and non-steal beat flat by "
         "far more than the paper's 1.6-1.7x at 32 nodes (phase 2 is ~90 % of the time, Fig. 13, so the ratio "
-        "follows the phase-2 rate). Table fig11_net10 reruns 32 nodes with 10 MB/s NICs, the paper's observed "
+        "follows the phase-2 rate). A sensitivity table reruns 32 nodes with 10 MB/s NICs, the paper's observed "
         "phase-2 rate, as a sensitivity check of that explanation, not as a calibration.",
         "Protocol: the paper's works (3.2 MB, the GET and steal unit) and one S3 connection, but each work cut into "
-        "10 pieces of 320 KiB instead of 100 of 32 KiB, for the simulator's speed (see the module docstring and, in "
-        "the full study, table piece_check). parcomm's defaults (1 MiB pieces, 8-piece works, 2 connections) are "
+        "10 pieces of 320 KiB instead of 100 of 32 KiB, for the simulator's speed (see the study's documentation and, in "
+        "the full study, the piece-size check). parcomm's defaults (1 MiB pieces, 8-piece works, 2 connections) are "
         "in the beyond_32 table.",
-        "Total throughput (Fig. 11) is the sum over nodes of size / that node's completion time (SimResult.total_mb_s); "
+        "Total throughput (Fig. 11) is the sum over nodes of size / that node's completion time; "
         "ratios to flat use the same definition on both sides.",
-        "Lower bound: models.storage_broadcast.broadcast_lower_bound with storage rate per node = the mixture's mean "
+        "Lower bound: parcomm's broadcast lower bound, with storage rate per node = the mixture's mean "
         "per-GET rate (6.4 MB/s) x the node's S3 connections, no aggregate limit, NICs 30/30 MB/s, 50 ms request "
         "latency, one piece. At 32 nodes it is bound by a node's download NIC (1 GB / 30 MB/s = 33 s). "
-        "fraction_of_bound = bound / slowest node's completion.",
-        "Beyond the paper (table beyond_32): overlap_phases (exchange while fetching), s3_connections, "
-        "adaptive_works (new: GET size from the measured rate and latency; grants in proportion to the estimated "
+        "The fraction of the bound is the bound over the slowest node's completion time.",
+        "Beyond the paper (the beyond-32 tables): overlapping the phases (exchange while fetching), several S3 connections, "
+        "adaptive works (new: GET size from the measured rate and latency; grants in proportion to the estimated "
         "rates of thief and victim, never less than half), and a wider overlay (peers/upload slots 8). Each row "
-        "keeps origin egress <= 1.05x and every node complete (columns egress_ratio_max, all_complete). "
-        "adaptive_works matters little here: phase 1 is a few seconds of a ~40 s broadcast at 32 nodes, and "
+        "keeps origin egress <= 1.05x and every node complete (see the egress and completion columns of the beyond-32 summary table). "
+        "Adaptive works matter little here: phase 1 is a few seconds of a ~40 s broadcast at 32 nodes, and "
         "stealing already balances it to within a work.",
         "1,024 nodes: with 32 MiB pieces (30 of them) a piece must arrive whole before it is forwarded, so the "
         "exchange pipelines poorly and every protocol stays far from the bound; there the wider overlay (8 upload "

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from . import rules
 from .framework import Comparison, StudyContext, StudyReport
 
 ALGOS = ("flat", "nonsteal", "steal")
@@ -104,7 +105,7 @@ def _compare(rep: StudyReport, fig2: list[dict], fig11: list[dict], plan: EmuPla
                 f"Emulation, Fig. {fig}: {algo}, {plan.fig2_nodes} nodes, slowest / fastest node",
                 "flat spread wide; steal/non-steal narrow",
                 f"{spread:.2f}",
-                None,
+                rules.no_paper_value("the paper's spread is a figure with no value; the emulation's scale differs"),
                 f"mean slowest {mean(rows, 'slowest_s'):.1f} s, {mean(rows, 'fraction_of_bound'):.2f} of the bound",
             )
         )
@@ -118,7 +119,7 @@ def _compare(rep: StudyReport, fig2: list[dict], fig11: list[dict], plan: EmuPla
                     f"Emulation, Fig. 11: {algo} / flat total throughput, {top} nodes",
                     paper,
                     f"{row['total_mb_s'] / flat['total_mb_s']:.2f}x",
-                    None,
+                    rules.no_paper_value("the emulated cluster's rates and size differ from the paper's"),
                     f"egress {row['egress_ratio']:.2f}x vs flat {flat['egress_ratio']:.2f}x",
                 )
             )

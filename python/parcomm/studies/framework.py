@@ -35,15 +35,32 @@ SUMMARIES: dict[str, str] = {
 
 @dataclass
 class Comparison:
-    """One line of the "paper vs parcomm" table."""
+    """One line of the "paper vs parcomm" table.
+
+    ``agrees`` is given as a :class:`.rules.Verdict` (a function of :mod:`.rules` computes it),
+    so that the rule that decided travels with the row: after construction ``agrees`` is the
+    verdict (None: not comparable one to one) and ``rule`` the rule as data.
+    """
 
     quantity: str
     paper: str
     parcomm: str
-    agrees: bool | None = None  # None: not comparable one to one
+    agrees: Any = None
     note: str = ""
-    #: Where the paper and parcomm disagree, why (the report shows it under "Why it differs").
+    #: Where the paper and parcomm disagree, why: the mechanism and the evidence for it, or
+    #: plainly that the cause is not known (the report shows it under "Why it differs").
     why: str = ""
+    rule: dict[str, str] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        from .rules import Verdict, rule_problems
+
+        if isinstance(self.agrees, Verdict):
+            self.rule = self.agrees.rule.as_dict()
+            self.agrees = self.agrees.agrees
+        problems = rule_problems(self.rule)
+        if problems:  # a verdict without its rule is a study's bug, found at once
+            raise ValueError(f"comparison {self.quantity!r}: {'; '.join(problems)} (give agrees= a rules.Verdict)")
 
 
 #: The four ways parcomm answers a question (README "What it answers, four ways").
@@ -115,6 +132,29 @@ class StudyReport:
     ways: list[dict[str, Any]] = field(default_factory=list)
     #: The paper's transcribed values this study uses (:func:`.paper_data.for_report`).
     paper_values: list[dict[str, Any]] = field(default_factory=list)
+    #: The study's findings in a few sentences, each from :func:`finding` (computed from the
+    #: comparisons, so they move with the numbers); the report puts them at the top.
+    headline: list[dict[str, str]] = field(default_factory=list)
+
+
+#: A finding's status, from its comparison's verdict.
+STATUS = {True: "reproduced", False: "not reproduced", None: "not comparable"}
+
+
+def finding(c: Comparison, claim: str, mechanism: str = "") -> dict[str, str]:
+    """One sentence of a study's headline: ``claim`` (the paper's, in a few words), its status
+    from ``c``'s verdict, parcomm's value and the mechanism. Where the row differs and it has a
+    "why", that is the mechanism; otherwise ``mechanism`` (what makes the value come out so)."""
+    how = (c.why or "The cause is not known.") if c.agrees is False else mechanism
+    text = f"{claim}: paper {c.paper}, parcomm {c.parcomm}"
+    if how:
+        text += f". {how}"
+    return {"status": STATUS[c.agrees], "text": text if text.endswith(".") else text + ".", "quantity": c.quantity}
+
+
+def find(rep: StudyReport, start: str) -> Comparison | None:
+    """The first comparison whose quantity starts with ``start``."""
+    return next((c for c in rep.comparisons if c.quantity.startswith(start)), None)
 
 
 @dataclass
@@ -376,6 +416,10 @@ def _run_study(mod: Any, ctx: StudyContext) -> StudyReport:
             ctx.plot_lock.release()
     rep.wall_s = time.perf_counter() - t0
     rep.quick = ctx.quick
+    no_run = getattr(mod, "NO_RUN", "")
+    for row in rep.ways:  # the "run" cells left empty say the study's reason, not a generic marker
+        if no_run and row.get("run") == NOT_IN_STUDY:
+            row["run"] = no_run
     written = {f"{stem}.png": text for stem, text in getattr(mod, "CAPTIONS", {}).items()}
     rep.captions = {**ctx.captions, **{k: v for k, v in written.items() if k in ctx.captions}, **rep.captions}
     return rep

@@ -23,10 +23,12 @@ from ..comm import run_sim
 from ..measure import measure, sim_runner
 from ..models import make_model
 from ..platform import opteron_cluster
-from . import nomura_emu, paper_data
-from .framework import Comparison, StudyContext, StudyReport, emulation_skip, skip, way_row
+from . import nomura_emu, paper_data, rules
+from .framework import Comparison, StudyContext, StudyReport, emulation_skip, find, finding, skip, way_row
 
 NAME = "nomura"
+#: Why the four-ways table has no real-process run ("run") of this study.
+NO_RUN = "no real run: it needs the paper's switch without flow control; one machine's loopback has no switch queue (the emulation gives MPICH one)"
 TITLE = "PlogP vs PlogP-BR vs PlogP-BR+: predicting Alltoall A and B (seed 001 Fig. 8)"
 SOURCE = "seed 001 (Nomura & Ishikawa), §3-4, eqs. 1-12, Fig. 8"
 
@@ -39,8 +41,8 @@ CAPTIONS = {
     "PlogP-BR predicts closer than PlogP), so none are plotted.",
     "fig8_p64": "Nomura & Ishikawa Fig. 8 at P = 64: the same as for P = 8 on 64 hosts, where A's incast makes "
     "RTOs appear and the ranking of A and B inverts. The paper's values are not in its text (plot only).",
-    "fig8_linux_p8": "The same at P = 8 with today's Linux TCP in the simulator (stacks/linux.toml).",
-    "fig8_linux_p64": "The same at P = 64 with today's Linux TCP in the simulator (stacks/linux.toml).",
+    "fig8_linux_p8": "The same at P = 8 with today's Linux TCP in the simulator (the linux stack profile).",
+    "fig8_linux_p64": "The same at P = 64 with today's Linux TCP in the simulator (the linux stack profile).",
     "fig8_emu-mpich_p8": "Alltoall A and B under MPICH across 8 emulated hosts (real Linux TCP, 100 Mbit/s, port "
     "buffer scaled with the rate) beside the three models, parameters measured on the same "
     "emulated platform.",
@@ -314,7 +316,7 @@ def _rto_split(rows: list[dict]) -> tuple[list[int], list[int]]:
 
 def _plot(ctx: StudyContext, rows: list[dict], procs: int, profile: str = PAPER_PROFILE) -> str:
     plt = ctx.pyplot()
-    fig, ax = plt.subplots(figsize=(6.5, 4.2))
+    fig, ax = plt.subplots(figsize=(12, 5))  # wide: the legend has up to 12 entries, the report shows it full width
     pts = [r for r in rows if r["procs"] == procs and r["profile"] == profile]
     what = "MPICH, emulated" if profile == nomura_emu.PROFILE else "simulated"
     colors = {"A": "tab:blue", "B": "tab:orange"}
@@ -334,12 +336,17 @@ def _plot(ctx: StudyContext, rows: list[dict], procs: int, profile: str = PAPER_
     ax.set_xlabel("message size m (bytes)")
     ax.set_ylabel("Alltoall time (s)")
     ax.set_title(f"Fig. 8 (P = {procs}, {profile}): predicted vs {what}")
-    ax.legend(fontsize=6, ncol=2)
+    ax.legend(fontsize=8, ncol=1, loc="upper left", bbox_to_anchor=(1.01, 1.0))
     return ctx.save_figure(fig, f"fig8_{_tag(profile, procs)}")
 
 
 def _fmt_sizes(sizes: list[int]) -> str:
-    return ", ".join(f"{m} B" for m in sizes) if sizes else "none"
+    """``sizes`` as "1024 B, 2048 B"; callers say in words what an empty list means."""
+    return ", ".join(f"{m} B" for m in sizes)
+
+
+def _count(n: int, word: str) -> str:
+    return f"{n} {word}{'' if n == 1 else 's'}"
 
 
 def _compare_error(pr: list[dict], procs: int, summary: dict, early: list[int], missed: list[int]) -> Comparison:
@@ -361,11 +368,31 @@ def _compare_error(pr: list[dict], procs: int, summary: dict, early: list[int], 
         f"P={procs}: mean absolute relative error vs actual (A and B, {len({r['size_bytes'] for r in pr})} sizes)",
         "no number printed; Fig. 8 and §4.3: PlogP-BR closer to the actual times than PlogP",
         f"PlogP {e_p:.1%}, PlogP-BR {e_br:.1%}",
-        e_br < e_p,
-        f"median relative error PlogP {med_p:.1%}, PlogP-BR {med_br:.1%} (a mean is dominated by a few sizes); "
-        f"PlogP-BR adds T_RTO to A where the simulated A had no timeout at: {_fmt_sizes(early)}"
-        + (f"; it predicts none where A timed out at: {_fmt_sizes(missed)}" if missed else ""),
+        rules.direction(e_br < e_p, "PlogP-BR's mean error below PlogP's", "§4.3's claim; the paper prints no error"),
+        f"median relative error PlogP {med_p:.1%}, PlogP-BR {med_br:.1%} (a mean is dominated by a few sizes)",
+        _why_error(pr, early, missed) if e_br >= e_p else "",
     )
+
+
+def _why_error(pr: list[dict], early: list[int], missed: list[int]) -> str:
+    """Where PlogP-BR's error comes from, with the counter that shows it."""
+    if not early and not missed:
+        return (
+            "Not RTOs: eq. 1 and the simulated runs agree on where A times out (the timeout counter), so the "
+            "error lies in the PlogP part of the model; the cause is not isolated further."
+        )
+    parts = []
+    if early:
+        rest = [r for r in pr if not (r["algo"] == "A" and r["size_bytes"] in early)]
+        parts.append(
+            f"eq. 1 charges A one T_RTO = {RTO_S * 1e3:.0f} ms whenever (n-1)m > q, and does so at "
+            f"{_count(len(early), 'size')} ({_fmt_sizes(early)}) where the simulated A's timeout counter stayed 0 "
+            f"(the fullest switch port stayed below q or the overflow missed a phase's last packets). Without those "
+            f"points PlogP-BR's mean error is {_errors(rest, 'plogp-br'):.1%} against PlogP's {_errors(rest, 'plogp'):.1%}"
+        )
+    if missed:
+        parts.append(f"it charges none at {_fmt_sizes(missed)}, where the simulated A did time out")
+    return "Mechanism: " + "; ".join(parts) + "."
 
 
 def _compare_selection(pr: list[dict], procs: int, summary: dict) -> list[Comparison]:
@@ -382,8 +409,8 @@ def _compare_selection(pr: list[dict], procs: int, summary: dict) -> list[Compar
             f"P={procs}: the same against the first (cold) call",
             "(diagnostic: how the measurement changes the verdict)",
             f"MARE PlogP {c_p:.1%}, PlogP-BR {c_br:.1%}; PlogP-BR picks {c_right}/{c_total}",
-            None,
-            f"cold A timed out at {_fmt_sizes([r['size_bytes'] for r in pr if r['algo'] == 'A' and r['cold_timeouts'] > 0])}",
+            rules.no_paper_value("a diagnostic of the measurement, not a claim of the paper"),
+            _cold_timeouts([r["size_bytes"] for r in pr if r["algo"] == "A" and r["cold_timeouts"] > 0]),
         )
     )
     C.append(
@@ -391,11 +418,33 @@ def _compare_selection(pr: list[dict], procs: int, summary: dict) -> list[Compar
             f"P={procs}: faster of A and B picked (sizes where they differ > 20 %)",
             "PlogP-BR picks B where E_q = 1 (ineq. 12); PlogP always picks A (ineq. 10)",
             f"PlogP-BR {right}/{total}, PlogP {right_p}/{total}",
-            right == total if total else None,
+            rules.criterion(right == total, "PlogP-BR picks the faster at every such size", "ineqs. 10-12")
+            if total
+            else rules.no_paper_value("A and B never differ by more than 20 % here"),
             f"PlogP-BR wrong at: {_fmt_sizes(wrong)}" if wrong else "",
+            _why_selection(pr, wrong) if total and right != total else "",
         )
     )
     return C
+
+
+def _cold_timeouts(sizes: list[int]) -> str:
+    return f"the first call of A timed out at {_fmt_sizes(sizes)}" if sizes else "the first call of A never timed out"
+
+
+def _why_selection(pr: list[dict], wrong: list[int]) -> str:
+    """Why PlogP-BR picked the slower algorithm: its E_q against the timeout counter at those sizes."""
+    a_rows = {r["size_bytes"]: r for r in pr if r["algo"] == "A"}
+    eq_no_to = [m for m in wrong if a_rows[m]["e_q"] == 1 and a_rows[m]["timeouts"] == 0]
+    to_no_eq = [m for m in wrong if a_rows[m]["e_q"] == 0 and a_rows[m]["timeouts"] > 0]
+    parts = []
+    if eq_no_to:
+        parts.append(f"at {_fmt_sizes(eq_no_to)} eq. 1 gives E_q = 1 (so B) but A's timeout counter stayed 0")
+    if to_no_eq:
+        parts.append(f"at {_fmt_sizes(to_no_eq)} A timed out although E_q = 0")
+    if not parts:
+        return "E_q matches the timeout counter at the wrong sizes; the cause is in the PlogP terms and is not known."
+    return "Mechanism: the RTO term decides the pick, and " + "; ".join(parts) + "."
 
 
 def _compare_mismatches(pr: list[dict], procs: int, summary: dict) -> list[Comparison]:
@@ -409,9 +458,14 @@ def _compare_mismatches(pr: list[dict], procs: int, summary: dict) -> list[Compa
         Comparison(
             f"P={procs}: RTO onset in A and the A/B inversion",
             "first mismatch (§4.3): at large P the predicted onset comes at a shorter m than the actual one",
-            f"predicted (E_q = 1) from {min(inv) if inv else '-'} B; simulated A first times out at "
-            f"{first_to[0] if first_to else '-'} B; B beats A at {_fmt_sizes(actual_inv)}",
-            None,
+            "; ".join(
+                (
+                    f"predicted (E_q = 1) from {min(inv)} B" if inv else "no size predicted (E_q = 0 throughout)",
+                    f"simulated A first times out at {first_to[0]} B" if first_to else "simulated A never times out",
+                    f"B beats A at {_fmt_sizes(actual_inv)}" if actual_inv else "B never beats A",
+                )
+            ),
+            _onset_rule(procs, inv, first_to),
             f"measured q = {summary['q_bytes']:.0f} B, so E_q(m, {procs - 1}) = 1 for "
             f"m > {summary['q_bytes'] / (procs - 2):.0f} B"
             if summary.get("q_bytes")
@@ -427,12 +481,23 @@ def _compare_mismatches(pr: list[dict], procs: int, summary: dict) -> list[Compa
             f"P={procs}: actual / PlogP-BR at m = {small} B",
             "second mismatch (§4.3): a constant factor at small m, the same for both algorithms",
             f"A {ra:.2f}, B {rb:.2f}",
-            None,
+            rules.no_paper_value("the paper describes the factor in words and gives no value"),
             f"without the receiver's credit messages the simulated times would be A {nc['A'] * 1e3:.3f} ms "
             f"(not {a['actual_s'] * 1e3:.3f}), B {nc['B'] * 1e3:.3f} ms (not {b['actual_s'] * 1e3:.3f}); see notes",
         )
     )
     return C
+
+
+def _onset_rule(procs: int, inv: list[int], first_to: list[int]) -> rules.Verdict:
+    """§4.3 states the early onset for large P only (P = 64 here)."""
+    if procs < 64 or not inv:
+        return rules.no_paper_value("the paper states this mismatch for large P only")
+    return rules.direction(
+        not first_to or min(inv) < first_to[0],
+        "the predicted onset at a smaller m than the first simulated timeout of A",
+        "§4.3's first mismatch",
+    )
 
 
 def _note_early_rtos(pr: list[dict], procs: int, summary: dict, early: list[int]) -> str:
@@ -499,26 +564,47 @@ def _score(rep: StudyReport, pr: list[dict], procs: int, profile: str, summary: 
     rep.comparisons.append(
         Comparison(
             f"{where}: MARE of PlogP, PlogP-BR, PlogP-BR+ vs {'MPICH as measured' if emulated else 'simulated'}",
-            "PlogP-BR+ (beyond the paper, issue 21 target): <= 15 %",
+            "— (beyond the paper; project target for PlogP-BR+: <= 15 %)",
             shown,
-            mare["plogp-br+"] <= 0.15,
+            rules.at_most(mare["plogp-br+"] * 100, 15, "project target beyond the paper", "%"),
             (
-                f"PlogP-BR+ over the {len({r['size_bytes'] for r in unprobed})} sizes its RTO probe never ran at: "
-                f"{oos:.1%}; "
+                f"PlogP-BR+ over the {_count(len({r['size_bytes'] for r in unprobed}), 'size')} its RTO probe never "
+                f"ran at: {oos:.1%}; "
                 if oos is not None
                 else "every size was probed; "
             )
             + f"PlogP-BR {'beats' if mare['plogp-br'] < mare['plogp'] else 'does not beat'} PlogP",
+            _why_br_plus(pr, summary["probe_sizes"]) if mare["plogp-br+"] > 0.15 else "",
         )
     )
     rep.comparisons.append(
         Comparison(
             f"{where}: mean selection penalty vs the measured oracle (faster of A and B)",
-            "PlogP-BR+ (issue 21 target): <= 5 %; C4.5 trees on full measurements: 2.08 % (Pjesivac-Grbovic et al.)",
+            "— (project target for PlogP-BR+: <= 5 %; C4.5 trees on full measurements: 2.08 %, "
+            "Pjesivac-Grbovic et al.)",
             ", ".join(f"{LABELS[m]} {pen[m]:.1%}" for m in MODELS),
-            pen["plogp-br+"] <= 0.05,
+            rules.at_most(pen["plogp-br+"] * 100, 5, "project target beyond the paper", "%"),
         )
     )
+
+
+def _why_br_plus(pr: list[dict], probe_sizes: list[int]) -> str:
+    """Whether PlogP-BR+'s error sits where its RTO probe ran or where it extrapolates."""
+    probed = [r for r in pr if r["size_bytes"] in probe_sizes]
+    unprobed = [r for r in pr if r["size_bytes"] not in probe_sizes]
+    if not probed or not unprobed:
+        return "The cause is not known: every size was probed (or none), so the probe's reach does not separate it."
+    e_in, e_out = _errors(probed, "plogp-br+"), _errors(unprobed, "plogp-br+")
+    if e_out > 2 * e_in:
+        return (
+            f"Mechanism: extrapolation of the RTO probe. At the sizes it measured the error is {e_in:.1%}; at the "
+            f"{_count(len({r['size_bytes'] for r in unprobed}), 'size')} it never ran at, {e_out:.1%}."
+        )
+    if max(e_in, e_out) <= 2 * min(e_in, e_out):
+        seen = f"about the same at probed ({e_in:.1%}) and unprobed sizes ({e_out:.1%})"
+    else:
+        seen = f"larger at the sizes the probe measured ({e_in:.1%}) than at the others ({e_out:.1%})"
+    return f"The cause is not known: the error is {seen}, so it is not the probe's reach."
 
 
 def _simulate(ctx: StudyContext) -> tuple[list[dict], list[dict]]:
@@ -539,10 +625,9 @@ def _measurement_notes(ctx: StudyContext) -> list[str]:
         f"runs warm-up calls before its timed repetitions and reports their mean, t_max over ranks): {REPS} calls, "
         f"each after a barrier, the latest rank's time, averaged, then averaged over {len(_seeds(ctx))} seed(s). "
         f"The streams' congestion windows are then open, as in a program that calls Alltoall repeatedly; between "
-        f"calls Linux's RFC 2861 restart shrinks the window of a stream idle longer than one RTO (tcp_cwnd_restart, "
-        f"on here). The paper does not say how it timed its runs; the first (cold) call is reported beside "
-        f"(cold_s and the 'first (cold) call' rows). This choice was made after a previous session saw warm calls "
-        f"time out where cold ones did not, so both are shown and neither is tuned.",
+        f"calls Linux's RFC 2861 restart shrinks the window of a stream idle longer than one RTO (on here). "
+        f"The paper does not say how it timed its runs, and warm and cold calls time out at different sizes, so "
+        f"the first (cold) call is reported beside (the 'first (cold) call' rows); neither is tuned.",
         "Nothing is fitted: both models use only the parameter file that the measurement procedure wrote "
         "(params_p8.json, params_p64.json); the platform is the seed-001 cluster with Linux 2.6.11's SACK on "
         "(its kernel default).",
@@ -576,18 +661,18 @@ def _mechanism_notes() -> list[str]:
     """Why eq. 1 and the simulator disagree on A's RTOs, and where the small-m factor comes from."""
     return [
         "Mechanism (why eq. 1 and the simulator disagree on A's RTOs). SimComm's sends enter the core as whole "
-        "messages; the core writes each into its stream's socket buffer as room frees (fill_socket_buffer), and "
+        "messages; the core writes each into its stream's socket buffer as room frees, and "
         "MPI_Send returns once the last byte is in, so the core is a progress engine that feeds every socket "
         "as its ACKs arrive, at no CPU cost. Each stream then puts what its congestion window allows into the "
-        "NIC's FIFO (tcp_write_xmit), so the sockets of different destinations already interleave there at "
+        "NIC's FIFO, so the sockets of different destinations already interleave there at "
         "window granularity. Fig. 6 sends with blocking MPI_Send, so a rank has one message being written at a "
         "time; with the fixed 128 KiB buffer (YAMPI's setsockopt, see TCP above) a message up to ~128 KiB "
         "enters it at once and all P-1 of a rank's messages are on their way together, each limited by its "
         "own window (3 segments at the start, Linux 2.6.11). What a single cold Alltoall piles up on a port is "
         "therefore bounded by the senders' windows (which grow with P and with m), not by (n-1)m; messages "
         "larger than the buffer enter it piece by piece and the sends of a rank serialize. That is why the "
-        "study times warm calls (BENCHMARK in nomura.py): open windows let A's phases pile up on a port, and the "
-        "first call, which starts every stream from 3 segments, is kept beside them as cold_s. Even warm, the "
+        "study times warm calls: open windows let A's phases pile up on a port, and the "
+        "first call, which starts every stream from 3 segments, is kept beside them as the cold call. Even warm, the "
         "XOR phases of A at P = 8 send to a permutation of the ranks at any instant, so a port holds more than "
         "one phase's bytes only while neighbouring phases overlap; at 32 and 64 KiB they overlap too little for "
         "(n-1)m to pile up.",
@@ -654,7 +739,33 @@ def run(ctx: StudyContext) -> StudyReport:
             "--quick: fewer sizes, one seed per size, and at P = 64 only the XOR patterns k = 1, 32, 63 "
             "are measured; the others take the nearest measured pattern's g(m, C) (symmetric switch)."
         )
+    rep.headline = _headline(rep)
     return rep
+
+
+def _headline(rep: StudyReport) -> list[dict]:
+    out = []
+    for start, claim, how in (
+        (
+            "P=64: mean absolute relative error",
+            "PlogP-BR predicts Alltoall closer than PlogP at P = 64 (Fig. 8)",
+            "Eq. 1 charges A an RTO where its bursts overflow the switch queue, and the simulated A times out there.",
+        ),
+        (
+            "P=64: faster of A and B picked",
+            "PlogP-BR picks the faster of A and B at P = 64 (ineqs. 10-12)",
+            "Its RTO term turns the pick to B where E_q = 1.",
+        ),
+        (
+            f"P=64, TCP {PAPER_PROFILE}: MARE",
+            "Beyond the paper: PlogP-BR+ within 15 % at P = 64",
+            "It measures the RTO term with a probe instead of assuming one RTO per (n-1)m > q.",
+        ),
+    ):
+        c = find(rep, start)
+        if c is not None:
+            out.append(finding(c, claim, how))
+    return out
 
 
 #: Sizes of the four-ways table: in the quick and the full sweep, and in the emulated one.

@@ -122,6 +122,25 @@ def tally(comparisons: list[dict]) -> tuple[int, int, int]:
     return agree, differ, len(comparisons) - agree - differ
 
 
+def tally_by_rule(comparisons: list[dict]) -> dict[str, tuple[int, int, int]]:
+    """Kind of rule (tolerance, direction, ...) -> (agree, differ, not comparable)."""
+    from .rules import KINDS
+
+    kinds = list(KINDS) + sorted({(c.get("rule") or {}).get("kind", "no rule") for c in comparisons} - set(KINDS))
+    out = {}
+    for k in kinds:
+        mine = [c for c in comparisons if (c.get("rule") or {}).get("kind", "no rule") == k]
+        if mine:
+            out[k] = tally(mine)
+    return out
+
+
+def why_text(c: dict) -> str:
+    """The "why it differs" of a row: the study's mechanism and evidence, or plainly that the
+    cause is not known (never the row again, never its note)."""
+    return c.get("why") or "The cause is not known: the study has not isolated it."
+
+
 _CSS = """
 :root{--ok:#1a7f37;--bad:#c0362c;--na:#6e7781;--bg:#f6f8fa;--line:#d0d7de}
 *{box-sizing:border-box}
@@ -159,6 +178,13 @@ figure.wide{grid-column:1/-1}
 figure img{width:100%;height:auto;border:1px solid var(--line);display:block;background:#fff}
 figcaption{font-size:14px;color:#333;margin-top:4px}
 .why{background:#fff5f5;border-left:4px solid var(--bad);padding:6px 12px;margin:8px 0}
+.rule{display:block;color:#57606a;font-size:12px;margin-top:2px}
+.headline{list-style:none;padding:0;margin:10px 0}
+.headline li{margin:4px 0;padding:6px 10px;border-left:4px solid var(--na);background:var(--bg)}
+.headline li.ok{border-color:var(--ok)} .headline li.bad{border-color:var(--bad)}
+.headline li b{margin-right:6px}
+.filter{margin:8px 0;font-size:14px}
+body:has(#differs-only:checked) tr.v-ok, body:has(#differs-only:checked) tr.v-na{display:none}
 .notes li{margin:4px 0}
 small.foot{color:#57606a}
 a{color:#0969da}
@@ -205,34 +231,37 @@ def section_html(rep: dict[str, Any], base: Path | None = None) -> str:
     parts = [
         f"<section class='study' id='{name}'><h2>{e(rep['title'])}</h2>",
         f"<p class='source'>Follows {e(rep['source'])}</p>",
+        _headline_html(name, rep.get("headline", []), e),
         f"<p>{_verdict(True)} {a} &nbsp; {_verdict(False)} {d} &nbsp; {_verdict(None)} {n}"
         f"{' &nbsp; <b>quick mode</b>' if rep.get('quick') else ''}</p>",
     ]
     if comps:
         with_notes = any(c.get("note") for c in comps)
+        with_full = any("full" in c for c in comps)
         parts.append(
             f"<h3 id='{name}-verdicts'>Paper vs parcomm</h3><table><tr><th>quantity</th><th>paper</th>"
-            f"<th>parcomm</th><th>verdict</th>{'<th>note</th>' if with_notes else ''}</tr>"
+            f"<th>parcomm</th><th>verdict</th>{'<th>full run</th>' if with_full else ''}"
+            f"{'<th>note</th>' if with_notes else ''}</tr>"
         )
-        for c in comps:
+        figs = {Path(f).stem: i for i, f in enumerate(rep.get("figures", []), 1)}
+        for i, c in enumerate(comps, 1):
             note = f"<td>{e(c.get('note', ''))}</td>" if with_notes else ""
+            cls = {True: "v-ok", False: "v-bad", None: "v-na"}[c.get("agrees")]
+            why_link = f" <a href='#{name}-why{i}'>why</a>" if c.get("agrees") is False else ""
+            links = _row_links(name, c["quantity"], figs, rep.get("tables", {}))
             parts.append(
-                f"<tr><td>{e(c['quantity'])}</td><td>{e(c['paper'])}</td><td>{e(c['parcomm'])}</td>"
-                f"<td>{_verdict(c.get('agrees'))}</td>{note}</tr>"
+                f"<tr class='{cls}' id='{name}-row{i}'><td>{e(c['quantity'])}{links}</td><td>{e(c['paper'])}</td>"
+                f"<td>{e(c['parcomm'])}</td><td>{_verdict(c.get('agrees'))}{why_link}{_rule_html(c, e)}</td>"
+                f"{_full_html(c) if with_full else ''}{note}</tr>"
             )
         parts.append("</table>")
-        differs = [c for c in comps if c.get("agrees") is False]
+        differs = [(i, c) for i, c in enumerate(comps, 1) if c.get("agrees") is False]
         if differs:
             parts.append(f"<h3 id='{name}-why'>Why it differs</h3>")
-            for c in differs:
-                why = (
-                    c.get("why")
-                    or c.get("note")
-                    or "The study records no explanation for this row; its method and notes are below."
-                )
+            for i, c in differs:
                 parts.append(
-                    f"<div class='why'><b>{e(c['quantity'])}</b>: paper {e(c['paper'])}; parcomm "
-                    f"{e(c['parcomm'])}.<br>{e(why)}</div>"
+                    f"<div class='why' id='{name}-why{i}'><a href='#{name}-row{i}'><b>{e(c['quantity'])}</b></a>"
+                    f"<br>{e(why_text(c))}</div>"
                 )
     ways = rep.get("ways", [])
     if ways:
@@ -268,6 +297,59 @@ def section_html(rep: dict[str, Any], base: Path | None = None) -> str:
         f"{links or 'none'}.</small></p></section>"
     )
     return "\n".join(parts)
+
+
+_FIG_NUMBER = re.compile(r"\bFigs?\. (\d+)(?:\s*(?:-|and|,)\s*(\d+))?")
+
+
+def _numbers(stem: str) -> set[int]:
+    """The paper's figure numbers a file is named after: fig2_9_10 -> {2, 9, 10}."""
+    m = re.match(r"fig(\d+(?:_\d+)*)(?:_|$)", stem)
+    return {int(x) for x in m.group(1).split("_")} if m else set()
+
+
+def _row_links(name: str, quantity: str, figs: dict[str, int], tables: dict[str, Any]) -> str:
+    """Links from a verdict row to the figure and the CSV of the paper's figure it names."""
+    out = []
+    m = _FIG_NUMBER.search(quantity)
+    if m:
+        lo = int(m.group(1))
+        wanted = set(range(lo, int(m.group(2) or lo) + 1))
+        out += [f"<a href='#{name}-fig{i}'>figure {i}</a>" for stem, i in figs.items() if wanted & _numbers(stem)]
+        out += [f"<a href='{name}/{html.escape(t)}.csv'>CSV</a>" for t in tables if wanted & _numbers(t)]
+    m = re.match(r"(study|Table) (\d+(?:\.\d+)?)", quantity)  # a paper's numbered study or table
+    if m and not out:
+        stem = f"{m.group(1).lower()}{m.group(2).replace('.', '_')}"
+        out += [f"<a href='{name}/{html.escape(t)}.csv'>CSV</a>" for t in tables if t == stem]
+    return f"<br><small>{' · '.join(out)}</small>" if out else ""
+
+
+def _full_html(c: dict[str, Any]) -> str:
+    full = c.get("full", "no such row")
+    return f"<td>{_verdict(full) if full in (True, False, None) else html.escape(str(full))}</td>"
+
+
+def _rule_html(c: dict[str, Any], e) -> str:
+    """The rule beside a verdict badge (its basis as the tooltip)."""
+    rule = c.get("rule") or {}
+    if not rule:
+        return "<span class='rule bad'>no rule stated</span>"
+    basis = f" title='{e(rule.get('basis', ''))}'" if rule.get("basis") else ""
+    return f"<span class='rule'{basis}>{e(rule.get('kind', ''))}: {e(rule.get('text', ''))}</span>"
+
+
+_STATUS_CLASS = {"reproduced": "ok", "not reproduced": "bad", "not comparable": "na"}
+
+
+def _headline_html(name: str, headline: list[dict[str, str]], e) -> str:
+    if not headline:
+        return ""
+    items = "".join(
+        f"<li class='{_STATUS_CLASS.get(h.get('status', ''), 'na')}'><b>{e(h.get('status', ''))}</b>"
+        f"{e(h.get('text', ''))}</li>"
+        for h in headline
+    )
+    return f"<ul class='headline' id='{name}-headline'>{items}</ul>"
 
 
 #: Column heads of the four-ways table.
@@ -385,15 +467,44 @@ def index_html(reports: list[dict[str, Any]], info: dict[str, Any], base: Path |
         f"<title>parcomm: paper vs parcomm</title><style>{_CSS}</style></head><body>"
         f"<header><h1>parcomm: paper vs parcomm</h1><div class='meta'>{meta}</div></header><main>{banner}"
         "<h2 id='summary'>Summary</h2><p>Each study reruns a paper's experiments with parcomm and compares "
-        "quantity by quantity: <b>agrees</b> when parcomm reproduces the paper's value or trend, <b>differs</b> "
-        "when it does not (each with an explanation), <b>not comparable</b> when the paper gives no value to "
-        "compare one to one.</p>"
+        "quantity by quantity. Every verdict is given by the rule written beside it, chosen from the "
+        "paper's own precision: a <b>tolerance</b> for a number, a <b>direction</b> for a trend, a named "
+        "<b>criterion</b> otherwise. <b>agrees</b> when parcomm's value meets its rule, <b>differs</b> when it "
+        "does not (each with the mechanism and its evidence, or a plain statement that the cause is not known), "
+        "<b>not comparable</b> when the paper gives no value to compare one to one (the rule says why).</p>"
         "<table class='tally'><tr><th>study</th><th>agree</th><th>differ</th><th>not comparable</th><th></th>"
         f"<th>wall time</th></tr>{''.join(rows)}</table>"
+        f"{_by_rule_html(reports)}"
+        "<p class='filter'><label><input type='checkbox' id='differs-only'> show only the rows that differ</label></p>"
         f"<nav class='toc'><b>Contents</b><ol>{''.join(toc)}</ol></nav>"
         f"<details><summary>The papers</summary><ul>{papers}</ul></details>"
         f"{''.join(section_html(r, base) for r in reports)}"
         "</main></body></html>"
+    )
+
+
+def _by_rule_html(reports: list[dict[str, Any]]) -> str:
+    """The verdicts of every study counted by the kind of rule that gave them."""
+    from .rules import KINDS
+
+    comps = [c for r in reports for c in r.get("comparisons", [])]
+    by = tally_by_rule(comps)
+    if not by:
+        return ""
+    what = {
+        "tolerance": "a number within a band set by the paper's precision",
+        "direction": "a trend or an order the paper states",
+        "criterion": "a named yes/no test",
+        "no paper value": "nothing to compare one to one",
+    }
+    rows = "".join(
+        f"<tr><td><b>{html.escape(k)}</b><br><small>{html.escape(what.get(k, ''))}</small></td>"
+        f"<td class='num ok'>{a}</td><td class='num bad'>{d}</td><td class='num na'>{n}</td><td>{_bar(a, d, n)}</td></tr>"
+        for k, (a, d, n) in sorted(by.items(), key=lambda kv: (list(KINDS) + [kv[0]]).index(kv[0]))
+    )
+    return (
+        "<table class='tally'><tr><th>verdicts by rule</th><th>agree</th><th>differ</th><th>not comparable</th>"
+        f"<th></th></tr>{rows}</table>"
     )
 
 
@@ -407,6 +518,43 @@ def write_index(out: Path, info: dict[str, Any] | None = None, order: list[str] 
             continue
     rank = {n: i for i, n in enumerate(order or [])}
     reports.sort(key=lambda r: (rank.get(r.get("name"), len(rank)), r.get("name", "")))
+    (out / "verdicts.json").write_text(json.dumps(verdicts(reports), indent=1, ensure_ascii=False))
+    _beside_full_run(reports, FULL_VERDICTS)
     path = out / "index.html"
     path.write_text(index_html(reports, info or run_info(), out))
     return path
+
+
+#: The verdicts of a full (not --quick) run, recorded from its ``verdicts.json``; a quick report
+#: shows them beside its own.
+FULL_VERDICTS = Path(__file__).resolve().parents[3] / "benchmarks" / "results" / "repro_full_verdicts.json"
+
+
+def verdicts(reports: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Every verdict of ``reports`` with its rule, one row each (``OUT/verdicts.json``)."""
+    return [
+        {
+            "study": r.get("name"),
+            "quick": bool(r.get("quick")),
+            "quantity": c.get("quantity"),
+            "agrees": c.get("agrees"),
+            "rule": c.get("rule") or {},
+        }
+        for r in reports
+        for c in r.get("comparisons", [])
+    ]
+
+
+def _beside_full_run(reports: list[dict[str, Any]], path: Path) -> None:
+    """Give each quick report's comparison the full run's verdict for the same study and quantity
+    (``full``: true/false/null, or "no such row" where the full run words it differently)."""
+    if not any(r.get("quick") for r in reports):
+        return
+    try:
+        full = {(v["study"], v["quantity"]): v["agrees"] for v in json.loads(path.read_text()) if not v.get("quick")}
+    except (OSError, ValueError, KeyError, TypeError):
+        return
+    for r in reports:
+        if r.get("quick"):
+            for c in r.get("comparisons", []):
+                c["full"] = full.get((r.get("name"), c.get("quantity")), "no such row")

@@ -10,7 +10,7 @@ use crate::net::router::Router;
 use crate::net::routing::{Iface, Routes};
 use crate::rng::Rng;
 use crate::spec::{atm_cells, BufferSpec, BufferUnit, Framing, PlatformSpec, SpecError};
-use crate::time::from_secs;
+use crate::time::{from_secs, Time};
 use crate::transport::TcpConfig;
 use std::collections::{HashMap, VecDeque};
 
@@ -141,6 +141,15 @@ impl<'a> Graph<'a> {
         (PacketQueue::new(nic.size, nic.unit, None), false)
     }
 
+    /// The timing noise a host adds to the frames it sends (`HostSpec::timing_noise_s`;
+    /// validation keeps it off ATM links); 0 for switches and routers.
+    fn host_noise(&self, node: &str, framing: Framing) -> Time {
+        match self.spec.hosts.iter().find(|h| h.name == node) {
+            Some(h) if framing != Framing::Atm => from_secs(h.timing_noise_s),
+            _ => 0,
+        }
+    }
+
     /// Two ports per link, one per direction, each with the sender's output queue.
     fn ports(&self, adjacent: &mut [Vec<(u32, Iface)>]) -> Vec<Port> {
         let mut ports = Vec::new();
@@ -163,6 +172,7 @@ impl<'a> Graph<'a> {
                     rate_bps: l.rate_bps,
                     propagation: from_secs(l.propagation_s),
                     jitter: from_secs(l.jitter_s),
+                    host_noise: self.host_noise(from, l.framing),
                     last_arrival: 0,
                     loss: l.loss,
                     framing: l.framing,

@@ -7,8 +7,8 @@
 
 Every rank of ``comm`` (an mpi4py communicator) gets the object into its own
 buffer, fetching 1/N from storage and the rest from the other ranks, with the
-same verification as the command line: every piece against the hash list,
-and (``verify="whole"``, the default) the whole object against its sha256,
+same verification as the command line: every piece against the hash list
+(and with ``verify="whole"`` the whole object against its sha256 too)
 before the call returns. Nothing is written to disk. Without ``comm`` this
 process alone fetches the object.
 """
@@ -38,7 +38,7 @@ def broadcast_into(
     bind: str = "127.0.0.1",
     advertise: str | None = None,
     manifest_url: str | None = None,
-    verify: str = "whole",
+    verify: str = "pieces",
 ) -> NodeReport:
     """Fill ``buffer`` (writable, contiguous, exactly the object's size) with the
     object at ``url``, verified; returns this node's report.
@@ -50,9 +50,9 @@ def broadcast_into(
     ranks can reach (the default binds loopback: ranks on this host only).
     ``manifest_url`` is where the hash list is when it is not the sidecar next to
     the object (``s3://...`` or a file every rank can read). ``verify`` is
-    ``"whole"`` (every piece's sha256 and the whole object's) or ``"pieces"``
-    (every piece's only: one sha256 pass fewer; the hash list, made in one pass
-    over the object, vouches for the whole through its pieces).
+    ``"pieces"`` (every piece's sha256: one pass per byte; the hash list, made in
+    one pass over the object, vouches for the whole through its pieces) or
+    ``"whole"`` (and the whole object's, in order: a second pass).
     """
     from .launch import run_one
 

@@ -17,22 +17,23 @@ import asyncio
 import dataclasses
 import json
 import os
+import shutil
 import signal
 import socket
 import subprocess
 import sys
-import tempfile
 import time
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Callable, Mapping
 
+from ... import lifetime
 from ...auth import KEY_ENV, JobKey, JobKeyError, resolve_key
 from . import manifest as manifests
 from .node import BcastConfig
-from .real import BcastError, NodeReport, Progress, RealNode
+from .real import BcastError, NodeReport, Progress, RealNode, is_usage_error
 from .rendezvous import Endpoint, RendezvousError, local_table, reserve_local_sockets, via_address, via_directory
-from .s3 import S3Client, S3Config
+from .s3 import DeadlineExceeded, S3Client, S3Config
 
 
 @dataclass(frozen=True)
@@ -49,7 +50,7 @@ class Job:
     join_timeout: float = 30.0  # s: a rank not reachable by then is counted out (it may join later)
     faults: dict = dataclasses.field(default_factory=dict)  # rank -> [fault, ...] (tests)
     manifest_url: str | None = None  # where the hash list is, if not the sidecar next to the object
-    verify: str = "whole"  # "whole": pieces and the whole object's sha256; "pieces": pieces only
+    verify: str = "pieces"  # "pieces": every piece's sha256 (one pass); "whole": and the whole object's
     write: str = "cached"  # "cached": through the page cache; "direct": O_DIRECT (real.WRITE_MODES)
 
     def out_for(self, rank: int) -> str:
@@ -72,9 +73,13 @@ class Job:
 
 
 def check_object(job: Job, client: S3Client) -> manifests.Manifest:
-    """HEAD the object and load its hash list (raises S3Error subclasses)."""
-    info = client.head(job.url)
-    return manifests.load(job.url, client=client, info=info, manifest_url=job.manifest_url)
+    """HEAD the object and load its hash list (raises S3Error subclasses; BcastError when
+    the job's deadline passes first)."""
+    try:
+        info = client.head(job.url)
+        return manifests.load(job.url, client=client, info=info, manifest_url=job.manifest_url)
+    except DeadlineExceeded as exc:
+        raise BcastError(f"no completion within {job.timeout:g} s (--timeout): {exc}") from None
 
 
 def _node(
@@ -159,7 +164,7 @@ def run_one(
             key = resolve_key()
         except JobKeyError as exc:
             raise BcastError(str(exc)) from None
-    client = S3Client(job.s3, seed=rank)
+    client = S3Client(job.s3, seed=rank, deadline=time.monotonic() + job.timeout)
     manifest = check_object(job, client)
     (listen,) = reserve_local_sockets(1, bind)
     me = (advertise or listen.getsockname()[0], listen.getsockname()[1])
@@ -255,6 +260,8 @@ def keys_from_environment(s3: S3Config, environ: Mapping[str, str] | None = None
 def child_main(argv: list[str]) -> int:
     """Entry of one ``--local`` child: ``python -m parcomm.apps.bcast.launch SPEC``."""
     spec = json.loads(argv[0])
+    if "parent" in spec and not lifetime.tie_to(lifetime.Owner(*spec["parent"])):
+        return 1  # the launcher died before we could tie our life to it
     job = Job.from_json(spec["job"])
     rank, status = spec["rank"], Path(spec["status"])
     listen = socket.socket(fileno=spec["fd"])
@@ -269,11 +276,12 @@ def child_main(argv: list[str]) -> int:
     try:
         key = resolve_key()  # the parent's fresh key, in our environment
         job = replace(job, s3=keys_from_environment(job.s3))
-        client = S3Client(job.s3, seed=rank)
+        client = S3Client(job.s3, seed=rank, deadline=time.monotonic() + job.timeout)
         manifest = check_object(job, client)
         report = _node(job, rank, table, listen, client, manifest, on_progress, key)
     except Exception as exc:  # reported to the parent, which prints one line per node
-        write_status(report_file, {"rank": rank, "error": str(exc) or type(exc).__name__})
+        error = {"rank": rank, "error": str(exc) or type(exc).__name__, "usage": is_usage_error(exc)}
+        write_status(report_file, error)
         return 1
     write_status(report_file, {"rank": rank, "report": report.to_dict()})
     return 0
@@ -284,6 +292,8 @@ class LocalResult:
     reports: list[NodeReport]
     errors: dict[int, str]
     seconds: float
+    usage_errors: set[int] = dataclasses.field(default_factory=set)  # ranks whose error was the user's input
+    unreported_egress: int = 0  # bytes failed or killed nodes had read from storage (their last progress)
 
 
 def run_local(
@@ -295,10 +305,11 @@ def run_local(
     """
     if nodes < 1:
         raise BcastError(f"--local must be at least 1, got {nodes}")
+    lifetime.sweep_temp_dirs()  # status dirs of launchers killed by -9
     socks = reserve_local_sockets(nodes)
     table = local_table(socks)
-    tmp = tempfile.TemporaryDirectory(prefix="parcomm-bcast-") if status_dir is None else None
-    status = Path(status_dir or tmp.name)
+    tmp = lifetime.owned_temp_dir("bcast") if status_dir is None else None
+    status = Path(status_dir or tmp or "")
     status.mkdir(parents=True, exist_ok=True)
     procs: list[subprocess.Popen] = []
     start = time.monotonic()
@@ -320,7 +331,14 @@ def run_local(
     public = replace(job, s3=replace(job.s3, access_key=None, secret_key=None, session_token=None))
     try:
         for rank, sock in enumerate(socks):
-            spec = {"job": public.to_json(), "rank": rank, "fd": sock.fileno(), "table": table, "status": str(status)}
+            spec = {
+                "job": public.to_json(),
+                "rank": rank,
+                "fd": sock.fileno(),
+                "table": table,
+                "status": str(status),
+                "parent": lifetime.this_process(),  # the child dies with us, even by kill -9
+            }
             procs.append(
                 subprocess.Popen(
                     [sys.executable, "-m", "parcomm.apps.bcast.launch", json.dumps(spec)],
@@ -339,7 +357,7 @@ def run_local(
             time.sleep(0.2)
         if on_tick is not None:
             on_tick(_read_progress(status, nodes))
-        reports, errors = [], {}
+        reports, errors, usage = [], {}, set()
         for rank, proc in enumerate(procs):
             if proc.poll() is None:
                 proc.kill()  # our own child, past the job's timeout
@@ -351,9 +369,13 @@ def run_local(
                 errors[rank] = f"exited with status {proc.returncode} without a report"
             elif "error" in result:
                 errors[rank] = result["error"]
+                if result.get("usage"):
+                    usage.add(rank)
             else:
                 reports.append(NodeReport(**{k: v for k, v in result["report"].items() if k != "throughput_Bps"}))
-        return LocalResult(reports, errors, time.monotonic() - start)
+        # What nodes that left no report had fetched still left the storage: count it.
+        lost = sum(int((read_status(status / f"progress-{r}.json") or {}).get("bytes_from_storage", 0)) for r in errors)
+        return LocalResult(reports, errors, time.monotonic() - start, usage, lost)
     finally:
         for sock in socks:
             sock.close()
@@ -362,7 +384,7 @@ def run_local(
                 proc.send_signal(signal.SIGTERM)
                 proc.wait()
         if tmp is not None:
-            tmp.cleanup()
+            shutil.rmtree(tmp, ignore_errors=True)
 
 
 def write_status(path: str | os.PathLike, payload: dict) -> None:

@@ -1,8 +1,13 @@
 """The output file of a broadcast, written piece by piece and published atomically.
 
 Pieces go, in any order and from any thread, into a hidden partial file
-``.NAME.parcomm-partial-<host>-<pid>-<start>`` next to ``PATH`` (same
-filesystem, so the final rename is atomic), pre-sized to the object.
+``.NAME.parcomm-partial-<random>-<host>-<pid>-<start>`` next to ``PATH`` (same
+filesystem, so the final rename is atomic), pre-sized to the object. It is
+created afresh (``O_EXCL|O_NOFOLLOW``, mode 0600) at a name with 128 random
+bits: a file or symlink another local user planted where they guessed the
+partial would be is never opened, and nobody else can read or change the bytes
+before they are verified. Publishing gives it a new file's mode (0666 less the
+umask).
 :meth:`OutputWriter.commit` checks the whole file's sha256 and only then
 renames it to ``PATH``; :meth:`OutputWriter.abort` (or leaving the ``with``
 block without a commit) removes it. ``PATH`` therefore either keeps what it
@@ -10,7 +15,7 @@ had before or holds the complete, verified object — never a partial one.
 
 A writer killed with ``kill -9`` cannot remove its partial file, so the next
 writer of the same ``PATH`` does (:func:`remove_stale_partials`). A partial
-is stale only when its owner is gone on both counts: the process named in it
+is stale only when it is this user's regular file and its owner is gone on both counts: the process named in it
 (pid *and* start time, so a recycled pid is not mistaken for the owner) no
 longer exists on this host, and nobody holds the ``flock`` every writer keeps
 on its partial while alive. Partials of other hosts (a shared filesystem) are
@@ -30,12 +35,14 @@ import hashlib
 import hmac
 import os
 import re
+import secrets
 import socket
 import stat
 import threading
 from pathlib import Path
 
 PARTIAL_MARK = ".parcomm-partial-"
+_RANDOM_PREFIX = re.compile(r"^[0-9a-f]{32}-")
 _READ_BLOCK = 4 * 1024 * 1024
 # Errors of the local filesystem that no retry of the download can cure.
 _SPACE_ERRNOS = (errno.ENOSPC, errno.EDQUOT)
@@ -78,12 +85,30 @@ def _start_time(pid: int) -> int | None:
         return None
 
 
-def partial_path(path: str | os.PathLike[str], pid: int | None = None) -> Path:
-    """The partial file a writer in process ``pid`` (default: this one) uses for ``path``."""
+def _random_token() -> str:
+    return secrets.token_hex(16)
+
+
+def _umask() -> int:
+    """This process's umask, read without changing it (os.umask would, for every thread)."""
+    try:
+        with open("/proc/self/status", encoding="ascii", errors="replace") as f:
+            for line in f:
+                if line.startswith("Umask:"):
+                    return int(line.split()[1], 8) & 0o777
+    except (OSError, ValueError, IndexError):
+        pass
+    return 0o022
+
+
+def partial_path(path: str | os.PathLike[str], pid: int | None = None, token: str | None = None) -> Path:
+    """A partial file name a writer in process ``pid`` (default: this one) may use for
+    ``path``: a fresh random ``token`` each call unless one is given. The random part comes
+    first so that the owner (host, pid, start time) still parses from the right."""
     target = Path(path)
     pid = os.getpid() if pid is None else pid
-    token = f"{_host()}-{pid}-{_start_time(pid) or 0}"
-    return target.with_name(f".{target.name}{PARTIAL_MARK}{token}")
+    token = _random_token() if token is None else token
+    return target.with_name(f".{target.name}{PARTIAL_MARK}{token}-{_host()}-{pid}-{_start_time(pid) or 0}")
 
 
 def _owner(name: str, mark: str) -> tuple[str, int, int | None] | None:
@@ -94,7 +119,8 @@ def _owner(name: str, mark: str) -> tuple[str, int, int | None] | None:
     parts = token.rsplit("-", 2)
     if len(parts) != 3 or not parts[1].isdigit() or not parts[2].isdigit():
         return None
-    return parts[0], int(parts[1]), int(parts[2]) or None
+    host = _RANDOM_PREFIX.sub("", parts[0], count=1)  # the older names had no random part
+    return host, int(parts[1]), int(parts[2]) or None
 
 
 def _alive(pid: int, start: int | None = None) -> bool:
@@ -246,7 +272,7 @@ class OutputWriter:
         self.path = Path(path)
         self.size = size
         self.expected_sha256 = expected_sha256
-        self.temp_path = partial_path(self.path)
+        self.temp_path = self.path  # set by _create()
         self.bytes_written = 0
         self._lock = threading.Lock()
         self._closed = False
@@ -268,9 +294,24 @@ class OutputWriter:
         if not hasattr(os, "O_DIRECT") or filesystem_type(self.temp_path.parent) not in _DIRECT_FS:
             return None
         try:
-            return os.open(self.temp_path, os.O_WRONLY | os.O_DIRECT | getattr(os, "O_CLOEXEC", 0))
+            return self.reopen(os.O_WRONLY | os.O_DIRECT)
         except OSError:
             return None
+
+    def reopen(self, flags: int) -> int:
+        """Another descriptor of the partial file itself, with other ``flags``: through
+        /proc/self/fd, never by name (the name could be made to point elsewhere meanwhile)."""
+        flags |= getattr(os, "O_CLOEXEC", 0)
+        try:
+            return os.open(f"/proc/self/fd/{self._fd}", flags)
+        except FileNotFoundError:
+            if os.path.isdir("/proc/self/fd"):
+                raise
+        fd = os.open(self.temp_path, flags | os.O_NOFOLLOW)  # no /proc: by name, checked to be ours
+        if not os.path.samestat(os.fstat(fd), os.fstat(self._fd)):
+            os.close(fd)
+            raise OutputError(f"{self.path}: {self.temp_path.name} was replaced while being written")
+        return fd
 
     @property
     def direct(self) -> bool:
@@ -283,11 +324,15 @@ class OutputWriter:
             self._direct_fd = None
 
     def _create(self) -> int:
-        """Open the partial file and hold its flock for as long as this writer lives."""
-        flags = os.O_RDWR | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW | getattr(os, "O_CLOEXEC", 0)
+        """Create the partial file afresh at a random name (mode 0600: nobody else reads or
+        changes it before it is verified) and hold its flock for as long as this writer lives."""
+        flags = os.O_RDWR | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | getattr(os, "O_CLOEXEC", 0)
         for _ in range(10):
+            self.temp_path = partial_path(self.path)
             try:
-                fd = os.open(self.temp_path, flags, 0o644)
+                fd = os.open(self.temp_path, flags, 0o600)
+            except FileExistsError:
+                continue  # someone put something at this name (a guess, a plant): another name
             except OSError as exc:
                 raise OutputError(f"{self.path}: cannot create {self.temp_path.name}: {_errname(exc)}") from None
             try:
@@ -302,7 +347,7 @@ class OutputWriter:
             if same:
                 return fd
             os.close(fd)
-        raise OutputError(f"{self.path}: {self.temp_path.name} keeps disappearing while being created")
+        raise OutputError(f"{self.path}: no partial file could be created next to it (10 names taken or vanished)")
 
     def _presize(self) -> None:
         # Reserve the blocks up front so a full disk fails now, not after the download.
@@ -391,6 +436,7 @@ class OutputWriter:
                     )
             try:
                 os.fsync(self._fd)  # delayed allocation (NFS, XFS) may report a full disk only here
+                os.fchmod(self._fd, 0o666 & ~_umask())  # verified: the mode a new file gets
                 self._close_direct()
                 os.close(self._fd)
                 self._closed = True

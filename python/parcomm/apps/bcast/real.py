@@ -11,9 +11,9 @@ others, and never through the interpreter one by one:
   a piece with ``recv_into`` into a buffer it reuses, verifies it (hashlib
   releases the GIL) and writes it in place; a sender uploads pieces with
   ``sendfile`` from the output (or from the caller's buffer).
-* :class:`~.store.WholeDigest` hashes the whole object in order as it
-  arrives, so the output is published without being read back
-  (``verify="whole"``; ``"pieces"`` skips that second sha256 pass).
+* ``verify="pieces"`` (the default) hashes every byte once, as its piece
+  arrives; ``"whole"`` adds :class:`~.store.WholeDigest`, which hashes the
+  whole object in order as it arrives (a second pass, reading it back).
 
 Threads only post events (:mod:`.messages`) to the protocol's queue, and the
 protocol's actions only enqueue work for them.
@@ -34,9 +34,9 @@ from a member; a rank accepts one open connection per peer rank at a time.
 
 Integrity: a piece is stored only after its sha256 matched the hash list
 (``KEY.parcomm.json``); a file output appears at its path only when complete
-and, with ``verify="whole"`` (the default), its whole sha256 matches
+and, with ``verify="whole"``, its whole sha256 matches
 (:class:`.output.OutputWriter`); a buffer or a stream (``--out -``) is
-declared good only then. ``verify="pieces"`` trusts the piece digests alone:
+declared good only then. ``verify="pieces"`` (the default) trusts the piece digests alone:
 they and the whole digest come from one ``prepare`` pass over the object, so
 every piece matching proves the object (as in BitTorrent); the whole-object
 hash then only guards against a bug of ours writing a piece at a wrong offset.
@@ -86,7 +86,7 @@ from .messages import (
 from .node import BcastConfig, BcastNode
 from .notices import LOST
 from .output import OutputError
-from .s3 import AccessDenied, ObjectChanged, ObjectNotFound, S3Client, S3Error
+from .s3 import AccessDenied, DeadlineExceeded, ObjectChanged, ObjectNotFound, S3Client, S3Error
 from .store import FileStore, MemoryStore, PieceStore, SpoolStore, WholeDigest
 from .wire import Hello, NotAMember, Record, WireError
 
@@ -124,8 +124,9 @@ class NodeReport:
     run_s: float = 0.0  # from start until this node left (it may serve others after its copy is complete)
     phase1_s: float | None = None
     phase2_s: float | None = None
-    bytes_from_storage: int = 0
+    bytes_from_storage: int = 0  # measured: body bytes read from S3 during the run, retries included
     bytes_from_peers: int = 0
+    storage_bytes_kept: int = 0  # of those, the pieces the protocol accepted (each piece once per node)
     storage_requests: int = 0
     storage_retries: int = 0
     bad_pieces: int = 0
@@ -135,7 +136,7 @@ class NodeReport:
     complete_s: float | None = None  # when the output was verified and published (None: never)
     connections: int = 0  # peer connections this node opened (handshake done)
     cpu_s: float = 0.0  # this process's user + system CPU time over the run
-    verify: str = "whole"  # what was checked: "whole" (pieces + whole object) or "pieces"
+    verify: str = "pieces"  # what was checked: "pieces" (every piece) or "whole" (and the whole object)
     write: str = "cached"  # how a file output was written: "cached" or "direct" (O_DIRECT where it could)
 
     @property
@@ -152,8 +153,20 @@ class NodeReport:
 class Progress:
     held: int
     pieces: int
-    bytes_from_storage: int
+    bytes_from_storage: int  # body bytes read from storage, retries and duplicates included
     bytes_from_peers: int
+    bytes_held: int = 0  # of the object, verified
+    size: int = 0  # the object's bytes
+
+
+def is_usage_error(exc: BaseException) -> bool:
+    """Whether ``exc`` is about what the user named (the URL, the object, its hash list, the
+    credentials): exit status 2, whatever the number of nodes. Anything else is the run
+    failing (storage unavailable, a timeout, a full disk): 1."""
+    from .manifest import ManifestError
+    from .s3 import InvalidS3Url
+
+    return isinstance(exc, (InvalidS3Url, ObjectNotFound, AccessDenied, ManifestError))
 
 
 class _Fetch:
@@ -239,7 +252,7 @@ class RealNode:
         linger: float = 60.0,
         join_timeout: float = 30.0,
         faults: tuple[str, ...] = (),
-        verify: str = "whole",
+        verify: str = "pieces",
         write: str = "cached",
     ) -> None:
         if verify not in VERIFY_MODES:
@@ -301,6 +314,10 @@ class RealNode:
             time.sleep(self.late_s)
         start, cpu0 = time.monotonic(), _cpu_seconds()
         self.t0 = start
+        # One deadline for the whole job: the client's (set when the job began, and kept by
+        # cutting off its requests), else from our start.
+        self.deadline = getattr(self.client, "deadline", None) or start + self.timeout
+        self._received0 = getattr(self.client.stats, "bytes_received", 0)
         self.events: queue.SimpleQueue = queue.SimpleQueue()
         self.lock = threading.Lock()
         self.fatal: BaseException | None = None
@@ -333,25 +350,30 @@ class RealNode:
         )
         self.pool = ThreadPoolExecutor(max_workers=self.cfg.s3_connections, thread_name_prefix=f"s3-{self.rank}")
         listener = Listener(self.listen, self.hello, self.max_payload, self.key, self._receive)
+        failed = True
         try:
             self._main()
+            failed = False
         finally:
-            self._shut_down(listener)
+            self._shut_down(listener, failed)
         self.report.run_s = time.monotonic() - start
         self.report.cpu_s = _cpu_seconds() - cpu0
         stats = self.client.stats
         self.report.storage_requests = getattr(stats, "requests", 0)
         self.report.storage_retries = getattr(stats, "retries", 0)
-        self.report.bytes_from_storage = self.node.bytes_from_storage
+        self.report.bytes_from_storage = self._fetched()  # measured: retries and discarded bytes included
+        self.report.storage_bytes_kept = self.node.bytes_from_storage
         self.report.bytes_from_peers = self.node.bytes_from_peers
         node = self.node  # lost: not those that finished and left first
         self.report.peers_lost = sorted(r for r in node.planner.dead if r not in node.complete_ranks)
         self.report.peers_dropped = sorted(self.dropped)
         return self.report
 
-    def _shut_down(self, listener: Listener) -> None:
+    def _shut_down(self, listener: Listener, failed: bool = False) -> None:
         self.stopping = True
         listener.stop()
+        if failed and hasattr(self.client, "abort"):
+            self.client.abort()  # a GET blocked on a slow or silent server must not hold us here
         for fetch in list(self.fetches.values()):
             fetch.cancelled.set()
         for box in self.outboxes.values():
@@ -378,8 +400,8 @@ class RealNode:
             if self.node.failed:
                 raise BcastError(f"rank {self.rank}: {self.node.failed}")
             now = self._now()
-            if now > self.timeout:
-                raise BcastError(f"rank {self.rank}: no completion within {self.timeout:.0f} s")
+            if time.monotonic() > self.deadline:
+                raise self._timed_out()
             self._try_commit()
             if self.node.finished and not self.commit_pending:
                 finished_at = finished_at if finished_at is not None else now
@@ -404,11 +426,26 @@ class RealNode:
                 self._apply(Tick())
             if self.on_progress and self._now() - last_progress > 0.2:
                 last_progress = self._now()
-                self.on_progress(
-                    Progress(
-                        self.node.held, self.layout.pieces, self.node.bytes_from_storage, self.node.bytes_from_peers
-                    )
-                )
+                self.on_progress(self._progress())
+
+    def _progress(self) -> Progress:
+        held = self.node.held
+        # Every piece but the last is full: bytes held from the count alone.
+        full = self.layout.pieces and self.node.have[self.layout.pieces - 1]
+        tail = self.layout.piece_length(self.layout.pieces - 1) if full else 0
+        bytes_held = (held - (1 if full else 0)) * self.layout.piece_size + tail
+        return Progress(
+            held, self.layout.pieces, self._fetched(), self.node.bytes_from_peers, bytes_held, self.manifest.size
+        )
+
+    def _fetched(self) -> int:
+        """Object bytes read from storage since this node started, as the client counted them
+        off the sockets: retried and discarded bytes included (the hash list, read before, not)."""
+        received = getattr(self.client.stats, "bytes_received", None)
+        return self.node.bytes_from_storage if received is None else received - self._received0
+
+    def _timed_out(self) -> BcastError:
+        return BcastError(f"rank {self.rank}: no completion within {self.timeout:g} s (--timeout)")
 
     def _now(self) -> float:
         return time.monotonic() - self.t0
@@ -527,6 +564,9 @@ class RealNode:
         try:
             self.client.get_range(self.url, start, end, on_chunk, chunk_size=size, etag=self.manifest.etag)
         except _Cancelled:
+            return
+        except DeadlineExceeded:
+            self._fail(self._timed_out())
             return
         except (ObjectNotFound, AccessDenied, ObjectChanged) as exc:
             self._fail(BcastError(f"rank {self.rank}: {exc}"))

@@ -68,6 +68,10 @@ class StorageUnavailable(S3Error):
     """Retryable failures went on past the retry budget."""
 
 
+class DeadlineExceeded(S3Error):
+    """The job's deadline passed (``S3Client(deadline=)``): every request in flight was cut off."""
+
+
 class TruncatedBody(Exception):
     """The body ended before the requested range did (retryable)."""
 
@@ -263,9 +267,14 @@ class S3Client:
         max_pool_connections: int = 16,
         seed: int | None = None,
         lean: bool | None = None,
+        deadline: float | None = None,
     ) -> None:
         """``lean``: HEAD and GET without boto3 (:mod:`.s3http`); ``None`` (default) whenever
-        the configuration allows it, ``False`` never, ``True`` always (else ValueError)."""
+        the configuration allows it, ``False`` never, ``True`` always (else ValueError).
+
+        ``deadline`` (``time.monotonic()`` seconds): no request outlives it. Per-read
+        timeouts cannot bound a server that drips a byte now and then, so at the deadline
+        a watchdog shuts down every socket in use; calls then raise :class:`DeadlineExceeded`."""
         self.config = config if config is not None else S3Config.from_env()
         self.retry = retry or RetryPolicy()
         self.connect_timeout = connect_timeout
@@ -279,6 +288,30 @@ class S3Client:
             raise ValueError("this S3 configuration needs boto3 (a profile, a credential chain, a proxy...)")
         use_lean = s3http.eligible(self.config) if lean is None else lean
         self._lean = s3http.Transport(self.config, connect_timeout, read_timeout) if use_lean else None
+        self.deadline = deadline
+        self._aborted = False
+        self._reading: set[Any] = set()  # sockets of boto3 responses being read (the lean ones: Transport)
+        if deadline is not None:
+            self._watchdog = threading.Timer(max(0.0, deadline - time.monotonic()), self.abort)
+            self._watchdog.daemon = True
+            self._watchdog.start()
+
+    def _remaining(self) -> float:
+        return float("inf") if self.deadline is None else self.deadline - time.monotonic()
+
+    def _past_deadline(self) -> bool:
+        return self._aborted or self._remaining() <= 0
+
+    def abort(self) -> None:
+        """Cut off every request in flight and refuse new ones (the deadline, or the node
+        is failing): a blocked read returns at once. Idempotent; the client is done after."""
+        with self._lock:
+            self._aborted = True
+            reading = list(self._reading)
+        if self._lean is not None:
+            self._lean.abort()
+        for sock in reading:
+            s3http.shut(sock)
 
     # boto3 is imported lazily: it costs ~0.3 s and the simulator never needs it.
     def _boto(self) -> Any:
@@ -309,8 +342,8 @@ class S3Client:
                     config=Config(
                         **unsigned,
                         retries={"total_max_attempts": 1, "mode": "standard"},
-                        connect_timeout=self.connect_timeout,
-                        read_timeout=self.read_timeout,
+                        connect_timeout=min(self.connect_timeout, max(1.0, self._remaining())),
+                        read_timeout=min(self.read_timeout, max(1.0, self._remaining())),
                         max_pool_connections=self.max_pool_connections,
                         # A custom endpoint (versitygw, MinIO...) rarely has virtual-host DNS.
                         s3={"addressing_style": "path" if cfg.endpoint_url else "auto"},
@@ -342,11 +375,15 @@ class S3Client:
         total_failures = 0
         while True:
             before = progress()
+            if self._past_deadline():
+                raise DeadlineExceeded(url, f"{what} cut off at the job's deadline")
             try:
                 return attempt()
             except _CallbackFailed as exc:
                 raise exc.__cause__ from None  # type: ignore[misc]
             except Exception as exc:
+                if self._past_deadline():  # whatever the error looks like: its cause is the cut-off
+                    raise DeadlineExceeded(url, f"{what} cut off at the job's deadline") from None
                 last = self._failure(url, what, exc)
                 if last is None:
                     raise
@@ -355,6 +392,8 @@ class S3Client:
             total_failures += 1
             elapsed = time.monotonic() - started
             pause = self._jitter(failures)
+            if pause >= self._remaining():
+                raise DeadlineExceeded(url, f"{what} failed {total_failures} times; last error: {last}")
             if failures >= policy.max_attempts or elapsed + pause > policy.total_timeout:
                 raise StorageUnavailable(
                     url, f"{what} failed {total_failures} times in {elapsed:.1f} s; last error: {last}"
@@ -429,14 +468,14 @@ class S3Client:
         assert self._lean is not None
         self._count(requests=1)
         try:
-            with self._lean.exchange("HEAD", loc, {}) as resp:
+            with self._lean.exchange("HEAD", loc, {}, deadline=self.deadline) as resp:
                 resp.read()  # nothing: ends the exchange, the connection stays open
                 headers = resp.getheaders()
         except s3http.HttpStatusError as exc:
             if exc.status == 404 and exc.code == "404":
                 # As below: a 1-byte GET names what is missing (key, bucket, access key).
                 self._count(requests=1)
-                with self._lean.exchange("GET", loc, {"Range": "bytes=0-0"}):
+                with self._lean.exchange("GET", loc, {"Range": "bytes=0-0"}, deadline=self.deadline):
                     pass
             raise
         size = etag = None
@@ -506,7 +545,17 @@ class S3Client:
             raw = getattr(getattr(body, "_raw_stream", None), "_fp", None)  # http.client's response
             if raw is None or not hasattr(raw, "readinto") or resp.get("ContentEncoding"):
                 raw = body  # not the stack we know, or encoded: the portable (copying) path
-            self._deliver(raw, state, end, on_chunk, chunk_size)
+            sock = getattr(getattr(getattr(raw, "fp", None), "raw", None), "_sock", None)  # for abort()
+            with self._lock:
+                if self._aborted:
+                    raise TimeoutError("aborted")
+                if sock is not None:
+                    self._reading.add(sock)
+            try:
+                self._deliver(raw, state, end, on_chunk, chunk_size)
+            finally:
+                with self._lock:
+                    self._reading.discard(sock)
         finally:
             # Closing drops a half-read connection instead of returning it to the pool.
             body.close()
@@ -520,7 +569,7 @@ class S3Client:
         if etag:
             headers["If-Match"] = f'"{etag}"'
         self._count(requests=1)
-        with self._lean.exchange("GET", loc, headers) as resp:
+        with self._lean.exchange("GET", loc, headers, deadline=self.deadline) as resp:
             if resp.status != 206 and offset > 0:
                 raise S3Error(str(loc), f"the server ignored the Range header (HTTP {resp.status} to bytes {offset}-)")
             self._check_content_range(loc, resp.getheader("Content-Range") or "", offset, end)

@@ -17,7 +17,9 @@ import http.client
 import os
 import re
 import select
+import socket
 import threading
+import time
 from typing import Iterator, Mapping, Protocol
 from urllib.parse import urlsplit
 
@@ -172,6 +174,14 @@ def _error(status: int, reason: str, body: bytes) -> HttpStatusError:
     return HttpStatusError(status, code.group(1).decode("ascii") if code else str(status), text)
 
 
+def shut(sock: socket.socket) -> None:
+    """Shut a socket down from another thread: its blocked reader wakes up with EOF."""
+    try:
+        sock.shutdown(socket.SHUT_RDWR)
+    except OSError:
+        pass  # already closed or never connected
+
+
 class Transport:
     """Signed HEAD/GET exchanges; one instance may be shared by threads."""
 
@@ -185,6 +195,18 @@ class Transport:
             else sigv4.Credentials(config.access_key or "", config.secret_key or "", config.session_token)
         )
         self._local = threading.local()
+        self._lock = threading.Lock()
+        self._in_use: set[socket.socket] = set()  # sockets of exchanges under way (for abort)
+        self._aborted = False
+
+    def abort(self) -> None:
+        """Shut down every socket in an exchange now (a blocked read returns at once) and
+        refuse new exchanges: the job's deadline passed, or its node is failing."""
+        with self._lock:
+            self._aborted = True
+            in_use = list(self._in_use)
+        for sock in in_use:
+            shut(sock)
 
     def _connections(self) -> dict[tuple[str, str, int], http.client.HTTPConnection]:
         conns = getattr(self._local, "conns", None)
@@ -192,7 +214,7 @@ class Transport:
             conns = self._local.conns = {}
         return conns
 
-    def _connection(self, where: tuple[str, str, int], url: str) -> http.client.HTTPConnection:
+    def _connection(self, where: tuple[str, str, int], url: str, budget: float) -> http.client.HTTPConnection:
         conns = self._connections()
         conn = conns.get(where)
         if conn is not None and conn.sock is not None and select.select([conn.sock], [], [], 0)[0]:
@@ -208,6 +230,7 @@ class Transport:
                 conn = http.client.HTTPConnection(host, port, timeout=self.connect_timeout)
             conns[where] = conn
         if conn.sock is None:
+            conn.timeout = min(self.connect_timeout, budget)
             try:
                 conn.connect()
             except TimeoutError:
@@ -216,8 +239,10 @@ class Transport:
             except OSError as exc:
                 conn.close()
                 raise EndpointConnectionError(f'Could not connect to the endpoint URL: "{url}" ({exc})') from None
-            assert conn.sock is not None
-            conn.sock.settimeout(self.read_timeout)
+        assert conn.sock is not None
+        # A read waits at most this long; the deadline itself is kept by abort() (a server
+        # dripping a byte within every read timeout would otherwise hold the exchange forever).
+        conn.sock.settimeout(min(self.read_timeout, budget))
         return conn
 
     def _drop(self, where: tuple[str, str, int]) -> None:
@@ -226,9 +251,12 @@ class Transport:
             conn.close()
 
     @contextlib.contextmanager
-    def exchange(self, method: str, loc: S3Url, headers: dict[str, str]) -> Iterator[http.client.HTTPResponse]:
+    def exchange(
+        self, method: str, loc: S3Url, headers: dict[str, str], *, deadline: float | None = None
+    ) -> Iterator[http.client.HTTPResponse]:
         """Send a signed request and yield its 2xx response (raises :class:`HttpStatusError`
-        otherwise); on exit a response not read to its end costs its connection."""
+        otherwise); on exit a response not read to its end costs its connection. After
+        :meth:`abort` (or past ``deadline``, monotonic seconds) it raises ``TimeoutError``."""
         scheme, host, port, host_header, path = target(self.config, loc.bucket, loc.key)
         where = (scheme, host, port)
         url = f"{scheme}://{host_header}{path}"
@@ -236,7 +264,25 @@ class Transport:
             signed = {**headers, "host": host_header}
         else:
             signed = sigv4.sign(method, host_header, path, headers, self._credentials, self.config.region or "")
-        conn = self._connection(where, url)
+        budget = float("inf") if deadline is None else deadline - time.monotonic()
+        if budget <= 0 or self._aborted:
+            raise ReadTimeoutError(f'Deadline passed before a request to "{url}"')
+        conn = self._connection(where, url, budget)
+        sock = conn.sock
+        with self._lock:
+            if self._aborted:
+                self._drop(where)
+                raise ReadTimeoutError(f'Deadline passed before a request to "{url}"')
+            self._in_use.add(sock)
+        try:
+            yield from self._exchange(conn, where, url, method, path, signed)
+        finally:
+            with self._lock:
+                self._in_use.discard(sock)
+
+    def _exchange(
+        self, conn: http.client.HTTPConnection, where: tuple[str, str, int], url: str, method: str, path: str, signed
+    ) -> Iterator[http.client.HTTPResponse]:
         try:
             conn.request(method, path, headers=signed)
             resp = conn.getresponse()

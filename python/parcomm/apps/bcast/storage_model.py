@@ -33,13 +33,19 @@ are the field names below; unknown or ill-typed fields raise
 from __future__ import annotations
 
 import json
+import math
 import random
 import tomllib
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from ...platform.loader import parse_failure, read_bounded
+from ...platform.units import shown
+
 MB = 1e6
+#: A profile is a dozen numbers: 1 MiB is far more than any needs.
+MAX_FILE_BYTES = 1 << 20
 
 
 class ProfileError(ValueError):
@@ -168,45 +174,73 @@ _NUMBERS = (
 _FIELDS = {"name", "modes", "peer_variation", *_NUMBERS}
 
 
-def _number(where: str, value: Any, *, positive: bool = True) -> float:
+#: Bounds of every number, so a simulation stays finite and terminates: rates from 1 B/s to
+#: 1 PB/s, durations up to ~30 years, weights up to a million to one.
+_RATE_MB_S = (1e-6, 1e9)
+_SECONDS = 1e9
+_MAX_WEIGHT = 1e6
+_MAX_MODES = 1000
+
+
+def _limits(key: str) -> tuple[float, float, bool]:
+    """(low, high, low allowed) for a field or a mode's field."""
+    if key.endswith("_mb_s"):
+        return _RATE_MB_S[0], _RATE_MB_S[1], True
+    if key in ("request_latency_s", "message_latency_s"):
+        return 0.0, _SECONDS, True
+    if key.endswith("_s"):
+        return 0.0, _SECONDS, False
+    if key.endswith("weight"):
+        return 0.0, _MAX_WEIGHT, False
+    return 0.0, 1.0, False  # peer_variation's factors
+
+
+def _number(where: str, value: Any) -> float:
+    """``value`` as a finite float within the field's bounds (the field is the last part of ``where``)."""
     if isinstance(value, bool) or not isinstance(value, (int, float)):
-        raise ProfileError(f"{where} must be a number, got {value!r}")
-    if value < 0 or (positive and value == 0):
-        raise ProfileError(f"{where} must be {'> 0' if positive else '>= 0'}, got {value!r}")
-    return float(value)
+        raise ProfileError(f"{where} must be a number, got {shown(value)}")
+    low, high, low_ok = _limits(where.rsplit(".", 1)[-1].split("[", 1)[0])
+    try:
+        number = float(value)
+    except OverflowError:
+        number = math.inf
+    if not (low <= number <= high) or (number == low and not low_ok):
+        interval = f"{'[' if low_ok else '('}{low:g}, {high:g}]"
+        raise ProfileError(f"{where} must be in {interval}, got {shown(value)}")
+    return number
 
 
 def profile_from_dict(data: dict[str, Any], base: str = DEFAULT_PROFILE) -> Profile:
     """Profile from ``base``'s fields overridden by ``data`` (validated)."""
     if not isinstance(data, dict):
         raise ProfileError(f"a profile must be a table/object, got {type(data).__name__}")
-    unknown = sorted(set(data) - _FIELDS)
+    unknown = sorted(map(str, set(data) - _FIELDS))
     if unknown:
-        raise ProfileError(f"unknown profile field {unknown[0]!r} (known: {', '.join(sorted(_FIELDS))})")
+        raise ProfileError(f"unknown profile field {shown(unknown[0])} (known: {', '.join(sorted(_FIELDS))})")
     merged = {**PROFILES[base], **data}
-    if not isinstance(merged["name"], str):
-        raise ProfileError(f"name must be a string, got {merged['name']!r}")
+    if not isinstance(merged["name"], str) or not merged["name"].isprintable() or len(merged["name"]) > 200:
+        raise ProfileError(f"name must be a line of at most 200 characters, got {shown(merged['name'])}")
     for key in _NUMBERS:
         if key in merged:
-            _number(key, merged[key], positive=key not in ("request_latency_s", "message_latency_s"))
+            merged[key] = _number(key, merged[key])
     modes = merged["modes"]
-    if not isinstance(modes, list) or not modes:
-        raise ProfileError("modes must be a non-empty list of {weight, low_mb_s, high_mb_s}")
+    if not isinstance(modes, list) or not 1 <= len(modes) <= _MAX_MODES:
+        raise ProfileError(f"modes must be a list of 1 to {_MAX_MODES} {{weight, low_mb_s, high_mb_s}}")
     parsed = []
     for i, mode in enumerate(modes):
         where = f"modes[{i}]"
         if not isinstance(mode, dict) or set(mode) != {"weight", "low_mb_s", "high_mb_s"}:
-            raise ProfileError(f"{where} must have exactly weight, low_mb_s, high_mb_s; got {mode!r}")
+            raise ProfileError(f"{where} must have exactly weight, low_mb_s, high_mb_s; got {shown(mode)}")
         low, high = _number(f"{where}.low_mb_s", mode["low_mb_s"]), _number(f"{where}.high_mb_s", mode["high_mb_s"])
         if high < low:
             raise ProfileError(f"{where}.high_mb_s ({high}) is below low_mb_s ({low})")
         parsed.append(RateMode(_number(f"{where}.weight", mode["weight"]), low * MB, high * MB))
     variation = merged["peer_variation"]
     if not isinstance(variation, (list, tuple)) or len(variation) != 2:
-        raise ProfileError(f"peer_variation must be [low, high], got {variation!r}")
+        raise ProfileError(f"peer_variation must be [low, high], got {shown(variation)}")
     lo, hi = (_number(f"peer_variation[{i}]", v) for i, v in enumerate(variation))
     if not lo <= hi <= 1.0:
-        raise ProfileError(f"peer_variation must satisfy 0 < low <= high <= 1, got {variation!r}")
+        raise ProfileError(f"peer_variation must satisfy 0 < low <= high <= 1, got {shown(variation)}")
     aggregate = merged.get("aggregate_mb_s")
     return Profile(
         name=merged["name"],
@@ -235,13 +269,20 @@ def load_profile(spec: "str | Path | Profile | dict | None" = None) -> Profile:
         return profile_from_dict({}, base=spec)
     path = Path(spec)
     if not path.is_file():
-        raise ProfileError(f"unknown profile {str(spec)!r}: not one of {', '.join(PROFILES)} nor a file")
+        raise ProfileError(f"unknown profile {shown(str(spec))}: not one of {', '.join(PROFILES)} nor a file")
+    text = read_bounded(path, "profile file", MAX_FILE_BYTES, ProfileError)
     try:
-        if path.suffix == ".json":
-            data = json.loads(path.read_text())
-        else:
-            data = tomllib.loads(path.read_text())
+        data = json.loads(text) if path.suffix == ".json" else tomllib.loads(text)
     except (json.JSONDecodeError, tomllib.TOMLDecodeError) as err:
-        raise ProfileError(f"{path}: {err}") from err
+        raise ProfileError(f"{path}: invalid {'JSON' if path.suffix == '.json' else 'TOML'}: {err}") from None
+    except RecursionError:
+        raise ProfileError(f"{path}: nested too deeply") from None
+    except ValueError as err:  # an integer of more digits than Python converts
+        raise ProfileError(f"{path}: {parse_failure(err)}") from None
+    if not isinstance(data, dict):
+        raise ProfileError(f"{path}: a profile must be a table/object, got {type(data).__name__}")
     data.setdefault("name", path.stem)
-    return profile_from_dict(data)
+    try:
+        return profile_from_dict(data)
+    except ProfileError as err:
+        raise ProfileError(f"{path}: {err}") from None

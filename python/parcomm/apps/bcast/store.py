@@ -3,8 +3,8 @@
 Three stores, one interface (:class:`PieceStore`):
 
 * :class:`FileStore` -- the output file (through :class:`~.output.OutputWriter`:
-  a partial file renamed into place only when the whole object's sha256
-  matched); peers are served from it by ``sendfile``.
+  a partial file renamed into place only when complete and verified); peers
+  are served from it by ``sendfile``.
 * :class:`MemoryStore` -- a caller's writable buffer (a ``bytearray``, a numpy
   array, a pinned host buffer): no disk write at all.
 * :class:`SpoolStore` -- an anonymous temporary file behind ``--out -``: it
@@ -68,70 +68,78 @@ class _Guarded:
         self._closed = False
 
 
-class _MappedFile(_Guarded):
-    """A store backed by a file: read through an mmap (hashing), served by ``sendfile``."""
+class _FileBacked(_Guarded):
+    """A store backed by a file: served by ``sendfile``, read back (the in-order pass of
+    ``--verify whole``, ``--out -``) with ``pread`` into one reused buffer.
 
-    def _map_file(self, fd: int, size: int) -> None:
+    Not through an mmap of the whole file: mapping it faulted every page of the output
+    into this process (~1 GB of RSS per node for 1 GiB, and a page-table entry per 4 KiB)
+    only to read each byte once."""
+
+    def _serve_from(self, fd: int, size: int, direct_fd: int | None = None) -> None:
         self.size = size
         self._serve_fd = fd
-        self._map = mmap.mmap(fd, size, prot=mmap.PROT_READ) if size else None
+        # Pieces written past the page cache are read back past it too (O_DIRECT): the disk
+        # DMAs them into the reused buffer instead of faulting in fresh cache pages.
+        self._direct_read = direct_fd
+        self._read_buf: mmap.mmap | None = None  # page-aligned, as O_DIRECT wants
 
     def view(self, start: int, end: int) -> memoryview:
-        return memoryview(self._map)[start:end] if self._map is not None else memoryview(b"")
+        return memoryview(os.pread(self._serve_fd, end - start, start))
 
     def chunks(self, start: int, end: int) -> Iterator[memoryview]:
-        yield self.view(start, end)
+        if self._read_buf is None:
+            self._read_buf = mmap.mmap(-1, _READ_CHUNK)
+        buf = memoryview(self._read_buf)
+        pos = start
+        direct = self._direct_read is not None and not start % DIRECT_ALIGN
+        while pos < end:
+            want = min(_READ_CHUNK, end - pos)
+            try:
+                if direct:
+                    span = -(-want // DIRECT_ALIGN) * DIRECT_ALIGN  # whole blocks; past the end it reads short
+                    got = os.preadv(self._direct_read, [buf[:span]], pos)  # type: ignore[arg-type]
+                else:
+                    got = os.preadv(self._serve_fd, [buf[:want]], pos)
+            except OSError as exc:
+                if direct:
+                    direct = False  # the filesystem refused after all: through the cache
+                    continue
+                raise OutputError(f"reading back byte {pos} of the output: {exc.strerror or exc}") from None
+            if got < want:
+                raise OutputError(f"reading back the output: {got} of {want} bytes at {pos}")
+            yield buf[:want]
+            pos += want
 
     def send(self, link: Link, type_code: int, fields: tuple[int, ...], start: int, end: int) -> None:
         link.send_file(type_code, fields, self._serve_fd, start, end - start)
 
-    def _unmap(self) -> None:
-        if self._map is not None:
+    def _release_reader(self) -> None:
+        if self._direct_read is not None:
+            os.close(self._direct_read)
+            self._direct_read = None
+        if self._read_buf is not None:
             try:
-                self._map.close()
+                self._read_buf.close()
             except BufferError:
-                pass  # a view is still exported (a sender mid-piece): the GC unmaps it
+                pass  # the in-order pass still holds a view: the GC unmaps it
 
 
-class FileStore(_MappedFile):
+class FileStore(_FileBacked):
     def __init__(
         self, path: str | os.PathLike[str], size: int, expected_sha256: bytes | None, *, direct: bool = False
     ) -> None:
         super().__init__()
         self.writer = OutputWriter(path, size, expected_sha256, direct=direct)
-        # Our own descriptor of the partial file: it stays valid across the rename at
-        # commit, so the node goes on serving peers from the published file.
-        self._map_file(os.open(self.writer.temp_path, os.O_RDONLY | getattr(os, "O_CLOEXEC", 0)), size)
-        # Pieces written past the page cache are read back past it too (the in-order hash):
-        # the disk DMAs them into one reused buffer, instead of faulting in fresh cache pages.
-        self._direct_read: int | None = None
-        self._read_buf: mmap.mmap | None = None
+        direct_read = None
         if self.writer.direct:
             try:
-                self._direct_read = os.open(self.writer.temp_path, os.O_RDONLY | os.O_DIRECT | os.O_CLOEXEC)
+                direct_read = self.writer.reopen(os.O_RDONLY | os.O_DIRECT)
             except OSError:
                 pass
-
-    def chunks(self, start: int, end: int) -> Iterator[memoryview]:
-        if self._direct_read is None or start % DIRECT_ALIGN:
-            yield from super().chunks(start, end)
-            return
-        if self._read_buf is None:
-            self._read_buf = mmap.mmap(-1, _READ_CHUNK)
-        buf = memoryview(self._read_buf)
-        pos = start
-        while pos < end:
-            want = min(_READ_CHUNK, end - pos)
-            span = -(-want // DIRECT_ALIGN) * DIRECT_ALIGN  # whole blocks; past the end it reads short
-            try:
-                got = os.preadv(self._direct_read, [buf[:span]], pos)
-            except OSError:
-                yield from super().chunks(pos, end)  # the filesystem refused after all: through the cache
-                return
-            if got < want:
-                raise OutputError(f"{self.writer.temp_path.name}: read {got} of {want} bytes at {pos}")
-            yield buf[:want]
-            pos += want
+        # Our own descriptor of the partial file: it stays valid across the rename at
+        # commit, so the node goes on serving peers from the published file.
+        self._serve_from(self.writer.reopen(os.O_RDONLY), size, direct_read)
 
     @property
     def path(self):
@@ -155,15 +163,8 @@ class FileStore(_MappedFile):
             self._closed = True
             if not self.writer.committed:
                 self.writer.abort()
-        self._unmap()
         os.close(self._serve_fd)
-        if self._direct_read is not None:
-            os.close(self._direct_read)
-        if self._read_buf is not None:
-            try:
-                self._read_buf.close()
-            except BufferError:
-                pass  # the in-order pass still holds a view: the GC unmaps it
+        self._release_reader()
 
 
 class MemoryStore(_Guarded):
@@ -209,7 +210,7 @@ class MemoryStore(_Guarded):
             self._closed = True
 
 
-class SpoolStore(_MappedFile):
+class SpoolStore(_FileBacked):
     """An unlinked temporary file: pieces out of order in, the object in order out (``--out -``)."""
 
     def __init__(self, size: int, directory: str | None = None) -> None:
@@ -222,7 +223,7 @@ class SpoolStore(_MappedFile):
         except OSError as exc:
             self._file.close()
             raise OutputError(f"temporary spool file of {size} bytes: {exc.strerror or exc}") from None
-        self._map_file(self._fd, size)
+        self._serve_from(self._fd, size)
 
     def write(self, offset: int, data) -> bool:
         view = memoryview(data)
@@ -245,7 +246,7 @@ class SpoolStore(_MappedFile):
             if self._closed:
                 return
             self._closed = True
-        self._unmap()
+        self._release_reader()
         self._file.close()
 
 

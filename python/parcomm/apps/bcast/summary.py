@@ -19,11 +19,12 @@ def percentile(values: Sequence[float], q: float) -> float | None:
     return ordered[max(0, math.ceil(q / 100 * len(ordered)) - 1)]
 
 
-def summarize(reports: Sequence, errors: dict | None = None) -> dict:
-    """Totals and completion percentiles of the nodes' :class:`~.real.NodeReport`\\ s."""
+def summarize(reports: Sequence, errors: dict | None = None, unreported_egress: int = 0) -> dict:
+    """Totals and completion percentiles of the nodes' :class:`~.real.NodeReport`\\ s.
+    ``unreported_egress``: storage bytes read by nodes that left no report (failed, killed)."""
     done = [r.complete_s for r in reports if r.complete_s is not None]
     size = reports[0].size_bytes if reports else 0
-    egress = sum(r.bytes_from_storage for r in reports)
+    egress = sum(r.bytes_from_storage for r in reports) + unreported_egress
     return {
         "procs": len(reports) + len(errors or {}),
         "procs_failed": len(errors or {}),

@@ -50,16 +50,18 @@ Two formats:
 
 from __future__ import annotations
 
+import io
 import json
 import math
 import os
 import struct
 import zlib
 from dataclasses import asdict, dataclass
-from pathlib import Path
 from typing import Iterator
 
 import numpy as np
+
+from ... import lifetime
 
 MAGIC = b"PCQTX2\0\0"
 _MAGIC_V1 = b"PCQTX1\0\0"
@@ -74,6 +76,13 @@ MAX_ITEMS = 1 << 24
 MAX_TRANSACTIONS = 1 << 40
 MAX_PARTS = 1 << 16
 MAX_TRANSACTION_LEN = 65535  # lengths are stored as uint16
+#: T and I: a transaction is about T items plus at most one pattern that overflows it, so with
+#: both at most 16,384 its length stays far below 65,535 (the Poisson tail is ~128 wide there).
+MAX_AVG_LEN = 16_384
+#: L (the paper's is 2,000) and L x I: patterns are made one item at a time in Python (about
+#: 5 s per million pattern items here), so these bound the set-up to seconds.
+MAX_PATTERNS = 1 << 16
+MAX_PATTERN_ITEMS = 1 << 20
 _MAX_META = 1 << 16
 
 
@@ -147,12 +156,21 @@ class QuestParams:
             raise ValueError(f"transactions must be in 0..{MAX_TRANSACTIONS}, got {self.transactions}")
         if not 1 <= self.items <= MAX_ITEMS:
             raise ValueError(f"items must be in 1..{MAX_ITEMS}, got {self.items}")
-        if self.patterns < 1:
-            raise ValueError(f"patterns must be >= 1, got {self.patterns}")
-        if not self.avg_len >= 1:
-            raise ValueError(f"avg_len (T) must be >= 1, got {self.avg_len}")
-        if not 1 <= self.avg_pattern_len <= self.items:
-            raise ValueError(f"avg_pattern_len (I) must be in [1, items], got {self.avg_pattern_len}")
+        if not 1 <= self.patterns <= MAX_PATTERNS:
+            raise ValueError(f"patterns must be in 1..{MAX_PATTERNS}, got {self.patterns}")
+        # Lengths are stored in 16 bits (a transaction also holds at most ``items`` distinct items).
+        if not 1 <= self.avg_len <= MAX_AVG_LEN:
+            raise ValueError(f"avg_len (T) must be in [1, {MAX_AVG_LEN}], got {self.avg_len}")
+        if not 1 <= self.avg_pattern_len <= min(self.items, MAX_AVG_LEN):
+            raise ValueError(
+                f"avg_pattern_len (I) must be in [1, {min(self.items, MAX_AVG_LEN)}] (at most items and "
+                f"{MAX_AVG_LEN}), got {self.avg_pattern_len}"
+            )
+        if self.patterns * self.avg_pattern_len > MAX_PATTERN_ITEMS:
+            raise ValueError(
+                f"patterns x avg_pattern_len (L x I) = {self.patterns * self.avg_pattern_len:g} is above "
+                f"the limit of {MAX_PATTERN_ITEMS} pattern items"
+            )
         if not 0 <= self.correlation <= 1:
             raise ValueError(f"correlation must be in [0, 1], got {self.correlation}")
         if not 0 <= self.corruption <= 1:
@@ -591,8 +609,8 @@ def part_bounds(d: int, parts: int, r: int) -> tuple[int, int]:
 def write_quest(path: str | os.PathLike, p: QuestParams, parts: int = 1) -> dict:
     """Generate and stream the data set to ``path`` in the binary format,
     partitioned for ``parts`` nodes. Returns summary statistics."""
-    if parts < 1:
-        raise ValueError(f"parts must be >= 1, got {parts}")
+    if not 1 <= parts <= MAX_PARTS:
+        raise ValueError(f"parts must be in 1..{MAX_PARTS}, got {parts}")
     p.check()
     itemsize = 2 if p.items <= 65536 else 4
     dt = np.dtype("<u2" if itemsize == 2 else "<u4")
@@ -600,8 +618,7 @@ def write_quest(path: str | os.PathLike, p: QuestParams, parts: int = 1) -> dict
     bounds = [part_bounds(p.transactions, parts, r) for r in range(parts)]
     total_items = 0
     maxlen = 0
-    tmp = Path(str(path) + ".part")
-    with open(tmp, "wb") as f:
+    with lifetime.partial_file(path) as f:  # renamed into place when whole; removed on failure
         head = _HEADER.pack(MAGIC, p.transactions, p.items, parts, itemsize, len(meta)) + meta
         f.write(head + _CRC.pack(zlib.crc32(head)))
         for first, lens, flat in generate(p):
@@ -625,7 +642,6 @@ def write_quest(path: str | os.PathLike, p: QuestParams, parts: int = 1) -> dict
                 f.write(body + _CRC.pack(zlib.crc32(body)))
             total_items += int(lens.sum())
             maxlen = max(maxlen, int(lens.max()) if len(lens) else 0)
-    os.replace(tmp, path)
     return {
         "transactions": p.transactions,
         "items_total": total_items,
@@ -783,7 +799,7 @@ def write_text(path: str | os.PathLike, tx: Transactions) -> None:
     """One line per transaction, item ids separated by one blank."""
     n = len(tx)
     step = 1 << 16
-    with open(path, "w") as f:
+    with lifetime.partial_file(path) as raw, io.TextIOWrapper(raw, encoding="ascii") as f:
         for start in range(0, n, step):  # convert in blocks: one tolist() per block, not per row
             stop = min(n, start + step)
             offs = (tx.offsets[start : stop + 1] - tx.offsets[start]).tolist()
