@@ -30,8 +30,8 @@ from __future__ import annotations
 
 import os
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Mapping
 
 from .layout import HOST_DEV, HostPlan, Layout
 from .netns import in_netns
