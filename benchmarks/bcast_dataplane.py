@@ -240,7 +240,7 @@ def main() -> int:
             "samples": runs,
         }
     # Ratios within each round (the same minutes of this shared machine), then their median.
-    for name, row in rows.items():
+    for row in rows.values():
         for base in (S5CMD_PLAIN, S5CMD_CHECKED):
             if base in rows:
                 per_round = [b["wall"] / r["wall"] for r, b in zip(row["samples"], rows[base]["samples"])]

@@ -7,13 +7,14 @@ in time (``window_s``) and in connections opened (``max_opens``); loopback only.
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import os
 import selectors
 import socket
 import threading
 import time
-from typing import Callable
+from collections.abc import Callable
 
 Address = tuple[str, int]
 
@@ -79,14 +80,12 @@ class Flood(threading.Thread):
         finally:
             for held in self._held.values():
                 for s in held:
-                    try:
+                    with contextlib.suppress(KeyError, ValueError):
                         sel.unregister(s)
-                    except (KeyError, ValueError):
-                        pass
                     s.close()
             sel.close()
 
-    def __enter__(self) -> "Flood":
+    def __enter__(self) -> Flood:
         self.start()
         return self
 
@@ -163,7 +162,7 @@ class FloodProcess:
         ready, _, _ = select.select([self.proc.stdout], [], [], timeout)
         return bool(ready) and self.proc.stdout.readline().strip() == "ready"
 
-    def __enter__(self) -> "FloodProcess":
+    def __enter__(self) -> FloodProcess:
         return self
 
     def __exit__(self, *exc) -> None:

@@ -287,7 +287,7 @@ def test_model_fit_recovers_b_and_latency_and_paper_implied_parameters():
     B, L = StencilModel.fit_comm(
         [100, 1000, 5000], [L0 + m / (8 * 3e4) for L0, m in [(1e-3, 100), (1e-3, 1000), (1e-3, 5000)]]
     )
-    assert B == pytest.approx(3e4) and L == pytest.approx(1e-3)
+    assert pytest.approx(3e4) == B and pytest.approx(1e-3) == L
     truth = StencilModel(F=0.5e6, B=8000)
     pts = [(n, truth.performance(n, 11)) for n in (330, 2640)]
     imp = implied_parameters(11, pts)
@@ -296,7 +296,7 @@ def test_model_fit_recovers_b_and_latency_and_paper_implied_parameters():
 
 def test_shared_segment_model_shares_b_and_overlaps_the_interior():
     m = StencilModel.shared_segment(F=4.6e6, B_idle=1e5, latency_s=1e-3, m_seg=50)
-    assert m.B == pytest.approx(4 * 1e5 / 50) and m.overlap and m.latency_s == 1e-3
+    assert pytest.approx(4 * 1e5 / 50) == m.B and m.overlap and m.latency_s == 1e-3
     N, M = 330, 11
     n = N / M
     comm = 4 * 1e-3 + 50 * n / 1e5  # the busiest segment's 50 messages, one after the other
@@ -318,7 +318,7 @@ def test_f_fitted_from_a_one_task_run_is_the_hosts_rate():
     plat = as_platform("segments:16")
     one = run_sim(heat_program, plat, 1, hosts=[0], kwargs={"N": 60, "M": 1, "steps": 2, "mflops": 4.6})
     F = StencilModel.fit_F(60 * 60, 2, one.results[0]["elapsed_s"])
-    assert F == pytest.approx(4.6e6, rel=1e-6)
+    assert pytest.approx(4.6e6, rel=1e-6) == F
 
 
 # --- §5 benchmarks --------------------------------------------------------------------------

@@ -128,10 +128,10 @@ def _cycles() -> list[list[str]]:
             # the module itself when it exists, else the package it names
             while target not in mods and "." in target:
                 target = target.rpartition(".")[0]
-            if target != name and target in mods and not name.startswith(target + "."):
-                # a package's __init__ re-exporting its own modules is not a cycle of theirs
-                if not target.startswith(name + "."):
-                    graph[name].add(target)
+            # a package's __init__ re-exporting its own modules is not a cycle of theirs
+            inside = name.startswith(target + ".") or target.startswith(name + ".")
+            if target != name and target in mods and not inside:
+                graph[name].add(target)
     cycles = []
     state: dict[str, int] = {}
     stack: list[str] = []

@@ -170,7 +170,7 @@ def test_measurement_recovers_parameters_known_by_construction():
     g0 = O_S
     L = O_R + 2 * tx(ENV + HDR) + 2 * PROP
     assert p.g[0] == pytest.approx(g0, rel=0.05)
-    assert p.L == pytest.approx(L, rel=0.05)
+    assert pytest.approx(L, rel=0.05) == p.L
     for m, gm in zip(p.sizes, p.g):
         assert gm == pytest.approx(g0 + 2 * (tx(m + ENV + HDR) - tx(ENV + HDR)), rel=0.05), m
     assert all(o == pytest.approx(O_S, rel=0.05) for o in p.o_s)

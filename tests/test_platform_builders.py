@@ -26,7 +26,7 @@ def test_tcp_defaults_are_the_cores():
     from parcomm import _core
 
     schema = json.loads(_core.platform_schema())
-    assert pp.LINUX_TCP == schema["defaults"]["tcp"]
+    assert schema["defaults"]["tcp"] == pp.LINUX_TCP
     assert pp.LINUX_TCP["rto_min_s"] == 0.2 and pp.LINUX_TCP["initial_cwnd_segments"] == 10
     bare = pp.star(2)
     for h in bare["hosts"]:
@@ -215,7 +215,7 @@ def test_atm_cluster_matches_seed_000():
     assert sw["flow_control"] is False  # UBR
     assert all(l["framing"] == "atm" for l in p["links"])
     assert all(l["rate_bps"] == pytest.approx(149.76e6) for l in p["links"])
-    assert pp.ATM_OC3_LINE_BPS == pytest.approx(155.52e6)
+    assert pytest.approx(155.52e6) == pp.ATM_OC3_LINE_BPS
     for h in p["hosts"]:
         assert h["mtu"] == 9180
         assert h["tcp"]["rto_min_s"] == pytest.approx(0.2)

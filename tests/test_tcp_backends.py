@@ -9,6 +9,7 @@ runs the congestion control the platform names.
 from __future__ import annotations
 
 import os
+from pathlib import Path
 
 import pytest
 from netns import needs_netns
@@ -135,7 +136,7 @@ def _cc_in(netns: str) -> str:
 
 @needs_netns
 @pytest.mark.skipif(
-    "cubic" not in open("/proc/sys/net/ipv4/tcp_available_congestion_control").read().split()
+    "cubic" not in Path("/proc/sys/net/ipv4/tcp_available_congestion_control").read_text().split()
     if os.path.exists("/proc/sys/net/ipv4/tcp_available_congestion_control")
     else True,
     reason="this kernel has no CUBIC",
@@ -146,9 +147,9 @@ def test_the_emulated_kernel_runs_the_congestion_control_the_platform_names(stac
     from parcomm.emu.tcpknobs import ALLOWED_CC
     from parcomm.platform import as_platform
 
-    allowed_before = open(ALLOWED_CC).read()
+    allowed_before = Path(ALLOWED_CC).read_text()
     with EmuCluster(as_platform(f"star:2,rate=100M,stack={stack}")) as cl:
         assert [_cc_in(h.netns) for h in cl.layout.hosts] == [cc, cc]
         res = cl.incast_raw(64 * 1024, 1)
         assert res.time > 0
-    assert open(ALLOWED_CC).read() == allowed_before  # the machine's list is as it was
+    assert Path(ALLOWED_CC).read_text() == allowed_before  # the machine's list is as it was

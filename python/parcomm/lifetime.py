@@ -41,7 +41,8 @@ import sys
 import tempfile
 import threading
 import time
-from typing import BinaryIO, Iterator, NamedTuple
+from collections.abc import Iterator
+from typing import BinaryIO, NamedTuple
 
 __all__ = [
     "Owner",

@@ -24,8 +24,9 @@ compare`` formats what it returns).
 from __future__ import annotations
 
 import statistics
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Iterable, Protocol, Sequence
+from typing import Any, Protocol
 
 __all__ = [
     "DETERMINISTIC_WAYS",
@@ -124,7 +125,7 @@ class Result:
         counters: dict[str, Any] | None = None,
         platform: str = "",
         extra: dict[str, Any] | None = None,
-    ) -> "Result":
+    ) -> Result:
         """A real run's result from its ranks' wall-clock records: times from the earliest start.
 
         ``host_columns`` are the ``counters["hosts"]`` columns given (what the
@@ -192,7 +193,7 @@ class WaySummary:
     port_drops_s: list[int] = field(default_factory=list)
 
     @classmethod
-    def of(cls, way: str, results: Sequence[Result]) -> "WaySummary":
+    def of(cls, way: str, results: Sequence[Result]) -> WaySummary:
         if not results:
             raise ValueError(f"no results for way {way!r}")
         times = [r.time for r in results]

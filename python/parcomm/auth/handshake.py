@@ -38,7 +38,7 @@ from __future__ import annotations
 import hashlib
 import secrets
 import struct
-from typing import Callable
+from collections.abc import Callable
 
 from .channel import FrameAuth
 from .keys import JobKey

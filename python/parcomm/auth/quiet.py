@@ -17,9 +17,10 @@ one; a quiet connection is dropped after ``max_silence`` seconds too.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import socket
 from collections import Counter, OrderedDict
-from typing import Awaitable, Callable, Hashable
+from collections.abc import Awaitable, Callable, Hashable
 
 from .streams import DEFAULT_TIMEOUT_S, bytes_waiting, reset_socket
 
@@ -180,10 +181,8 @@ class AsyncAcceptor:
             return
         self._closed = True
         self._sweeper.cancel()
-        try:
+        with contextlib.suppress(ValueError, OSError):
             self._loop.remove_reader(self.sock.fileno())
-        except (ValueError, OSError):
-            pass
         for fd in list(self._quiet):
             self.pool.remove(fd)
             self._drop_quiet(fd)

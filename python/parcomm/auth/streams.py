@@ -4,6 +4,7 @@ pending handshakes bounded without letting silent outsiders lock members out."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import fcntl
 import itertools
 import logging
@@ -13,8 +14,8 @@ import sys
 import termios
 import threading
 from collections import Counter
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Callable
 
 from .channel import FrameAuth
 from .handshake import Acceptor, AuthError, Handshake, PeerRefused
@@ -95,10 +96,8 @@ def reset_socket(sock) -> None:
     """Make the next close send a reset: a listener keeps no TIME_WAIT entry for an
     outsider it drops. (Under a flood over one address pair, those entries would
     otherwise take every ephemeral port for 60 s: Linux's TCP_TIMEWAIT_LEN.)"""
-    try:
+    with contextlib.suppress(OSError):
         sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, _LINGER_RESET)
-    except OSError:
-        pass
 
 
 def bytes_waiting(sock) -> int:

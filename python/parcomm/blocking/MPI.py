@@ -166,7 +166,7 @@ class Info(dict):
     """``MPI.Info``: string keys and values (accepted, and ignored by every call)."""
 
     @classmethod
-    def Create(cls, items: Any = None) -> "Info":  # noqa: N802
+    def Create(cls, items: Any = None) -> Info:  # noqa: N802
         return cls(items or {})
 
     def Set(self, key: str, value: str) -> None:  # noqa: N802
@@ -184,7 +184,7 @@ class Info(dict):
     def Get_nthkey(self, n: int) -> str:  # noqa: N802
         return list(self)[n]
 
-    def Dup(self) -> "Info":  # noqa: N802
+    def Dup(self) -> Info:  # noqa: N802
         return Info(self)
 
     def Free(self) -> None:  # noqa: N802

@@ -11,7 +11,8 @@ algorithms and sizes); reductions combine typed numpy arrays.
 
 from __future__ import annotations
 
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
 
@@ -176,7 +177,7 @@ class Comm:
         self.Set_info(value)
 
     @classmethod
-    def Get_parent(cls) -> "Comm":  # noqa: N802
+    def Get_parent(cls) -> Comm:  # noqa: N802
         """No parent: processes are never spawned here."""
         return COMM_NULL
 
@@ -202,7 +203,7 @@ class Comm:
     def Set_errhandler(self, errhandler: Any) -> None:  # noqa: N802
         """Errors always raise ``MPI.Exception`` here, as mpi4py's default ERRORS_RETURN does."""
 
-    def Compare(self, other: "Comm") -> int:  # noqa: N802
+    def Compare(self, other: Comm) -> int:  # noqa: N802
         a, b = self._comm(), other._comm()
         if a is b:
             return IDENT
@@ -512,22 +513,22 @@ class Intracomm(Comm):
     """mpi4py's ``MPI.Intracomm``: collectives, Split/Dup, topologies."""
 
     # --- communicators ------------------------------------------------------------------
-    def Dup(self, info: Any = None) -> "Intracomm":  # noqa: N802
+    def Dup(self, info: Any = None) -> Intracomm:  # noqa: N802
         return Intracomm(wait(self._comm().Dup()), self._name)
 
     Clone = Dup
 
-    def Dup_with_info(self, info: Any) -> "Intracomm":  # noqa: N802
+    def Dup_with_info(self, info: Any) -> Intracomm:  # noqa: N802
         return self.Dup(info)
 
-    def Idup(self, info: Any = None) -> tuple["Intracomm", Request]:  # noqa: N802
+    def Idup(self, info: Any = None) -> tuple[Intracomm, Request]:  # noqa: N802
         """Done at once: the new communicator and a completed request."""
         return self.Dup(info), Request()
 
-    def Idup_with_info(self, info: Any) -> tuple["Intracomm", Request]:  # noqa: N802
+    def Idup_with_info(self, info: Any) -> tuple[Intracomm, Request]:  # noqa: N802
         return self.Idup(info)
 
-    def Create_group(self, group: Any, tag: int = 0) -> "Intracomm":  # noqa: N802
+    def Create_group(self, group: Any, tag: int = 0) -> Intracomm:  # noqa: N802
         """Collective over ``group``'s members only (MPI_Comm_create_group)."""
         c = self._comm()
         return _group_comm(c._base_comm(), [int(w) for w in group._ranks])
@@ -535,18 +536,18 @@ class Intracomm(Comm):
     @classmethod
     def Create_from_group(  # noqa: N802
         cls, group: Any, stringtag: str = "org.mpi4py", info: Any = None, errhandler: Any = None
-    ) -> "Intracomm":
+    ) -> Intracomm:
         return _group_comm(current().objects["world"], [int(w) for w in group._ranks])
 
-    def Split(self, color: int = 0, key: int = 0) -> "Intracomm":  # noqa: N802
+    def Split(self, color: int = 0, key: int = 0) -> Intracomm:  # noqa: N802
         sub = wait(self._comm().Split(UNDEFINED if color == UNDEFINED else color, key))
         return Intracomm(sub) if sub is not None else COMM_NULL
 
-    def Split_type(self, split_type: int, key: int = 0, info: Any = None) -> "Intracomm":  # noqa: N802
+    def Split_type(self, split_type: int, key: int = 0, info: Any = None) -> Intracomm:  # noqa: N802
         # every rank is its own "shared-memory node" under the simulator (one host each)
         return self.Split(UNDEFINED if split_type == UNDEFINED else self.Get_rank(), key)
 
-    def Create(self, group: Any) -> "Intracomm":  # noqa: N802
+    def Create(self, group: Any) -> Intracomm:  # noqa: N802
         c = self._comm()
         mine = c._world_rank(c.rank)
         ranks = list(group._ranks)
@@ -808,7 +809,7 @@ def _completed(status: Status, value: Any = None) -> Request:
     return _Completed(status, value)
 
 
-def _group_comm(base: Any, world_ranks: list[int]) -> "Intracomm":
+def _group_comm(base: Any, world_ranks: list[int]) -> Intracomm:
     """A communicator of ``world_ranks`` made by its members alone: the first
     member learns every member's highest context id and hands out the next."""
     from ..collectives.tags import CREATE_GROUP

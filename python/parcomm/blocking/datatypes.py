@@ -27,7 +27,7 @@ class Datatype:
         name: str,
         blocks: list[tuple[int, int]],
         extent: int,
-        base: "np.dtype | None" = None,
+        base: np.dtype | None = None,
         lb: int = 0,
         combiner: str = "named",
         contents: tuple = (),
@@ -103,7 +103,7 @@ class Datatype:
     def Set_name(self, name: str) -> None:  # noqa: N802
         self.name = str(name)
 
-    def Commit(self) -> "Datatype":  # noqa: N802
+    def Commit(self) -> Datatype:  # noqa: N802
         self.committed = True
         return self
 
@@ -126,13 +126,13 @@ class Datatype:
         return self is not DATATYPE_NULL
 
     # --- constructors -----------------------------------------------------------------
-    def _derived(self, name: str, blocks: list[tuple[int, int]], extent: int, contents: tuple) -> "Datatype":
+    def _derived(self, name: str, blocks: list[tuple[int, int]], extent: int, contents: tuple) -> Datatype:
         return Datatype(name, _merge(blocks), extent, self.base, 0, name, contents)
 
-    def Dup(self) -> "Datatype":  # noqa: N802
+    def Dup(self) -> Datatype:  # noqa: N802
         return Datatype(self.name, list(self.blocks), self.extent, self.base, self.lb, "dup", (self,))
 
-    def Create_contiguous(self, count: int) -> "Datatype":  # noqa: N802
+    def Create_contiguous(self, count: int) -> Datatype:  # noqa: N802
         _check_count(count, "Create_contiguous count")
         if self.is_contiguous():  # one block, however many items
             return self._derived("contiguous", [(0, count * self.extent)], count * self.extent, (count, self))
@@ -140,13 +140,13 @@ class Datatype:
         blocks = [(i * self.extent + o, n) for i in range(count) for o, n in self.blocks]
         return self._derived("contiguous", blocks, count * self.extent, (count, self))
 
-    def Create_vector(self, count: int, blocklength: int, stride: int) -> "Datatype":  # noqa: N802
+    def Create_vector(self, count: int, blocklength: int, stride: int) -> Datatype:  # noqa: N802
         return self._vector(count, blocklength, stride * self.extent, "vector", (count, blocklength, stride, self))
 
-    def Create_hvector(self, count: int, blocklength: int, stride: int) -> "Datatype":  # noqa: N802
+    def Create_hvector(self, count: int, blocklength: int, stride: int) -> Datatype:  # noqa: N802
         return self._vector(count, blocklength, stride, "hvector", (count, blocklength, stride, self))
 
-    def _vector(self, count: int, blocklength: int, stride_bytes: int, name: str, contents: tuple) -> "Datatype":
+    def _vector(self, count: int, blocklength: int, stride_bytes: int, name: str, contents: tuple) -> Datatype:
         _check_count(count, f"Create_{name} count")
         _check_count(blocklength, f"Create_{name} blocklength")
         if self.is_contiguous():  # each block of items is one run of bytes
@@ -167,7 +167,7 @@ class Datatype:
             extent = (count - 1) * stride_bytes + blocklength * self.extent
         return self._derived(name, blocks, extent, contents)
 
-    def Create_indexed_block(self, blocklength: int, displacements: list[int]) -> "Datatype":  # noqa: N802
+    def Create_indexed_block(self, blocklength: int, displacements: list[int]) -> Datatype:  # noqa: N802
         _check_count(blocklength, "Create_indexed_block blocklength")
         displs = [int(d) for d in displacements]
         _check_blocks(len(displs) * blocklength * len(self.blocks), "Create_indexed_block")
@@ -180,7 +180,7 @@ class Datatype:
         extent = (max(displs) + blocklength) * self.extent if displs else 0
         return self._derived("indexed_block", blocks, extent, (blocklength, displs, self))
 
-    def Create_indexed(self, blocklengths: list[int], displacements: list[int]) -> "Datatype":  # noqa: N802
+    def Create_indexed(self, blocklengths: list[int], displacements: list[int]) -> Datatype:  # noqa: N802
         _check_blocks(sum(int(b) for b in blocklengths) * len(self.blocks), "Create_indexed")
         blocks = [
             (d * self.extent + j * self.extent + o, n)
@@ -195,8 +195,8 @@ class Datatype:
 
     @classmethod
     def Create_struct(  # noqa: N802
-        cls, blocklengths: list[int], displacements: list[int], datatypes: list["Datatype"]
-    ) -> "Datatype":
+        cls, blocklengths: list[int], displacements: list[int], datatypes: list[Datatype]
+    ) -> Datatype:
         """Blocks of different types at byte displacements (MPI_Type_create_struct)."""
         if not len(blocklengths) == len(displacements) == len(datatypes):
             raise ValueError("Create_struct: blocklengths, displacements and datatypes differ in length")
@@ -219,7 +219,7 @@ class Datatype:
             (blocklengths, displacements, datatypes),
         )
 
-    def Create_resized(self, lb: int, extent: int) -> "Datatype":  # noqa: N802
+    def Create_resized(self, lb: int, extent: int) -> Datatype:  # noqa: N802
         t = Datatype("resized", list(self.blocks), int(extent), self.base, int(lb), "resized", (lb, extent, self))
         return t
 

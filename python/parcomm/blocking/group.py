@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 from .status import UNDEFINED
 
@@ -27,14 +28,14 @@ class Group:
     size = property(Get_size)
     rank = property(Get_rank)
 
-    def Incl(self, ranks: Sequence[int]) -> "Group":  # noqa: N802
+    def Incl(self, ranks: Sequence[int]) -> Group:  # noqa: N802
         return Group([self._ranks[r] for r in ranks])
 
-    def Excl(self, ranks: Sequence[int]) -> "Group":  # noqa: N802
+    def Excl(self, ranks: Sequence[int]) -> Group:  # noqa: N802
         drop = set(ranks)
         return Group([w for i, w in enumerate(self._ranks) if i not in drop])
 
-    def Translate_ranks(self, ranks: Sequence[int] | None = None, group: "Group | None" = None) -> list[int]:  # noqa: N802
+    def Translate_ranks(self, ranks: Sequence[int] | None = None, group: Group | None = None) -> list[int]:  # noqa: N802
         ranks = range(len(self._ranks)) if ranks is None else ranks
         out = []
         for r in ranks:
@@ -47,18 +48,18 @@ class Group:
         return out
 
     @classmethod
-    def Union(cls, a: "Group", b: "Group") -> "Group":  # noqa: N802
+    def Union(cls, a: Group, b: Group) -> Group:  # noqa: N802
         return Group(a._ranks + [w for w in b._ranks if w not in a._ranks])
 
     @classmethod
-    def Intersection(cls, a: "Group", b: "Group") -> "Group":  # noqa: N802
+    def Intersection(cls, a: Group, b: Group) -> Group:  # noqa: N802
         return Group([w for w in a._ranks if w in b._ranks])
 
     @classmethod
-    def Difference(cls, a: "Group", b: "Group") -> "Group":  # noqa: N802
+    def Difference(cls, a: Group, b: Group) -> Group:  # noqa: N802
         return Group([w for w in a._ranks if w not in b._ranks])
 
-    def Compare(self, other: "Group") -> int:  # noqa: N802
+    def Compare(self, other: Group) -> int:  # noqa: N802
         if self._ranks == other._ranks:
             return 0
         return 2 if sorted(self._ranks) == sorted(other._ranks) else 3

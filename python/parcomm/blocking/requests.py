@@ -10,7 +10,8 @@ simulated time, or a polling loop would never see time pass).
 
 from __future__ import annotations
 
-from typing import Any, Callable, Sequence
+from collections.abc import Callable, Sequence
+from typing import Any
 
 from .bridge import current, wait
 from .status import PROC_NULL, UNDEFINED, Status, from_base, proc_null_status
@@ -130,18 +131,18 @@ class Request:
 
     # --- several ----------------------------------------------------------------------
     @staticmethod
-    def _block_any(requests: Sequence["Request"]) -> None:
+    def _block_any(requests: Sequence[Request]) -> None:
         pending = [q._r for q in requests if q._r is not None and not q._r.done]
         if pending:
             wait(current().comm._block_any(pending))
 
     @classmethod
-    def Waitall(cls, requests: Sequence["Request"], statuses: list | None = None) -> bool:  # noqa: N802
+    def Waitall(cls, requests: Sequence[Request], statuses: list | None = None) -> bool:  # noqa: N802
         cls.waitall(requests, statuses)
         return True
 
     @classmethod
-    def waitall(cls, requests: Sequence["Request"], statuses: list | None = None) -> list[Any]:
+    def waitall(cls, requests: Sequence[Request], statuses: list | None = None) -> list[Any]:
         reqs = list(requests)
         pending = [q._r for q in reqs if q._r is not None and not q._r.done]
         if pending:
@@ -149,7 +150,7 @@ class Request:
         return cls._complete_all(reqs, statuses)
 
     @staticmethod
-    def _complete_all(reqs: list["Request"], statuses: Any) -> list[Any]:
+    def _complete_all(reqs: list[Request], statuses: Any) -> list[Any]:
         out = []
         for i, q in enumerate(reqs):
             st = Status() if statuses is not None else None
@@ -159,7 +160,7 @@ class Request:
         return out
 
     @classmethod
-    def Get_status_all(cls, requests: Sequence["Request"], statuses: Any = None) -> bool:  # noqa: N802
+    def Get_status_all(cls, requests: Sequence[Request], statuses: Any = None) -> bool:  # noqa: N802
         reqs = list(requests)
         if not all(q._ready() for q in reqs):
             poll_pause()
@@ -174,7 +175,7 @@ class Request:
     get_status_all = Get_status_all
 
     @classmethod
-    def Get_status_any(cls, requests: Sequence["Request"], status: Status | None = None) -> tuple[int, bool]:  # noqa: N802
+    def Get_status_any(cls, requests: Sequence[Request], status: Status | None = None) -> tuple[int, bool]:  # noqa: N802
         reqs = list(requests)
         active = [i for i, q in enumerate(reqs) if not q._null]
         if not active:
@@ -193,7 +194,7 @@ class Request:
     get_status_any = Get_status_any
 
     @classmethod
-    def Get_status_some(cls, requests: Sequence["Request"], statuses: Any = None) -> list[int] | None:  # noqa: N802
+    def Get_status_some(cls, requests: Sequence[Request], statuses: Any = None) -> list[int] | None:  # noqa: N802
         reqs = list(requests)
         active = [i for i, q in enumerate(reqs) if not q._null]
         if not active:
@@ -213,11 +214,11 @@ class Request:
     get_status_some = Get_status_some
 
     @classmethod
-    def Testall(cls, requests: Sequence["Request"], statuses: list | None = None) -> bool:  # noqa: N802
+    def Testall(cls, requests: Sequence[Request], statuses: list | None = None) -> bool:  # noqa: N802
         return cls.testall(requests, statuses)[0]
 
     @classmethod
-    def testall(cls, requests: Sequence["Request"], statuses: list | None = None) -> tuple[bool, list[Any] | None]:
+    def testall(cls, requests: Sequence[Request], statuses: list | None = None) -> tuple[bool, list[Any] | None]:
         reqs = list(requests)
         if not all(q._ready() for q in reqs):
             poll_pause()
@@ -226,11 +227,11 @@ class Request:
         return True, cls._complete_all(reqs, statuses)
 
     @classmethod
-    def Waitany(cls, requests: Sequence["Request"], status: Status | None = None) -> int:  # noqa: N802
+    def Waitany(cls, requests: Sequence[Request], status: Status | None = None) -> int:  # noqa: N802
         return cls.waitany(requests, status)[0]
 
     @classmethod
-    def waitany(cls, requests: Sequence["Request"], status: Status | None = None) -> tuple[int, Any]:
+    def waitany(cls, requests: Sequence[Request], status: Status | None = None) -> tuple[int, Any]:
         reqs = list(requests)
         active = [i for i, q in enumerate(reqs) if not q._null]
         if not active:
@@ -244,12 +245,12 @@ class Request:
             cls._block_any([reqs[i] for i in active])
 
     @classmethod
-    def Testany(cls, requests: Sequence["Request"], status: Status | None = None) -> tuple[int, bool]:  # noqa: N802
+    def Testany(cls, requests: Sequence[Request], status: Status | None = None) -> tuple[int, bool]:  # noqa: N802
         index, flag, _ = cls.testany(requests, status)
         return index, flag
 
     @classmethod
-    def testany(cls, requests: Sequence["Request"], status: Status | None = None) -> tuple[int, bool, Any]:
+    def testany(cls, requests: Sequence[Request], status: Status | None = None) -> tuple[int, bool, Any]:
         reqs = list(requests)
         active = [i for i, q in enumerate(reqs) if not q._null]
         if not active:
@@ -265,11 +266,11 @@ class Request:
         return UNDEFINED, False, None
 
     @classmethod
-    def Waitsome(cls, requests: Sequence["Request"], statuses: list | None = None) -> list[int] | None:  # noqa: N802
+    def Waitsome(cls, requests: Sequence[Request], statuses: list | None = None) -> list[int] | None:  # noqa: N802
         return cls.waitsome(requests, statuses)[0]
 
     @classmethod
-    def waitsome(cls, requests: Sequence["Request"], statuses: list | None = None) -> tuple[list[int] | None, list]:
+    def waitsome(cls, requests: Sequence[Request], statuses: list | None = None) -> tuple[list[int] | None, list]:
         reqs = list(requests)
         active = [i for i, q in enumerate(reqs) if not q._null]
         if not active:
@@ -279,11 +280,11 @@ class Request:
         return cls._some(reqs, active, statuses)
 
     @classmethod
-    def Testsome(cls, requests: Sequence["Request"], statuses: list | None = None) -> list[int] | None:  # noqa: N802
+    def Testsome(cls, requests: Sequence[Request], statuses: list | None = None) -> list[int] | None:  # noqa: N802
         return cls.testsome(requests, statuses)[0]
 
     @classmethod
-    def testsome(cls, requests: Sequence["Request"], statuses: list | None = None) -> tuple[list[int] | None, list]:
+    def testsome(cls, requests: Sequence[Request], statuses: list | None = None) -> tuple[list[int] | None, list]:
         reqs = list(requests)
         active = [i for i, q in enumerate(reqs) if not q._null]
         if not active:
@@ -293,7 +294,7 @@ class Request:
         return cls._some(reqs, active, statuses)
 
     @staticmethod
-    def _some(reqs: list["Request"], active: list[int], statuses: list | None) -> tuple[list[int], list]:
+    def _some(reqs: list[Request], active: list[int], statuses: list | None) -> tuple[list[int], list]:
         indices, values = [], []
         for i in active:
             if reqs[i]._ready():
@@ -305,12 +306,12 @@ class Request:
         return indices, values
 
     @classmethod
-    def Cancelall(cls, requests: Sequence["Request"]) -> None:  # noqa: N802
+    def Cancelall(cls, requests: Sequence[Request]) -> None:  # noqa: N802
         for q in requests:
             q.Cancel()
 
     @classmethod
-    def Startall(cls, requests: Sequence["Prequest"]) -> None:  # noqa: N802
+    def Startall(cls, requests: Sequence[Prequest]) -> None:  # noqa: N802
         for q in requests:
             q.Start()
 

@@ -21,8 +21,9 @@ import os
 import runpy
 import sys
 import types
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
-from typing import Any, Iterator, Sequence
+from typing import Any
 
 from .bridge import RankContext, drive
 from .misc import AbortRun

@@ -22,7 +22,7 @@ class Status:
 
     __slots__ = ("source", "tag", "error", "count", "cancelled")
 
-    def __init__(self, status: "Status | None" = None):
+    def __init__(self, status: Status | None = None):
         if status is not None and not isinstance(status, Status):
             raise TypeError(f"Status() takes a Status to copy, got {type(status).__name__}")
         if status is not None:
@@ -74,7 +74,7 @@ class Status:
         return [self.count, 0, self.source, self.tag, self.error]
 
     @classmethod
-    def f2py(cls, arg: list[int]) -> "Status":
+    def f2py(cls, arg: list[int]) -> Status:
         st = cls()
         st.count, _, st.source, st.tag, st.error = (int(x) for x in arg)
         return st
@@ -92,7 +92,7 @@ class Status:
 
     __hash__ = None  # type: ignore[assignment]
 
-    def __copy__(self) -> "Status":
+    def __copy__(self) -> Status:
         return Status(self)
 
     def __reduce__(self) -> Any:

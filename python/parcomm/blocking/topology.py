@@ -5,7 +5,8 @@ MPICH does on a flat machine."""
 
 from __future__ import annotations
 
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 from .comm import COMM_NULL, Intracomm
 from .status import PROC_NULL, UNDEFINED
@@ -72,7 +73,7 @@ class Cartcomm(Intracomm):
         c[direction] %= d
         return self.Get_cart_rank(c)
 
-    def Sub(self, remain_dims: Sequence[bool]) -> "Cartcomm":  # noqa: N802
+    def Sub(self, remain_dims: Sequence[bool]) -> Cartcomm:  # noqa: N802
         me = self.Get_coords(self.Get_rank())
         color = 0
         key = 0
@@ -88,7 +89,7 @@ class Cartcomm(Intracomm):
             [p for p, k in zip(self.periods, remain_dims) if k],
         )
 
-    def Dup(self, info: Any = None) -> "Cartcomm":  # noqa: N802
+    def Dup(self, info: Any = None) -> Cartcomm:  # noqa: N802
         return Cartcomm(super().Dup()._c, list(self.dims), list(self.periods))
 
 

@@ -73,7 +73,7 @@ def cli() -> None:
 
 def _brief(message: str, longest: int = 60) -> str:
     """click echoes the bad value whole; a 5,000-digit value would make a 5,000-character line."""
-    return re.sub(r"\S{%d,}" % (longest + 1), lambda m: f"{m.group(0)[:40]}… ({len(m.group(0))} characters)", message)
+    return re.sub(rf"\S{{{longest + 1},}}", lambda m: f"{m.group(0)[:40]}… ({len(m.group(0))} characters)", message)
 
 
 def main(argv: list[str] | None = None) -> int:

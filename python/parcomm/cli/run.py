@@ -262,7 +262,7 @@ class program_output_to_stderr:
         self.active = active
         self._saved: int | None = None
 
-    def __enter__(self) -> "program_output_to_stderr":
+    def __enter__(self) -> program_output_to_stderr:
         if self.active:
             import os
             import sys

@@ -9,7 +9,8 @@ B (Fig. 7): per phase, receive, send, wait — one partner at a time.
 
 from __future__ import annotations
 
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 from .tags import ALLTOALL
 

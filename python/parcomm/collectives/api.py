@@ -33,7 +33,8 @@ alltoall     scattered (all at once) up to 32 KiB per block, else pairwise
 
 from __future__ import annotations
 
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 from ..comm.ops import as_op
 from .allgather import ALLGATHER_ALGORITHMS

@@ -6,7 +6,8 @@ which passes the rest on; ``nbytes`` is the simulated size of one item.
 
 from __future__ import annotations
 
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 from ..comm.base import payload_nbytes
 from .tags import SCATTER_OBJ

@@ -20,6 +20,7 @@ import selectors
 import socket
 import sys
 import time
+from typing import Any
 
 CHUNK = 1 << 16
 
@@ -31,7 +32,7 @@ def _recv(args: argparse.Namespace) -> dict:
     lsock.bind(("0.0.0.0", args.port))
     lsock.listen(args.senders + 8)
     lsock.settimeout(max(0.1, deadline - time.monotonic()))
-    conns = []
+    conns: list[tuple[socket.socket, Any]] = []
     while len(conns) < args.senders:
         c, peer = lsock.accept()
         c.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
@@ -53,13 +54,14 @@ def _recv(args: argparse.Namespace) -> dict:
         if left <= 0:
             raise TimeoutError(f"receiver: {len(conns) - len(done)} senders unfinished at the deadline")
         for key, _ in sel.select(timeout=min(left, 1.0)):
-            n = key.fileobj.recv_into(buf)
+            conn: socket.socket = key.fileobj  # type: ignore[assignment]  # registered above: sockets only
+            n = conn.recv_into(buf)
             if n:
                 got[key.data] += n
                 continue
             done[key.data] = time.monotonic() - t0
-            sel.unregister(key.fileobj)
-            key.fileobj.close()
+            sel.unregister(conn)
+            conn.close()
     short = {p: n for p, n in got.items() if n != args.bytes}
     if short:
         raise RuntimeError(f"receiver: wrong byte counts {short} (expected {args.bytes} each)")

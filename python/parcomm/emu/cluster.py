@@ -31,7 +31,8 @@ import sys
 import tempfile
 import threading
 import time
-from typing import Any, Callable, Mapping
+from collections.abc import Callable, Mapping
+from typing import Any
 
 from ..auth import JobKey
 from ..platform import as_platform
@@ -55,7 +56,7 @@ class _Interrupted(SystemExit):
     """SIGTERM/SIGHUP while a cluster is up: unwinds like Ctrl-C so ``down()`` runs."""
 
 
-def program_ref(program: "str | Callable[..., Any]") -> str:
+def program_ref(program: str | Callable[..., Any]) -> str:
     """How a rank process names a rank program (checked by ``parcomm run socket``).
 
     A string passes through (``module:function``, ``path/file.py:function``
@@ -110,7 +111,7 @@ class EmuCluster:
 
     def __init__(
         self,
-        platform: "dict | str",
+        platform: dict | str,
         *,
         sample_interval_s: float | None = 0.002,
         reaper: bool = True,
@@ -132,7 +133,7 @@ class EmuCluster:
         self._runs = 0
 
     # ------------------------------------------------------------------ life cycle
-    def __enter__(self) -> "EmuCluster":
+    def __enter__(self) -> EmuCluster:
         self.up()
         return self
 
@@ -143,7 +144,7 @@ class EmuCluster:
     def is_up(self) -> bool:
         return self.layout is not None
 
-    def up(self) -> "EmuCluster":
+    def up(self) -> EmuCluster:
         if self.is_up:
             return self
         require_root()
@@ -315,6 +316,10 @@ class EmuCluster:
             },
         )
 
+    def _read_json(self, name: str):
+        with open(self._path(name)) as f:
+            return json.load(f)
+
     def _path(self, name: str) -> str:
         assert self.workdir is not None
         return os.path.join(self.workdir, f"r{self._runs}-{name}")
@@ -341,7 +346,7 @@ class EmuCluster:
 
         def work():
             launch(specs, timeout_s + 15)
-            outs = {s.rank: json.load(open(self._path(f"{s.rank}.json"))) for s in specs}
+            outs = {s.rank: self._read_json(f"{s.rank}.json") for s in specs}
             t0 = outs[receiver]["t0"]
             finish = [0.0] * n
             finish[receiver] = outs[receiver]["finish"]
@@ -398,7 +403,7 @@ class EmuCluster:
 
     def run(
         self,
-        program: "str | Callable[..., Any]",
+        program: str | Callable[..., Any],
         size: int | None = None,
         *,
         kwargs: Mapping[str, Any] | None = None,
@@ -517,8 +522,8 @@ def _fill_payload_bytes(res: Result, n_hosts: int) -> None:
 
 
 def run_emu(
-    program: "str | Callable[..., Any]",
-    platform: "dict | str",
+    program: str | Callable[..., Any],
+    platform: dict | str,
     size: int | None = None,
     *,
     kwargs: Mapping[str, Any] | None = None,

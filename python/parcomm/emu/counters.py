@@ -35,6 +35,7 @@ IP bytes sent incl. headers and ACKs).
 
 from __future__ import annotations
 
+import contextlib
 from typing import Any
 
 from .layout import HOST_DEV, Layout
@@ -103,10 +104,8 @@ def parse_proc_tables(text: str) -> dict[str, dict[str, int]]:
             continue
         row = {}
         for k, v in zip(keys.split(), values.split()):
-            try:
+            with contextlib.suppress(ValueError):
                 row[k] = int(v)
-            except ValueError:
-                pass
         tables.setdefault(name.strip(), {}).update(row)
     return tables
 

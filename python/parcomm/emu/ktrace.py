@@ -20,11 +20,12 @@ removed on stop, whatever happens. Needs root and tracefs; without them
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 import secrets
+from collections.abc import Iterable
 from dataclasses import dataclass, field
-from typing import Iterable
 
 __all__ = ["KernelTrace", "TraceUnavailable", "available", "parse_trace", "CONG_STATES"]
 
@@ -146,7 +147,7 @@ class KernelTrace:
         with open(os.path.join(self.path, rel), "w") as f:
             f.write(value)
 
-    def __enter__(self) -> "KernelTrace":
+    def __enter__(self) -> KernelTrace:
         why = available()
         if why:
             raise TraceUnavailable(why)
@@ -188,10 +189,8 @@ class KernelTrace:
     def _remove(self) -> None:
         try:
             for e in self.events:
-                try:
+                with contextlib.suppress(OSError):
                     self._write(f"events/tcp/{e}/enable", "0")
-                except OSError:
-                    pass
             os.rmdir(self.path)
         except OSError:
             pass

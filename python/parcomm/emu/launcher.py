@@ -13,12 +13,13 @@ rank fails the others are killed at once instead of waiting for them.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import subprocess
 import time
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Mapping, Sequence
 
 from ..lifetime import die_with_parent
 from .shell import EmuError, tool
@@ -76,14 +77,10 @@ class RankOutcome:
 
 def _kill(proc: subprocess.Popen) -> None:
     if proc.poll() is None:
-        try:
+        with contextlib.suppress(ProcessLookupError):
             proc.kill()
-        except ProcessLookupError:
-            pass
-        try:
+        with contextlib.suppress(subprocess.TimeoutExpired):
             proc.wait(timeout=5)
-        except subprocess.TimeoutExpired:
-            pass
 
 
 def launch(specs: Sequence[RankSpec], timeout_s: float, *, poll_s: float = 0.02) -> list[RankOutcome]:

@@ -13,8 +13,9 @@ listed in ``Layout.not_emulated``.
 from __future__ import annotations
 
 import ipaddress
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import Any, Iterable, Mapping
+from typing import Any, NoReturn
 
 from ..platform.schema import tcp_spec
 from .naming import RunName
@@ -85,7 +86,7 @@ def choose_subnet(routes_in_use: Iterable[str], second_octets: Iterable[int] = (
     raise EmuError("no free 10.213.x.0/24 subnet: every one overlaps a route of this machine")
 
 
-def _refuse(what: str) -> None:
+def _refuse(what: str) -> NoReturn:
     raise EmuError(f"cannot emulate {what}")
 
 

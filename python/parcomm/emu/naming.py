@@ -24,6 +24,7 @@ its work directory too. One holding a ``.keep`` file was kept on purpose
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import re
@@ -235,10 +236,8 @@ def _kill_namespace_processes(ns: str) -> None:
             continue
         if pid == os.getpid():
             continue
-        try:
+        with contextlib.suppress(ProcessLookupError):
             os.kill(pid, signal.SIGKILL)
-        except ProcessLookupError:
-            pass
 
 
 @dataclass
@@ -248,7 +247,7 @@ class Removed:
     namespaces: list[str] = field(default_factory=list)
     workdirs: list[str] = field(default_factory=list)
 
-    def __iadd__(self, other: "Removed") -> "Removed":
+    def __iadd__(self, other: Removed) -> Removed:
         self.namespaces += other.namespaces
         self.workdirs += other.workdirs
         return self
@@ -284,10 +283,8 @@ def _remove_run(run_name: RunName, namespaces: list[str] | None = None, *, workd
             raise EmuError(f"could not delete namespace {ns}: {proc.stderr.strip()}")
     # The state file goes last: it names the work directory and keeps the run listed until all is gone.
     dirs = _remove_workdirs(run_name) if workdirs else []
-    try:
+    with contextlib.suppress(OSError, EmuError):
         os.unlink(os.path.join(state_dir(), f"{run_name.run_id}.json"))
-    except (OSError, EmuError):
-        pass
     return Removed(removed, dirs)
 
 

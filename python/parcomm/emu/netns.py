@@ -17,7 +17,8 @@ import os
 import socket
 import struct
 import threading
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 from .shell import EmuError
 

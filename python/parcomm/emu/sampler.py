@@ -11,6 +11,7 @@ and a small parse, so sampling every few milliseconds costs little CPU.
 
 from __future__ import annotations
 
+import contextlib
 import socket
 import struct
 import threading
@@ -42,7 +43,7 @@ def dump_qdiscs(sock: socket.socket, seq: int) -> list[tuple[int, int, int, int,
     """One dump: ``(ifindex, handle, qlen, backlog_bytes, drops)`` per qdisc."""
     req = _NLMSG_HDR.pack(_NLMSG_HDR.size + _TCMSG.size, _RTM_GETQDISC, _NLM_F_REQUEST | _NLM_F_DUMP, seq, 0)
     sock.send(req + _TCMSG.pack(0, 0, 0, 0, 0))
-    out = []
+    out: list[tuple[int, int, int, int, int]] = []
     while True:
         data = sock.recv(1 << 16)
         off = 0
@@ -50,7 +51,7 @@ def dump_qdiscs(sock: socket.socket, seq: int) -> list[tuple[int, int, int, int,
             ln, typ, _flags, _seq, _pid = _NLMSG_HDR.unpack_from(data, off)
             if ln < _NLMSG_HDR.size:
                 return out
-            if typ == _NLMSG_DONE or typ == _NLMSG_ERROR:
+            if typ in (_NLMSG_DONE, _NLMSG_ERROR):
                 return out
             if typ == _RTM_NEWQDISC:
                 body = off + _NLMSG_HDR.size
@@ -109,7 +110,7 @@ class QueueSampler:
         except OSError:
             pass  # the namespace went away under us: keep what we have
 
-    def __enter__(self) -> "QueueSampler":
+    def __enter__(self) -> QueueSampler:
         self._thread.start()
         return self
 
@@ -120,8 +121,6 @@ class QueueSampler:
         self._stop.set()
         if self._thread.is_alive():
             self._thread.join(timeout=2)
-        try:
+        with contextlib.suppress(OSError):
             self._sock.close()
-        except OSError:
-            pass
         return self.max

@@ -12,7 +12,7 @@ from __future__ import annotations
 import os
 import shutil
 import subprocess
-from typing import Sequence
+from collections.abc import Sequence
 
 __all__ = ["EmuError", "run", "batch", "require_root", "tool"]
 

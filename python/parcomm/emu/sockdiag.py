@@ -14,6 +14,7 @@ Offsets of ``struct tcp_info`` are those of ``include/uapi/linux/tcp.h``
 
 from __future__ import annotations
 
+import contextlib
 import socket
 import struct
 import threading
@@ -59,7 +60,7 @@ def _ip(b: bytes) -> str:
 
 def parse_dump(data: bytes) -> tuple[list[dict], bool]:
     """Sockets in one netlink reply buffer, and whether the dump is complete."""
-    out = []
+    out: list[dict] = []
     off = 0
     while off + _NLMSG_HDR.size <= len(data):
         ln, typ, _flags, _seq, _pid = _NLMSG_HDR.unpack_from(data, off)
@@ -145,7 +146,7 @@ class SocketSampler:
         except OSError:
             pass  # a namespace went away: keep what we have
 
-    def __enter__(self) -> "SocketSampler":
+    def __enter__(self) -> SocketSampler:
         self._thread.start()
         return self
 
@@ -157,8 +158,6 @@ class SocketSampler:
         if self._thread.is_alive():
             self._thread.join(timeout=5)
         for s in self._socks:
-            try:
+            with contextlib.suppress(OSError):
                 s.close()
-            except OSError:
-                pass
         return self.samples

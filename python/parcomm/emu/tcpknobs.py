@@ -27,8 +27,9 @@ from __future__ import annotations
 import contextlib
 import os
 import re
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
-from typing import Any, Callable, Iterator, Mapping
+from typing import Any
 
 from ..platform.tcp_backends import kernel_mismatches
 from .layout import HOST_DEV, HostPlan, Layout

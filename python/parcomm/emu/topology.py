@@ -18,7 +18,9 @@ learns (the simulator has neither).
 
 from __future__ import annotations
 
+import contextlib
 import json
+from collections.abc import Mapping
 
 from .layout import BRIDGE, HOST_DEV, Layout
 from .netns import in_netns, set_offloads
@@ -27,7 +29,7 @@ from .shell import batch, run, tool
 __all__ = ["create", "write_sysctls"]
 
 
-def write_sysctls(netns: str, values: dict[str, object]) -> dict[str, str]:
+def write_sysctls(netns: str, values: Mapping[str, object]) -> dict[str, str]:
     """Write ``net.*`` sysctls inside ``netns`` (via /proc/sys on a thread in it).
 
     Returns what the kernel reads back. A key the kernel lacks raises
@@ -115,8 +117,6 @@ def _static_neighbours(layout: Layout) -> None:
         )
 
 
-def _try_sysctls(netns: str, values: dict[str, object]) -> None:
-    try:
+def _try_sysctls(netns: str, values: Mapping[str, object]) -> None:
+    with contextlib.suppress(OSError):  # a kernel without IPv6: nothing to silence
         write_sysctls(netns, values)
-    except OSError:
-        pass  # a kernel without IPv6: nothing to silence

@@ -21,8 +21,9 @@ import shutil
 import signal
 import subprocess
 import sys
+from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any, Callable, Sequence
+from typing import Any
 
 LAUNCHER = """#!/bin/sh
 # hydra's launcher: "$0 [ssh options] HOST COMMAND...": run COMMAND in HOST's namespace.

@@ -34,7 +34,8 @@ Every mean is repeated until its 95 % confidence interval is within
 from __future__ import annotations
 
 import statistics
-from typing import Any, Callable, NamedTuple, Sequence
+from collections.abc import Callable, Sequence
+from typing import Any, NamedTuple
 
 from ..comm.base import RESERVED_TAG_BASE
 from ..models.params import PlogPParams

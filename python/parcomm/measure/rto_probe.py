@@ -21,7 +21,7 @@ which is what the call's time contains.
 from __future__ import annotations
 
 import statistics
-from typing import Callable, Sequence
+from collections.abc import Callable, Sequence
 
 from ..collectives import alltoall_a, alltoall_b
 from .runner import Runner

@@ -4,6 +4,7 @@ emulated or real) and returns the ranks' results, rank 0 first."""
 
 from __future__ import annotations
 
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 Runner = Callable[[Callable[..., Any], dict], list]

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import math
 import statistics
-from typing import Callable
+from collections.abc import Callable
 
 # Two-sided 95 % Student-t quantiles for n-1 degrees of freedom.
 _T95 = {

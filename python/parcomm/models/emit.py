@@ -32,7 +32,8 @@ At the grid's own P both give the model's choice.
 from __future__ import annotations
 
 import json
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 from .params import PlogPParams
 from .selection import select

@@ -15,7 +15,7 @@ class Hockney(Model):
     name = "hockney"
 
     @classmethod
-    def from_params(cls, p: PlogPParams) -> "Hockney":
+    def from_params(cls, p: PlogPParams) -> Hockney:
         # alpha: the one-way zero-byte latency RTT(0)/2 = L + g(0);
         # beta: the per-byte slope of g(m) over the two largest measured sizes.
         return cls(alpha=p.L + p.g_at(0), beta=large_message_slope(p))

@@ -23,7 +23,7 @@ class LogP(Model):
     name = "logp"
 
     @classmethod
-    def from_params(cls, p: PlogPParams) -> "LogP":
+    def from_params(cls, p: PlogPParams) -> LogP:
         return cls(L=p.L, o=(p.o_s_at(0) + p.o_r_at(0)) / 2, g=p.g_at(0))
 
     def msg(self, m: float) -> float:
@@ -42,7 +42,7 @@ class LogGP(Model):
     name = "loggp"
 
     @classmethod
-    def from_params(cls, p: PlogPParams) -> "LogGP":
+    def from_params(cls, p: PlogPParams) -> LogGP:
         return cls(L=p.L, o=(p.o_s_at(0) + p.o_r_at(0)) / 2, g=p.g_at(0), G=large_message_slope(p))
 
     def msg(self, m: float) -> float:

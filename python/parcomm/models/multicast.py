@@ -125,8 +125,9 @@ Use
 from __future__ import annotations
 
 import math
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
-from typing import Any, Iterable, Mapping, Sequence
+from typing import Any
 
 from ..platform.mcast_tree import Tree, path_tree, validate, with_repair
 

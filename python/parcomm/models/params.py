@@ -177,7 +177,7 @@ class PlogPParams:
         Path(path).write_text(self.to_json())
 
     @classmethod
-    def from_dict(cls, d: dict[str, Any], source: str = "params") -> "PlogPParams":
+    def from_dict(cls, d: dict[str, Any], source: str = "params") -> PlogPParams:
         if not isinstance(d, dict):
             raise ValueError(
                 f"{source}: expected a JSON object with 'format', 'procs', 'L', ... at top level,"
@@ -204,14 +204,14 @@ class PlogPParams:
             raise ValueError(f"{source}: {e}") from None
 
     @classmethod
-    def load(cls, path: str | Path) -> "PlogPParams":
+    def load(cls, path: str | Path) -> PlogPParams:
         from ..platform.loader import read_bounded
 
         p = Path(path)
         return cls.loads(read_bounded(p, "parameter file", MAX_FILE_BYTES, ValueError), str(p))
 
     @classmethod
-    def loads(cls, text: str, source: str = "params") -> "PlogPParams":
+    def loads(cls, text: str, source: str = "params") -> PlogPParams:
         """Parse a parameter file's JSON text; ``source`` names it in error messages."""
         try:
             d = json.loads(text)

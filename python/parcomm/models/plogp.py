@@ -16,7 +16,7 @@ class PlogP(Model):
     name = "plogp"
 
     @classmethod
-    def from_params(cls, p: PlogPParams) -> "PlogP":
+    def from_params(cls, p: PlogPParams) -> PlogP:
         return cls(p)
 
     def msg(self, m: float) -> float:

@@ -42,7 +42,7 @@ class PlogPBR(PlogP):
     name = "plogp-br"
 
     @classmethod
-    def from_params(cls, p: PlogPParams) -> "PlogPBR":
+    def from_params(cls, p: PlogPParams) -> PlogPBR:
         return cls(p)
 
     def e_q(self, m: float, n: int) -> int:

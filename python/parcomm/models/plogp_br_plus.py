@@ -33,7 +33,7 @@ class PlogPBRPlus(PlogPBR):
     name = "plogp-br+"
 
     @classmethod
-    def from_params(cls, p: PlogPParams) -> "PlogPBRPlus":
+    def from_params(cls, p: PlogPParams) -> PlogPBRPlus:
         return cls(p)
 
     def rto_waits(self, pattern: str, p: int, m: float) -> float:

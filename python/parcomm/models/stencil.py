@@ -47,8 +47,8 @@ retransmission timeout) that no per-step formula carries.
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass, replace
-from typing import Sequence
 
 __all__ = ["StencilModel", "VALUE_BYTES", "implied_parameters"]
 
@@ -91,7 +91,7 @@ class StencilModel:
     @classmethod
     def shared_segment(
         cls, F: float, B_idle: float, latency_s: float, m_seg: float, C: float = 6.0, overlap: bool = True
-    ) -> "StencilModel":
+    ) -> StencilModel:
         """The refined variant (module docstring): B_idle (values/s) and
         latency_s from a ping-pong on an idle segment, shared by the
         ``m_seg`` messages per step of the busiest segment: B = 4 B_idle / m_seg."""
@@ -136,7 +136,7 @@ class StencilModel:
             raise ValueError(f"measured times do not grow with size (slope {slope:g} s/B)")
         return 1.0 / (slope * VALUE_BYTES), max(0.0, my - slope * mx)
 
-    def paper_form(self) -> "StencilModel":
+    def paper_form(self) -> StencilModel:
         """The same F, B, C without the per-message cost and overlap (§3.1 exactly)."""
         return replace(self, latency_s=0.0, overlap=False)
 

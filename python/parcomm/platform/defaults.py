@@ -24,7 +24,8 @@ these two constants are the one place that says so. ``schema.tcp_spec`` and
 
 from __future__ import annotations
 
-from typing import Any, Mapping
+from collections.abc import Mapping
+from typing import Any
 
 __all__ = [
     "DEFAULT_STACK",

@@ -12,8 +12,9 @@ from __future__ import annotations
 
 import functools
 import tomllib
+from collections.abc import Mapping
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any
 
 __all__ = ["KINDS", "backend_rows", "kernel_mismatches"]
 

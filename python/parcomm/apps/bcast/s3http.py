@@ -176,10 +176,8 @@ def _error(status: int, reason: str, body: bytes) -> HttpStatusError:
 
 def shut(sock: socket.socket) -> None:
     """Shut a socket down from another thread: its blocked reader wakes up with EOF."""
-    try:
+    with contextlib.suppress(OSError):  # already closed or never connected
         sock.shutdown(socket.SHUT_RDWR)
-    except OSError:
-        pass  # already closed or never connected
 
 
 class Transport:

@@ -16,7 +16,8 @@ the seed-002 platform.
 
 from __future__ import annotations
 
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 __all__ = ["PAPER_ROUNDS", "pairs_program", "segment_pairs", "cross_segment_pairs"]
 

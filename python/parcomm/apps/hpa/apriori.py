@@ -36,10 +36,10 @@ from __future__ import annotations
 
 import math
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from functools import lru_cache
 from itertools import combinations
-from typing import Iterator
 
 import numpy as np
 
@@ -167,7 +167,7 @@ def candidate_subsets(
     enc: Encoder,
     cand_keys: np.ndarray,
     max_rows: int = MAX_ROWS,
-    with_elems: bool = False,
+    with_elems: bool | str = False,
 ) -> Iterator:
     """For each chunk, the indices (into the sorted candidates) of the
     k-subsets of the transactions (CSR of dense ids, from

@@ -16,8 +16,9 @@ counts reach their owner is a strategy (:class:`Tally`):
 
 from __future__ import annotations
 
+from collections.abc import AsyncIterator, Callable, Iterator
 from dataclasses import dataclass
-from typing import Any, AsyncIterator, Callable, Iterator, Protocol
+from typing import Any, Protocol
 
 import numpy as np
 

@@ -56,8 +56,8 @@ import math
 import os
 import struct
 import zlib
+from collections.abc import Iterator
 from dataclasses import asdict, dataclass
-from typing import Iterator
 
 import numpy as np
 
@@ -112,13 +112,13 @@ class Transactions:
         return [self[i].tolist() for i in range(len(self))]
 
     @staticmethod
-    def from_lists(rows) -> "Transactions":
+    def from_lists(rows) -> Transactions:
         rows = [list(r) for r in rows]
         lens = np.array([len(r) for r in rows], dtype=np.int64)
         flat = np.fromiter((x for r in rows for x in r), dtype=np.int64, count=int(lens.sum()))
         return normalize(lens, flat)
 
-    def slice(self, start: int, stop: int) -> "Transactions":
+    def slice(self, start: int, stop: int) -> Transactions:
         o = self.offsets[start : stop + 1]
         return Transactions(o - o[0], self.items[o[0] : o[-1]])
 

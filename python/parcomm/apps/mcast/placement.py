@@ -57,8 +57,9 @@ from __future__ import annotations
 
 import itertools
 import math
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass
-from typing import Any, Iterable, Mapping, Sequence
+from typing import Any
 
 from ...platform.mcast_tree import Tree, validate
 
@@ -657,7 +658,7 @@ def tradeoff(
     t = validate(tree)
     cands = None if candidates is None else list(candidates)
     m = _method(t, convention, method, cands)
-    kw = dict(candidates=cands, rate_bps=rate_bps, serialization=serialization)
+    kw: dict[str, Any] = dict(candidates=cands, rate_bps=rate_bps, serialization=serialization)
     if m == "dp":
         return optimal_dp(t, ks=_sizes(len(t.routers if cands is None else set(cands))) if ks is None else ks, **kw)
     curve = exhaustive(t, convention=convention, **kw) if m == "exhaustive" else greedy(t, convention=convention, **kw)
@@ -690,7 +691,7 @@ def place(
     t = validate(tree)
     cands = None if candidates is None else list(candidates)
     m = _method(t, convention, method, cands)
-    kw = dict(candidates=cands, rate_bps=rate_bps, serialization=serialization)
+    kw: dict[str, Any] = dict(candidates=cands, rate_bps=rate_bps, serialization=serialization)
     prep, ev = _evaluator(t, convention, rate_bps, serialization)
     base = ev([])
     if buffer_bytes is not None and base[2] > buffer_bytes * (1 + 1e-12):

@@ -63,9 +63,10 @@ delay for Comet RM comes out (A: 417 ms = 372 ms / P(no loss on the route)).
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any
 
 from ... import _core
 from ...platform import mcast_tree as _tree
