@@ -31,6 +31,8 @@ __all__ = [
     "WorldComm",
     "SelfComm",
     "COMM_NULL",
+    "COMM_WORLD",
+    "COMM_SELF",
     "TAG_UB",
     "IDENT",
     "CONGRUENT",
@@ -160,7 +162,7 @@ class Comm:
         return None
 
     def Get_info(self) -> Any:  # noqa: N802
-        from .MPI import Info
+        from .misc import Info
 
         return Info(self._info or {})
 
@@ -831,9 +833,7 @@ def _group_comm(base: Any, world_ranks: list[int]) -> "Intracomm":
 
 
 def _predefined_copy(name: str, copy: bool) -> Comm:
-    from . import MPI
-
-    comm = getattr(MPI, name)
+    comm = _PREDEFINED[name]
     if not copy:
         return comm
     return Comm(None) if name == "COMM_NULL" else Intracomm(comm)
@@ -900,4 +900,7 @@ class _NullComm(Comm):
 
 
 COMM_NULL = _NullComm()
+COMM_WORLD = WorldComm("MPI_COMM_WORLD")
+COMM_SELF = SelfComm("MPI_COMM_SELF")
+_PREDEFINED: dict[str, Comm] = {"COMM_WORLD": COMM_WORLD, "COMM_SELF": COMM_SELF, "COMM_NULL": COMM_NULL}
 _ = (IN_PLACE, Unsupported)  # re-exported by the MPI module
