@@ -11,7 +11,7 @@ algorithms and sizes); reductions combine typed numpy arrays.
 
 from __future__ import annotations
 
-from typing import Any, Sequence
+from typing import Any, Callable, Sequence
 
 import numpy as np
 
@@ -33,6 +33,7 @@ __all__ = [
     "COMM_NULL",
     "COMM_WORLD",
     "COMM_SELF",
+    "TOPOLOGY_CONSTRUCTORS",
     "TAG_UB",
     "IDENT",
     "CONGRUENT",
@@ -43,6 +44,11 @@ __all__ = [
 TAG_UB = RESERVED_TAG_BASE - 1  # tags above are the collectives' own
 IDENT, CONGRUENT, SIMILAR, UNEQUAL = 0, 1, 2, 3
 KEYVAL_TAG_UB, KEYVAL_HOST, KEYVAL_IO, KEYVAL_WTIME_IS_GLOBAL = 0x64400001, 0x64400003, 0x64400005, 0x64400007
+
+#: What ``Intracomm.Create_cart``/``Create_graph`` build, by kind ("cart",
+#: "graph"): :mod:`.topology`, where those subclasses of Intracomm live, fills
+#: it when imported (the MPI module imports it, so it is there for every program).
+TOPOLOGY_CONSTRUCTORS: dict[str, Callable[..., Any]] = {}
 
 
 class RawBytes(bytes):
@@ -558,14 +564,10 @@ class Intracomm(Comm):
     def Create_cart(  # noqa: N802
         self, dims: Sequence[int], periods: Sequence[bool] | None = None, reorder: bool = False
     ) -> Any:
-        from .topology import create_cart
-
-        return create_cart(self, dims, periods, reorder)
+        return TOPOLOGY_CONSTRUCTORS["cart"](self, dims, periods, reorder)
 
     def Create_graph(self, index: Sequence[int], edges: Sequence[int], reorder: bool = False) -> Any:  # noqa: N802
-        from .topology import create_graph
-
-        return create_graph(self, index, edges, reorder)
+        return TOPOLOGY_CONSTRUCTORS["graph"](self, index, edges, reorder)
 
     # --- collectives, objects -------------------------------------------------------------
     def barrier(self) -> None:
