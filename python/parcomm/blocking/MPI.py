@@ -17,6 +17,8 @@ from ..comm.ops import BAND, BOR, BXOR, LAND, LOR, LXOR, MAX, MAXLOC, MIN, MINLO
 from .buffers import BOTTOM, IN_PLACE
 from .comm import (
     COMM_NULL,
+    COMM_SELF,
+    COMM_WORLD,
     CONGRUENT,
     IDENT,
     KEYVAL_HOST,
@@ -27,8 +29,6 @@ from .comm import (
     UNEQUAL,
     Comm,
     Intracomm,
-    SelfComm,
-    WorldComm,
 )
 from .datatypes import DATATYPE_NULL, PREDEFINED, Datatype
 from .errors import ERROR_CLASSES, MPIException, Unsupported
@@ -41,6 +41,7 @@ from .misc import (
     ERRORS_RETURN,
     Errhandler,
     Get_processor_name,
+    Info,
     Pcontrol,
     Wtick,
     Wtime,
@@ -53,8 +54,6 @@ from .topology import CART, DIST_GRAPH, GRAPH, Cartcomm, Graphcomm, compute_dims
 Exception = MPIException  # noqa: A001 - mpi4py's name
 Compute_dims = compute_dims
 
-COMM_WORLD = WorldComm("MPI_COMM_WORLD")
-COMM_SELF = SelfComm("MPI_COMM_SELF")
 TAG_UB = KEYVAL_TAG_UB
 HOST = KEYVAL_HOST
 IO = KEYVAL_IO
@@ -160,35 +159,6 @@ def Alloc_mem(size: int, info: Any = None) -> buffer:  # noqa: N802
 
 def Free_mem(mem: Any) -> None:  # noqa: N802
     """Nothing to release: the memory is Python's."""
-
-
-class Info(dict):
-    """``MPI.Info``: string keys and values (accepted, and ignored by every call)."""
-
-    @classmethod
-    def Create(cls, items: Any = None) -> Info:  # noqa: N802
-        return cls(items or {})
-
-    def Set(self, key: str, value: str) -> None:  # noqa: N802
-        self[str(key)] = str(value)
-
-    def Get(self, key: str) -> str | None:  # noqa: N802
-        return self.get(key)
-
-    def Delete(self, key: str) -> None:  # noqa: N802
-        del self[key]
-
-    def Get_nkeys(self) -> int:  # noqa: N802
-        return len(self)
-
-    def Get_nthkey(self, n: int) -> str:  # noqa: N802
-        return list(self)[n]
-
-    def Dup(self) -> Info:  # noqa: N802
-        return Info(self)
-
-    def Free(self) -> None:  # noqa: N802
-        self.clear()
 
 
 INFO_NULL = None

@@ -11,7 +11,7 @@ algorithms and sizes); reductions combine typed numpy arrays.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
@@ -32,6 +32,9 @@ __all__ = [
     "WorldComm",
     "SelfComm",
     "COMM_NULL",
+    "COMM_WORLD",
+    "COMM_SELF",
+    "TOPOLOGY_CONSTRUCTORS",
     "TAG_UB",
     "IDENT",
     "CONGRUENT",
@@ -42,6 +45,11 @@ __all__ = [
 TAG_UB = RESERVED_TAG_BASE - 1  # tags above are the collectives' own
 IDENT, CONGRUENT, SIMILAR, UNEQUAL = 0, 1, 2, 3
 KEYVAL_TAG_UB, KEYVAL_HOST, KEYVAL_IO, KEYVAL_WTIME_IS_GLOBAL = 0x64400001, 0x64400003, 0x64400005, 0x64400007
+
+#: What ``Intracomm.Create_cart``/``Create_graph`` build, by kind ("cart",
+#: "graph"): :mod:`.topology`, where those subclasses of Intracomm live, fills
+#: it when imported (the MPI module imports it, so it is there for every program).
+TOPOLOGY_CONSTRUCTORS: dict[str, Callable[..., Any]] = {}
 
 
 class RawBytes(bytes):
@@ -161,7 +169,7 @@ class Comm:
         return None
 
     def Get_info(self) -> Any:  # noqa: N802
-        from .MPI import Info
+        from .misc import Info
 
         return Info(self._info or {})
 
@@ -557,14 +565,10 @@ class Intracomm(Comm):
     def Create_cart(  # noqa: N802
         self, dims: Sequence[int], periods: Sequence[bool] | None = None, reorder: bool = False
     ) -> Any:
-        from .topology import create_cart
-
-        return create_cart(self, dims, periods, reorder)
+        return TOPOLOGY_CONSTRUCTORS["cart"](self, dims, periods, reorder)
 
     def Create_graph(self, index: Sequence[int], edges: Sequence[int], reorder: bool = False) -> Any:  # noqa: N802
-        from .topology import create_graph
-
-        return create_graph(self, index, edges, reorder)
+        return TOPOLOGY_CONSTRUCTORS["graph"](self, index, edges, reorder)
 
     # --- collectives, objects -------------------------------------------------------------
     def barrier(self) -> None:
@@ -832,9 +836,7 @@ def _group_comm(base: Any, world_ranks: list[int]) -> Intracomm:
 
 
 def _predefined_copy(name: str, copy: bool) -> Comm:
-    from . import MPI
-
-    comm = getattr(MPI, name)
+    comm = _PREDEFINED[name]
     if not copy:
         return comm
     return Comm(None) if name == "COMM_NULL" else Intracomm(comm)
@@ -901,4 +903,7 @@ class _NullComm(Comm):
 
 
 COMM_NULL = _NullComm()
+COMM_WORLD = WorldComm("MPI_COMM_WORLD")
+COMM_SELF = SelfComm("MPI_COMM_SELF")
+_PREDEFINED: dict[str, Comm] = {"COMM_WORLD": COMM_WORLD, "COMM_SELF": COMM_SELF, "COMM_NULL": COMM_NULL}
 _ = (IN_PLACE, Unsupported)  # re-exported by the MPI module

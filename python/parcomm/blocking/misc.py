@@ -1,16 +1,16 @@
 """The module-level calls of ``mpi4py.MPI`` that are not about a communicator:
-time, processor name, init/finalize, error handlers, Abort, and the clear
-error for what parcomm does not implement."""
+time, processor name, init/finalize, error handlers, Abort, ``Info``, and the
+clear error for what parcomm does not implement."""
 
 from __future__ import annotations
 
 import socket
-from typing import NoReturn
+from typing import Any, NoReturn
 
 from .bridge import current, wait
 from .errors import Unsupported
 
-__all__ = ["AbortRun", "Wtime", "Wtick", "Get_processor_name", "unsupported_attribute", "UNSUPPORTED"]
+__all__ = ["AbortRun", "Wtime", "Wtick", "Get_processor_name", "Info", "unsupported_attribute", "UNSUPPORTED"]
 
 
 class AbortRun(BaseException):
@@ -100,3 +100,32 @@ def unsupported_attribute(call: str, name: str) -> NoReturn:
 def sleep_rank(seconds: float) -> None:
     """Idle this rank (simulated seconds under the simulator)."""
     wait(current().comm.sleep(float(seconds)))
+
+
+class Info(dict):
+    """``MPI.Info``: string keys and values (accepted, and ignored by every call)."""
+
+    @classmethod
+    def Create(cls, items: Any = None) -> Info:  # noqa: N802
+        return cls(items or {})
+
+    def Set(self, key: str, value: str) -> None:  # noqa: N802
+        self[str(key)] = str(value)
+
+    def Get(self, key: str) -> str | None:  # noqa: N802
+        return self.get(key)
+
+    def Delete(self, key: str) -> None:  # noqa: N802
+        del self[key]
+
+    def Get_nkeys(self) -> int:  # noqa: N802
+        return len(self)
+
+    def Get_nthkey(self, n: int) -> str:  # noqa: N802
+        return list(self)[n]
+
+    def Dup(self) -> Info:  # noqa: N802
+        return Info(self)
+
+    def Free(self) -> None:  # noqa: N802
+        self.clear()

@@ -8,7 +8,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from .comm import COMM_NULL, Intracomm
+from .comm import COMM_NULL, TOPOLOGY_CONSTRUCTORS, Intracomm
 from .status import PROC_NULL, UNDEFINED
 
 __all__ = ["Cartcomm", "Graphcomm", "create_cart", "create_graph", "compute_dims", "CART", "GRAPH"]
@@ -180,3 +180,6 @@ def create_graph(comm: Intracomm, index: Sequence[int], edges: Sequence[int], re
     inside = comm.Get_rank() < len(index)
     sub = comm.Split(0 if inside else UNDEFINED, comm.Get_rank())
     return Graphcomm(sub._c, index, edges) if inside else COMM_NULL
+
+
+TOPOLOGY_CONSTRUCTORS.update(cart=create_cart, graph=create_graph)

@@ -309,9 +309,7 @@ def get(
     # A node does no linear algebra: numpy (the protocol's arrays) must not start OpenBLAS
     # threads in this process, nor in the --local children, which inherit it. A user's setting stands.
     os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
-    from ..apps.bcast.launch import Job, SharedOutput
-    from ..apps.bcast.output import OutputError
-    from ..apps.bcast.real import BcastError
+    from ..apps.bcast.launch import Job
     from ..apps.bcast.s3 import S3Error, parse_s3_url
 
     try:
@@ -321,9 +319,7 @@ def get(
     meet = _Meeting(local, mpi, rendezvous, rendezvous_dir, rank, nodes, bind, advertise)
     meet.check()
     out = _checked_out(out, meet, as_json)
-    for option, value in (("--timeout", timeout), ("--join-timeout", join_timeout)):
-        if not 0 < value <= _MAX_TIMEOUT_S:
-            raise UserError(f"{option} must be in (0, {_MAX_TIMEOUT_S:g}] seconds, got {value:g}")
+    _check_timeouts(timeout, join_timeout)
     key = meet.key(key_file)
     job = Job(
         url,
@@ -337,7 +333,22 @@ def get(
         verify=verify,
         write=write,
     )
-    from ..apps.bcast.real import is_usage_error
+    _run_and_report(job, meet, key, out, as_json)
+
+
+def _check_timeouts(timeout: float, join_timeout: float) -> None:
+    for option, value in (("--timeout", timeout), ("--join-timeout", join_timeout)):
+        if not 0 < value <= _MAX_TIMEOUT_S:
+            raise UserError(f"{option} must be in (0, {_MAX_TIMEOUT_S:g}] seconds, got {value:g}")
+
+
+def _run_and_report(job, meet: _Meeting, key, out: str, as_json: bool) -> None:
+    """Run ``bcast get``'s nodes, print their summary and exit with its status
+    (2: every node failed on what the user named; 1: the run failed)."""
+    from ..apps.bcast.launch import SharedOutput
+    from ..apps.bcast.output import OutputError
+    from ..apps.bcast.real import BcastError, is_usage_error
+    from ..apps.bcast.s3 import S3Error
 
     try:
         ran = _run_nodes(job, meet, key, as_json)

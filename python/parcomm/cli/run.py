@@ -454,23 +454,7 @@ def mpi(
         if kwargs_json:
             raise UserError(f"--kwargs is for MODULE:FUNCTION programs; {ref} is a script")
         if under_mpi():  # one rank of a hand-started mpiexec: the script itself, with the real mpi4py
-            import os
-            import runpy
-            import sys
-
-            from ..blocking.output import RankOutput
-
-            rank = int(os.environ.get("PMI_RANK", os.environ.get("OMPI_COMM_WORLD_RANK", "0")))
-            if tag_output:
-                sys.stdout = RankOutput(sys.stdout, True, rank)  # type: ignore[assignment]
-                sys.stderr = RankOutput(sys.stderr, True, rank)  # type: ignore[assignment]
-            sys.argv = [ref, *script_args]
-            try:
-                runpy.run_path(ref, run_name="__main__")
-            finally:
-                for stream in (sys.stdout, sys.stderr):
-                    if isinstance(stream, RankOutput):
-                        stream.finish_rank(rank)
+            _run_script_as_mpi_rank(ref, script_args, tag_output)
             return
         run_script_under_mpiexec(ref, _procs(procs), script_args, limit, tag_output)
         return
@@ -510,6 +494,28 @@ def mpi(
         raise RunFailed(str(e)) from None
     write_trace(trace_file, res, "mpi", res.platform)
     _report(res, as_json, json_out)
+
+
+def _run_script_as_mpi_rank(ref: str, script_args: tuple[str, ...], tag_output: bool) -> None:
+    """Run a whole mpi4py script as this rank of a hand-started mpiexec, with
+    the real mpi4py (its output tagged with the rank if asked)."""
+    import os
+    import runpy
+    import sys
+
+    from ..blocking.output import RankOutput
+
+    rank = int(os.environ.get("PMI_RANK", os.environ.get("OMPI_COMM_WORLD_RANK", "0")))
+    if tag_output:
+        sys.stdout = RankOutput(sys.stdout, True, rank)  # type: ignore[assignment]
+        sys.stderr = RankOutput(sys.stderr, True, rank)  # type: ignore[assignment]
+    sys.argv = [ref, *script_args]
+    try:
+        runpy.run_path(ref, run_name="__main__")
+    finally:
+        for stream in (sys.stdout, sys.stderr):
+            if isinstance(stream, RankOutput):
+                stream.finish_rank(rank)
 
 
 def _mesh_size(n_addresses: int, size: int | None, rank: int) -> int:

@@ -296,6 +296,50 @@ class LocalResult:
     unreported_egress: int = 0  # bytes failed or killed nodes had read from storage (their last progress)
 
 
+def _node_env(job: Job) -> dict[str, str]:
+    """The node processes' environment: ours, plus the job's S3 credentials and this run's key."""
+    # Secrets go to the children through their environment, never their argv (ps shows argv).
+    env = dict(os.environ)
+    for var, value in (
+        ("AWS_ACCESS_KEY_ID", job.s3.access_key),
+        ("AWS_SECRET_ACCESS_KEY", job.s3.secret_key),
+        ("AWS_SESSION_TOKEN", job.s3.session_token),
+    ):
+        if value is not None:
+            env[var] = value
+    if job.s3.access_key is not None and job.s3.session_token is None:
+        env.pop("AWS_SESSION_TOKEN", None)  # the user's token belongs to other keys than ours
+    env[KEY_ENV] = JobKey.generate().hex()  # this run's members: our children, nobody else
+    # A node does no linear algebra: numpy's OpenBLAS threads would only start and spin at
+    # import (~0.06 CPU s per child here). A user's own setting stands.
+    env.setdefault("OPENBLAS_NUM_THREADS", "1")
+    return env
+
+
+def _collect_results(job: Job, procs: list[subprocess.Popen], status: Path, start: float) -> LocalResult:
+    """Every node's report or error, once the nodes exited (or the timeout passed:
+    those still running are killed)."""
+    reports, errors, usage = [], {}, set()
+    for rank, proc in enumerate(procs):
+        if proc.poll() is None:
+            proc.kill()  # our own child, past the job's timeout
+            proc.wait()
+            errors[rank] = f"killed after {job.timeout:.0f} s without finishing"
+            continue
+        result = read_status(status / f"report-{rank}.json")
+        if result is None:
+            errors[rank] = f"exited with status {proc.returncode} without a report"
+        elif "error" in result:
+            errors[rank] = result["error"]
+            if result.get("usage"):
+                usage.add(rank)
+        else:
+            reports.append(NodeReport(**{k: v for k, v in result["report"].items() if k != "throughput_Bps"}))
+    # What nodes that left no report had fetched still left the storage: count it.
+    lost = sum(int((read_status(status / f"progress-{r}.json") or {}).get("bytes_from_storage", 0)) for r in errors)
+    return LocalResult(reports, errors, time.monotonic() - start, usage, lost)
+
+
 def run_local(
     job: Job, nodes: int, *, on_tick: Callable[[dict[int, dict]], None] | None = None, status_dir: str | None = None
 ) -> LocalResult:
@@ -313,21 +357,7 @@ def run_local(
     status.mkdir(parents=True, exist_ok=True)
     procs: list[subprocess.Popen] = []
     start = time.monotonic()
-    # Secrets go to the children through their environment, never their argv (ps shows argv).
-    env = dict(os.environ)
-    for var, value in (
-        ("AWS_ACCESS_KEY_ID", job.s3.access_key),
-        ("AWS_SECRET_ACCESS_KEY", job.s3.secret_key),
-        ("AWS_SESSION_TOKEN", job.s3.session_token),
-    ):
-        if value is not None:
-            env[var] = value
-    if job.s3.access_key is not None and job.s3.session_token is None:
-        env.pop("AWS_SESSION_TOKEN", None)  # the user's token belongs to other keys than ours
-    env[KEY_ENV] = JobKey.generate().hex()  # this run's members: our children, nobody else
-    # A node does no linear algebra: numpy's OpenBLAS threads would only start and spin at
-    # import (~0.06 CPU s per child here). A user's own setting stands.
-    env.setdefault("OPENBLAS_NUM_THREADS", "1")
+    env = _node_env(job)
     public = replace(job, s3=replace(job.s3, access_key=None, secret_key=None, session_token=None))
     try:
         for rank, sock in enumerate(socks):
@@ -357,25 +387,7 @@ def run_local(
             time.sleep(0.2)
         if on_tick is not None:
             on_tick(_read_progress(status, nodes))
-        reports, errors, usage = [], {}, set()
-        for rank, proc in enumerate(procs):
-            if proc.poll() is None:
-                proc.kill()  # our own child, past the job's timeout
-                proc.wait()
-                errors[rank] = f"killed after {job.timeout:.0f} s without finishing"
-                continue
-            result = read_status(status / f"report-{rank}.json")
-            if result is None:
-                errors[rank] = f"exited with status {proc.returncode} without a report"
-            elif "error" in result:
-                errors[rank] = result["error"]
-                if result.get("usage"):
-                    usage.add(rank)
-            else:
-                reports.append(NodeReport(**{k: v for k, v in result["report"].items() if k != "throughput_Bps"}))
-        # What nodes that left no report had fetched still left the storage: count it.
-        lost = sum(int((read_status(status / f"progress-{r}.json") or {}).get("bytes_from_storage", 0)) for r in errors)
-        return LocalResult(reports, errors, time.monotonic() - start, usage, lost)
+        return _collect_results(job, procs, status, start)
     finally:
         for sock in socks:
             sock.close()
