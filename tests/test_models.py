@@ -156,6 +156,8 @@ def known_platform():
         buffer="64KiB",
         send_overhead={"fixed_s": O_S},
         recv_overhead={"fixed_s": O_R},
+        tcp={"stack": "rfc"},  # known by construction: the RFC transport (no timestamp bytes) on an ideal wire
+        timing_noise_s=0,
     )
 
 
