@@ -32,10 +32,13 @@ _check_core()
 #: process that only simulates a platform does not pay for the Communicator stack at import
 #: (it was most of `import parcomm`).
 COLLECTIVES_MODULE = "parcomm.collectives"
+# mpi4py scripts run on the blocking surface, which sits above comm: comm reaches it through the root
+BLOCKING_SCRIPT_MODULE = "parcomm.blocking.script"
+BLOCKING_BUFFERS_MODULE = "parcomm.blocking.buffers"
 
 #: Subpackages reachable as attributes of ``parcomm`` (imported on first use).
 _SUBPACKAGES = frozenset(
-    {"apps", "auth", "cli", "collectives", "comm", "conformance", "emu", "measure", "models", "platform"}
+    {"apps", "auth", "blocking", "cli", "collectives", "comm", "conformance", "emu", "measure", "models", "platform"}
     | {"result", "strictjson", "studies"}
 )
 

@@ -25,6 +25,7 @@ from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any
 
+from ..comm.aio import is_script_ref
 from .bridge import RankContext, drive
 from .misc import AbortRun
 from .output import RankInput, RankOutput
@@ -36,11 +37,6 @@ SELF_CONTEXT = 0xFFFF
 
 _installed = 0
 _saved: dict[str, Any] = {}
-
-
-def is_script_ref(ref: Any) -> bool:
-    """Whether a program reference names a whole script (``prog.py``, no ``:function``)."""
-    return isinstance(ref, str) and ref.strip().endswith(".py") and ":" not in os.path.basename(ref.strip())
 
 
 def _shim_package() -> types.ModuleType:

@@ -217,7 +217,7 @@ JSON_OUT_HELP = "write the --json document to this file (the program's output st
 
 def is_script(ref: str) -> bool:
     """PROGRAM is a whole ``from mpi4py import MPI`` script (``prog.py``, no ``:function``)."""
-    from ..blocking.script import is_script_ref
+    from ..comm.aio import is_script_ref
 
     return is_script_ref(ref)
 

@@ -310,6 +310,11 @@ def _load_file_module(path: Path) -> Any:
     return module
 
 
+def is_script_ref(ref: Any) -> bool:
+    """Whether a program reference names a whole script (``prog.py``, no ``:function``)."""
+    return isinstance(ref, str) and ref.strip().endswith(".py") and ":" not in os.path.basename(ref.strip())
+
+
 def _import_from_cwd_too(name: str) -> Any:
     """Import ``name``; if it is not found and the working directory is not on
     sys.path (a console script's case), look there too, as ``python -m`` would."""
@@ -337,13 +342,12 @@ def resolve_program(ref: str | Callable[..., Awaitable[Any]]) -> Callable[..., A
     if not isinstance(ref, str) or not ref.strip():
         raise ProgramError(f"program must be MODULE:FUNCTION or a collective's name, got {ref!r}")
     ref = ref.strip()
-    from ..blocking.script import is_script_ref
-
     if is_script_ref(ref):  # a whole `from mpi4py import MPI` script, run as each rank's __main__
         import functools
 
-        from ..blocking.script import script_program
+        import parcomm
 
+        script_program = importlib.import_module(parcomm.BLOCKING_SCRIPT_MODULE).script_program
         if not Path(ref).is_file():
             raise ProgramError(f"program {ref!r}: no such file")
         return functools.partial(script_program, script=str(Path(ref).resolve()))

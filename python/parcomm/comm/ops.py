@@ -93,7 +93,12 @@ class Op:
 
     def Reduce_local(self, inbuf: Any, inoutbuf: Any) -> None:  # noqa: N802
         """mpi4py's local reduction of buffers: ``inoutbuf = op(inbuf, inoutbuf)``."""
-        from ..blocking.buffers import message  # the buffer specs of the mpi4py surface
+        import importlib
+
+        import parcomm
+
+        # the buffer specs of the mpi4py surface, above this layer: reached through the root
+        message = importlib.import_module(parcomm.BLOCKING_BUFFERS_MODULE).message
 
         src = message(inbuf, "Reduce_local inbuf")
         dst = message(inoutbuf, "Reduce_local inoutbuf")

@@ -17,13 +17,14 @@ instead of the tag, so they can still go by ``sendfile``).
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 import selectors
 import socket
 import threading
 import time
-from typing import Callable
+from collections.abc import Callable
 
 from ...auth import (
     ATTEMPT_TIMEOUT_S,
@@ -205,10 +206,8 @@ class Link:
         if self._closed:
             return
         self._closed = True
-        try:
+        with contextlib.suppress(OSError):
             self.sock.shutdown(socket.SHUT_RDWR)
-        except OSError:
-            pass
         self.sock.close()
 
 
@@ -402,15 +401,11 @@ def _shedder(conn: socket.socket, progress: Callable[[], int]):
 
     def shed() -> None:
         if progress() > 0:  # it greeted: maybe a member, tell it to retry
-            try:
+            with contextlib.suppress(OSError):
                 conn.send(Handshake.shed_message(), socket.MSG_DONTWAIT)
-            except OSError:
-                pass
         reset_socket(conn)  # the thread's close sends a reset: no TIME_WAIT kept for an outsider
-        try:
+        with contextlib.suppress(OSError):
             conn.shutdown(socket.SHUT_RDWR)
-        except OSError:
-            pass
 
     return shed
 
