@@ -459,7 +459,8 @@ def mpi(
         run_script_under_mpiexec(ref, _procs(procs), script_args, limit, tag_output)
         return
     no_script_args(ref, script_args)
-    kwargs = checked_kwargs(ref, kwargs_json)
+    # a rank started by run_mpi gets its arguments in the call pickle: check --kwargs only where a user gave it
+    kwargs = checked_kwargs(ref, kwargs_json) if call_pickle is None else _kwargs(kwargs_json)
     if under_mpi():
         args: tuple = ()
         if call_pickle is not None:
