@@ -60,6 +60,15 @@ SYSCTL_CASES = {
         ({"cubic": False}, "net.ipv4.tcp_congestion_control", "reno"),
     ],
     "frto": [({"frto": True}, "net.ipv4.tcp_frto", 2), ({"frto": False}, "net.ipv4.tcp_frto", 0)],
+    "congestion_control": [
+        ({"stack": "linux", "congestion_control": "reno"}, "net.ipv4.tcp_congestion_control", "reno"),
+        ({"stack": "rfc", "congestion_control": "cubic"}, "net.ipv4.tcp_congestion_control", "cubic"),
+    ],
+    "loss_detection": [
+        ({"stack": "rfc", "loss_detection": "sack"}, "net.ipv4.tcp_sack", 1),
+        ({"stack": "rfc", "loss_detection": "rack"}, "net.ipv4.tcp_recovery", 1),
+        ({"stack": "linux", "loss_detection": "dupack", "recovery_rate": "rfc6675"}, "net.ipv4.tcp_sack", 0),
+    ],
     "dupack_threshold": [({"dupack_threshold": 5}, "net.ipv4.tcp_reordering", 5)],
     "rto_max_s": [({"rto_max_s": 60.0}, "net.ipv4.tcp_rto_max_ms", 60000)],
     "sndbuf_bytes": [
@@ -102,7 +111,12 @@ def test_fixed_row_is_reported_when_the_platform_asks_otherwise(field):
     row = ROWS[field]
     base = tcp_spec(stack="linux", delayed_ack=True)  # hystart and quickack count only with cubic / delayed ACKs
     assert kernel_mismatches(base, {"hystart": True}) == []  # the linux stack is what the kernel does
-    other = (not row["kernel"]) if isinstance(row["kernel"], bool) else row["kernel"] * 2 + 0.001
+    if isinstance(row["kernel"], bool):
+        other = not row["kernel"]
+    elif isinstance(row["kernel"], str):  # a named slot: the other name
+        other = {"prr": "rfc6675", "linux": "rfc6298"}[row["kernel"]]
+    else:
+        other = row["kernel"] * 2 + 0.001
     bent = kernel_mismatches({**base, field: other}, {"hystart": True})
     assert len(bent) == 1 and bent[0].startswith(f"tcp.{field} ="), bent
     assert any(

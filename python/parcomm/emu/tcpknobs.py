@@ -31,7 +31,7 @@ from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..platform.tcp_backends import kernel_mismatches
+from ..platform.tcp_backends import kernel_mismatches, resolve_slots
 from .layout import HOST_DEV, HostPlan, Layout
 from .netns import in_netns
 from .shell import EmuError, batch
@@ -93,6 +93,9 @@ SYSCTL_KNOBS: dict[str, Callable[[Mapping[str, Any]], dict[str, object]]] = {
     "rack": lambda t: {"net.ipv4.tcp_recovery": _on(t["rack"], 1)},
     "cubic": lambda t: {"net.ipv4.tcp_congestion_control": "cubic" if t["cubic"] else "reno"},
     "frto": lambda t: {"net.ipv4.tcp_frto": _on(t["frto"], 2)},
+    # named slots: knobs_for has already written them onto the booleans above (resolve_slots)
+    "congestion_control": lambda t: {},
+    "loss_detection": lambda t: {},
 }
 
 #: ``route`` rows: field -> the metrics of the subnet route it becomes.
@@ -119,7 +122,7 @@ def machine_kernel() -> dict[str, Any]:
 def knobs_for(
     h: HostPlan, *, have_rto_max: bool, have_rto_min_us: bool, kernel: Mapping[str, Any] | None = None
 ) -> HostKnobs:
-    tcp = h.tcp
+    tcp = resolve_slots(h.tcp)
     notes: list[str] = []
     rto_min_ms = _rto_min_ms(tcp)
     if abs(rto_min_ms - float(tcp["rto_min_s"]) * 1e3) > 1e-6:
