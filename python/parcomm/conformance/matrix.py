@@ -284,7 +284,10 @@ def _unflat(flat: Mapping[str, Any]) -> dict[str, Any]:
     out: dict[str, Any] = {}
     for k, v in flat.items():
         if k.startswith("tcp."):
-            out.setdefault("tcp", {})[k[4:]] = v
+            tcp = out.setdefault("tcp", {})
+            if not isinstance(tcp, dict):  # `tcp = 3` beside `tcp.x` keys: the caller names the scenario
+                raise MatrixError(f"tcp must be a table of TCP settings, got {shown(repr(tcp))}")
+            tcp[k[4:]] = v
         else:
             out[k] = v
     return out
@@ -328,7 +331,10 @@ def _expand(raw: Mapping[str, Any], defaults: Mapping[str, Any], index: int, sou
                 one["name"] = name.format(**{k.split(".")[-1]: _label(v) for k, v in zip(keys, combo)})
             except (KeyError, IndexError, ValueError) as e:
                 raise _err(where, f"name template {shown(name)}: {shown(str(e))}") from None
-        yield _unflat(one)
+        try:
+            yield _unflat(one)
+        except MatrixError as e:
+            raise _err(where, str(e)) from None
 
 
 def parse_matrix(doc: Mapping[str, Any], source: str = "matrix") -> tuple[list[Scenario], list[str]]:
